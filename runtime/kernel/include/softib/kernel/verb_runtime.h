@@ -1,0 +1,16 @@
+// What the generated direct-call API needs from the Access Layer (runtime/al implements it).
+#pragma once
+
+#include "softib/kernel/call_context.h"
+
+namespace softib::kernel {
+
+struct VerbHandlerSet;  // generated: kernel/verb_handlers.h
+
+// The handlers serving direct calls made through `al`.
+const VerbHandlerSet& DirectHandlers(IbAl* al);
+
+// The context of a direct call made by the kernel client that opened `al`.
+CallContext DirectCallContext(IbAl* al);
+
+}  // namespace softib::kernel

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything softib needs to build and test on Debian 12, from Debian's
+# own packages only. Run as root (CI and these machines are root).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+
+packages=(
+  # toolchain and build
+  build-essential g++ gcc-multilib g++-multilib cmake ninja-build clang-format
+  # tests: GoogleTest/GoogleMock sources (built per preset, also 32-bit)
+  googletest
+  # the generator: Debian's python3 with Jinja2
+  python3 python3-jinja2
+  # libraries
+  libcli11-dev libfmt-dev nlohmann-json3-dev
+  # interop oracles
+  tshark
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "softib: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "softib: all build and test dependencies are installed"
+fi

@@ -1,0 +1,108 @@
+#include "ib_crc.h"
+
+#include <array>
+
+namespace softib::ibcrc {
+namespace {
+
+// Reflected forms of the generator polynomials.
+constexpr uint32_t kCrc32Reflected = 0xEDB88320u;  // 0x04C11DB7 bit-reversed
+constexpr uint16_t kVcrcReflected = 0xD008u;       // 0x100B bit-reversed
+
+template <typename T, T kPoly>
+constexpr std::array<T, 256> MakeTable() {
+  std::array<T, 256> table{};
+  for (uint32_t n = 0; n < 256; ++n) {
+    T c = static_cast<T>(n);
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? static_cast<T>((c >> 1) ^ kPoly) : static_cast<T>(c >> 1);
+    table[n] = c;
+  }
+  return table;
+}
+
+constexpr auto kCrc32Table = MakeTable<uint32_t, kCrc32Reflected>();
+constexpr auto kVcrcTable = MakeTable<uint16_t, kVcrcReflected>();
+
+// Offset of the BTH and whether a GRH precedes it.
+std::size_t BthOffset(Lnh lnh) { return lnh == Lnh::kIbaGlobal ? kLrhBytes + kGrhBytes : kLrhBytes; }
+
+}  // namespace
+
+uint32_t Crc32(std::span<const uint8_t> data, uint32_t previous) {
+  uint32_t c = ~previous;
+  for (uint8_t b : data) c = kCrc32Table[(c ^ b) & 0xFFu] ^ (c >> 8);
+  return ~c;
+}
+
+uint16_t Crc16Vcrc(std::span<const uint8_t> data) {
+  uint16_t c = 0xFFFFu;
+  for (uint8_t b : data) c = static_cast<uint16_t>(kVcrcTable[(c ^ b) & 0xFFu] ^ (c >> 8));
+  return static_cast<uint16_t>(~c);
+}
+
+Lnh LinkNextHeader(std::span<const uint8_t> packet) { return static_cast<Lnh>(packet[1] & 0x3u); }
+
+bool HasIcrc(Lnh lnh) { return lnh == Lnh::kIbaLocal || lnh == Lnh::kIbaGlobal; }
+
+uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload) {
+  const Lnh lnh = LinkNextHeader(headers_and_payload);
+  const std::size_t bth = BthOffset(lnh);
+  // Only the headers carry variant fields: mask a copy of them, then run the
+  // CRC on through the payload without copying it.
+  std::array<uint8_t, kLrhBytes + kGrhBytes + kBthBytes> masked{};
+  const std::size_t header_len = bth + kBthBytes;
+  for (std::size_t i = 0; i < header_len; ++i) masked[i] = headers_and_payload[i];
+  if (lnh == Lnh::kIbaGlobal) {
+    for (std::size_t i = 0; i < kLrhBytes; ++i) masked[i] = 0xFF;  // routers rewrite the LRH
+    uint8_t* grh = &masked[kLrhBytes];
+    grh[0] |= 0x0F;  // TClass, high nibble
+    grh[1] = 0xFF;   // TClass low nibble + FlowLabel high nibble
+    grh[2] = 0xFF;   // FlowLabel
+    grh[3] = 0xFF;   // FlowLabel
+    grh[7] = 0xFF;   // HopLmt
+  } else {
+    masked[0] |= 0xF0;  // LRH:VL
+  }
+  masked[bth + 4] = 0xFF;  // BTH:Resv8a
+  uint32_t crc = Crc32(std::span<const uint8_t>(masked.data(), header_len));
+  return Crc32(headers_and_payload.subspan(header_len), crc);
+}
+
+uint16_t ComputeVcrc(std::span<const uint8_t> lrh_through_icrc) { return Crc16Vcrc(lrh_through_icrc); }
+
+void AppendCrcs(std::vector<uint8_t>& packet) {
+  if (HasIcrc(LinkNextHeader(packet))) {
+    const uint32_t icrc = ComputeIcrc(packet);
+    for (int i = 0; i < 4; ++i) packet.push_back(static_cast<uint8_t>(icrc >> (8 * i)));
+  }
+  const uint16_t vcrc = ComputeVcrc(packet);
+  packet.push_back(static_cast<uint8_t>(vcrc));
+  packet.push_back(static_cast<uint8_t>(vcrc >> 8));
+}
+
+uint32_t LoadLe32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+uint16_t LoadLe16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
+
+CrcCheck CheckCrcs(std::span<const uint8_t> whole_packet) {
+  CrcCheck check;
+  if (whole_packet.size() < kLrhBytes + kVcrcBytes) return check;
+  const Lnh lnh = LinkNextHeader(whole_packet);
+  check.has_icrc = HasIcrc(lnh);
+  const std::size_t vcrc_at = whole_packet.size() - kVcrcBytes;
+  if (check.has_icrc) {
+    if (whole_packet.size() < BthOffset(lnh) + kBthBytes + kIcrcBytes + kVcrcBytes) return check;
+    const std::size_t icrc_at = vcrc_at - kIcrcBytes;
+    check.icrc_wire = LoadLe32(&whole_packet[icrc_at]);
+    check.icrc_computed = ComputeIcrc(whole_packet.first(icrc_at));
+  }
+  check.vcrc_wire = LoadLe16(&whole_packet[vcrc_at]);
+  check.vcrc_computed = ComputeVcrc(whole_packet.first(vcrc_at));
+  check.well_formed = true;
+  return check;
+}
+
+}  // namespace softib::ibcrc

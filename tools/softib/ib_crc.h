@@ -1,0 +1,70 @@
+// The two CRCs of an InfiniBand packet (IBTA Vol 1, 7.8):
+//   ICRC: 32 bits, the Ethernet CRC-32, over the fields no switch or router
+//         changes; the variant fields are replaced by ones while computing it.
+//   VCRC: 16 bits, polynomial x^16+x^12+x^3+x+1 (0x100B), initial value 0xFFFF,
+//         over every byte from the LRH through the ICRC.
+// Both are reflected CRCs (bits enter least significant first, as on Ethernet),
+// complemented at the end, and sit on the wire least significant byte first —
+// the byte order Linux rxe uses for the RoCE ICRC.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace softib::ibcrc {
+
+inline constexpr std::size_t kLrhBytes = 8;
+inline constexpr std::size_t kGrhBytes = 40;
+inline constexpr std::size_t kBthBytes = 12;
+inline constexpr std::size_t kIcrcBytes = 4;
+inline constexpr std::size_t kVcrcBytes = 2;
+
+// LRH Link Next Header values (IBTA 7.7.1).
+enum class Lnh : uint8_t { kRaw = 0, kIpv6Raw = 1, kIbaLocal = 2, kIbaGlobal = 3 };
+
+// CRC-32 (IEEE 802.3): init ~0, reflected, final complement. Chain calls by
+// passing the previous result as `previous` (0 to start).
+uint32_t Crc32(std::span<const uint8_t> data, uint32_t previous = 0);
+
+// CRC-16 with polynomial 0x100B, reflected, init 0xFFFF, final complement.
+uint16_t Crc16Vcrc(std::span<const uint8_t> data);
+
+// Returns the LNH of a packet starting with its LRH (size >= 2).
+Lnh LinkNextHeader(std::span<const uint8_t> packet);
+
+// True when the packet carries an ICRC (IBA transport: LNH 2 or 3).
+bool HasIcrc(Lnh lnh);
+
+// Computes the ICRC of `headers_and_payload`: the packet from the first LRH byte
+// through the last payload/pad byte (no ICRC, no VCRC). Masked as IBTA 7.8.1:
+//   local packet (LNH=2):  LRH:VL and BTH:Resv8a are taken as ones;
+//   global packet (LNH=3): the whole LRH, GRH:TClass, GRH:FlowLabel, GRH:HopLmt
+//                          and BTH:Resv8a are taken as ones.
+// Precondition: HasIcrc(lnh) and the packet holds the LRH(+GRH)+BTH.
+uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload);
+
+// VCRC over everything before it (LRH through ICRC).
+uint16_t ComputeVcrc(std::span<const uint8_t> lrh_through_icrc);
+
+// Appends the ICRC (when the LNH calls for one) and the VCRC, least significant
+// byte first.
+void AppendCrcs(std::vector<uint8_t>& packet);
+
+// The CRCs found at the end of a whole packet and the values they should have.
+struct CrcCheck {
+  bool well_formed = false;  // long enough for its headers and CRCs
+  bool has_icrc = false;
+  uint32_t icrc_wire = 0, icrc_computed = 0;
+  uint16_t vcrc_wire = 0, vcrc_computed = 0;
+  bool icrc_ok() const { return !has_icrc || icrc_wire == icrc_computed; }
+  bool vcrc_ok() const { return vcrc_wire == vcrc_computed; }
+};
+CrcCheck CheckCrcs(std::span<const uint8_t> whole_packet);
+
+// Reads/writes a value stored least significant byte first.
+uint32_t LoadLe32(const uint8_t* p);
+uint16_t LoadLe16(const uint8_t* p);
+
+}  // namespace softib::ibcrc
