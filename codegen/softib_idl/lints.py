@@ -136,11 +136,30 @@ def check_objects(program: m.Program, errors: ErrorCollector) -> None:
             if not verbs and not o.implicit:
                 errors.add(o.loc, f"object '{o.name}' has no {word} verb (a handle<{o.name}> parameter with access "
                                   f"'{access}'); mark it implicit if the runtime manages it")
-            for v, q in verbs[1:]:
-                errors.add(q.ref_locs.get("access", q.loc),
-                           f"object '{o.name}' has two {word} verbs: '{verbs[0][0].name}' and '{v.name}'")
+            if attr == "creator" and o.created_by:
+                check_declared_creators(o, verbs, errors)
+            else:
+                for v, q in verbs[1:]:
+                    errors.add(q.ref_locs.get("access", q.loc),
+                               f"object '{o.name}' has two {word} verbs: '{verbs[0][0].name}' and '{v.name}'")
             if verbs:
                 setattr(o, attr, verbs[0][0])
+            if attr == "creator":
+                o.creators = [v for v, _ in verbs]
+
+
+def check_declared_creators(o: m.Object, verbs: list[tuple[m.Verb, m.Param]], errors: ErrorCollector) -> None:
+    """With `created_by`, the creating verbs must be exactly the ones the object names."""
+    actual = {v.name: q for v, q in verbs}
+    for name in o.created_by:
+        if name not in actual:
+            errors.add(o.ref_locs.get("created_by:" + name, o.loc),
+                       f"object '{o.name}' names '{name}' in created_by, but that verb has no "
+                       f"handle<{o.name}> parameter with access 'new'")
+    for v, q in verbs:
+        if v.name not in o.created_by:
+            errors.add(q.ref_locs.get("access", q.loc),
+                       f"verb '{v.name}' creates '{o.name}' but is not in the object's created_by list")
 
 
 def check_field_names(program: m.Program, errors: ErrorCollector) -> None:

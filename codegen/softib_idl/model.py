@@ -171,13 +171,17 @@ class Object:
     parent: Optional[str] = None
     uses: list[str] = field(default_factory=list)
     implicit: bool = False
+    # Several creating verbs are allowed only when all are named here (MRs come from
+    # RegMem, RegPhys and RegShared); otherwise exactly one verb may create the object.
+    created_by: list[str] = field(default_factory=list)
     doc: str = ""
     module: str = ""
     # Resolved:
     parent_obj: Optional["Object"] = None
     children: list["Object"] = field(default_factory=list)  # objects naming it as parent
     users: list["Object"] = field(default_factory=list)  # objects naming it in uses
-    creator: Optional["Verb"] = None
+    creator: Optional["Verb"] = None  # the first (or only) creating verb
+    creators: list["Verb"] = field(default_factory=list)  # every creating verb
     destroyer: Optional["Verb"] = None
     # Where each name this declaration refers to was written (for error messages).
     ref_locs: dict[str, Loc] = field(default_factory=dict, repr=False, compare=False)

@@ -396,7 +396,8 @@ class FileParser:
         obj = m.Object(name.value, name.loc, doc=kw.doc)
         open_tok = self.expect_punct("{")
         while not self.end_of_block(f"object '{name.value}'", open_tok):
-            tok = self.expect_one_of(("parent", "uses", "implicit"), "'parent', 'uses' or 'implicit'")
+            tok = self.expect_one_of(("parent", "uses", "implicit", "created_by"),
+                                     "'parent', 'uses', 'created_by' or 'implicit'")
             if tok.value == "parent":
                 parent = self.expect_ident("an object name")
                 if obj.parent is not None:
@@ -407,6 +408,10 @@ class FileParser:
                 for u in self.name_list("an object name"):
                     obj.uses.append(u.value)
                     obj.ref_locs.setdefault(u.value, u.loc)
+            elif tok.value == "created_by":
+                for c in self.name_list("a verb name"):
+                    obj.created_by.append(c.value)
+                    obj.ref_locs.setdefault("created_by:" + c.value, c.loc)
             else:
                 obj.implicit = True
             self.expect_punct(";")

@@ -2,7 +2,7 @@
 
 import unittest
 
-from .support import PRELUDE, IdlTestCase
+from .support import PRELUDE, IdlTestCase, frontend
 
 # PRELUDE is 4 lines; snippets below start on line 5.
 OBJECTS = PRELUDE + """\
@@ -55,6 +55,31 @@ class NegativeTest(IdlTestCase):
     def test_object_with_two_creators(self):
         self.assertIdlError(OBJECTS + "verb CreateCq2 = 0x12 { paths direct; out handle<Cq> cq new; }",
                             "t.idl:8:57: error: object 'Cq' has two creating verbs: 'CreateCq' and 'CreateCq2'")
+
+    def test_created_by_allows_named_creators(self):
+        program = frontend(PRELUDE + "object Mr { parent Al; created_by RegMem, RegPhys; }\n"
+                                     "verb RegMem = 1 { paths direct; out handle<Mr> mr new; }\n"
+                                     "verb RegPhys = 2 { paths direct; out handle<Mr> mr new; }\n"
+                                     "verb DeregMr = 3 { paths direct; in handle<Mr> mr destroy; }")
+        mr = program.objects["Mr"]
+        self.assertEqual([v.name for v in mr.creators], ["RegMem", "RegPhys"])
+        self.assertEqual(mr.creator.name, "RegMem")
+
+    def test_creator_missing_from_created_by(self):
+        self.assertIdlError(PRELUDE + "object Mr { parent Al; created_by RegMem; }\n"
+                                      "verb RegMem = 1 { paths direct; out handle<Mr> mr new; }\n"
+                                      "verb RegPhys = 2 { paths direct; out handle<Mr> mr new; }\n"
+                                      "verb DeregMr = 3 { paths direct; in handle<Mr> mr destroy; }",
+                            "t.idl:7:52: error: verb 'RegPhys' creates 'Mr' but is not in the object's "
+                            "created_by list")
+
+    def test_created_by_names_a_non_creator(self):
+        self.assertIdlError(PRELUDE + "object Mr { parent Al; created_by RegMem, QueryMr; }\n"
+                                      "verb RegMem = 1 { paths direct; out handle<Mr> mr new; }\n"
+                                      "verb QueryMr = 2 { paths direct; in handle<Mr> mr; }\n"
+                                      "verb DeregMr = 3 { paths direct; in handle<Mr> mr destroy; }",
+                            "t.idl:5:43: error: object 'Mr' names 'QueryMr' in created_by, but that verb "
+                            "has no handle<Mr> parameter with access 'new'")
 
     def test_object_without_destroyer(self):
         self.assertIdlError(PRELUDE + "object Mr { parent Al; }\n"

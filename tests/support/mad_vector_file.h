@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,13 +14,16 @@ namespace softib::testing {
 struct MadVector {
   std::string name;
   std::string layout;
-  int line = 0;                       // line of the `vector` keyword
-  std::optional<std::size_t> size;    // the layout size the specification gives
-  std::vector<uint8_t> bytes;         // as written (not padded)
+  int line = 0;                     // line of the `vector` keyword
+  std::optional<std::size_t> size;  // the layout size the specification gives
+  std::vector<uint8_t> bytes;       // as written (not padded)
   // (field, value text) in file order; string values keep their quotes.
   std::vector<std::pair<std::string, std::string>> expect;
   bool complete = false;
 };
+
+// Test names print the vector's name, not its bytes.
+inline void PrintTo(const MadVector& v, std::ostream* os) { *os << v.name; }
 
 // Parses the file. On a syntax error returns false and sets *error to
 // "path:line: message".

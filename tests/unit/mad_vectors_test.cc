@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +13,11 @@
 #include "mad_vector_file.h"
 #include "softib/codec/engine.h"
 #include "softib/codec/format_desc.h"
+#include "softib/mad/mad_cm.h"
+#include "softib/mad/mad_perf.h"
+#include "softib/mad/mad_sa.h"
+#include "softib/mad/mad_sm.h"
+#include "softib/wire/wire.h"
 
 #ifndef SOFTIB_MAD_VECTORS_FILE
 #error "SOFTIB_MAD_VECTORS_FILE must name tests/data/mad_vectors.txt"
@@ -100,8 +106,8 @@ TEST_P(MadVectorTest, DecodesAndReencodes) {
     listed[name] = true;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
-      ADD_FAILURE() << "no field " << name << " in " << vec.layout << "; it has:"
-                    << FieldNames(values);
+      ADD_FAILURE() << "no field " << name << " in " << vec.layout
+                    << "; it has:" << FieldNames(values);
       continue;
     }
     const FieldValue& v = *it->second;
@@ -122,10 +128,10 @@ TEST_P(MadVectorTest, DecodesAndReencodes) {
   // top of bits this vector sets would show up here.
   for (const auto& v : values) {
     if (listed.count(v.name)) continue;
-    const bool zero =
-        v.value == 0 && std::all_of(v.bytes.begin(), v.bytes.end(), [](uint8_t b) { return b == 0; });
-    EXPECT_TRUE(zero) << v.name << " (not in the vector) decodes as non-zero: "
-                      << codec::FormatFieldValue(v);
+    const bool zero = v.value == 0 &&
+                      std::all_of(v.bytes.begin(), v.bytes.end(), [](uint8_t b) { return b == 0; });
+    EXPECT_TRUE(zero) << v.name
+                      << " (not in the vector) decodes as non-zero: " << codec::FormatFieldValue(v);
   }
 
   // Re-encode from the expected values alone onto zeroed bytes.
@@ -145,13 +151,193 @@ std::string VectorName(const ::testing::TestParamInfo<MadVector>& info) { return
 
 INSTANTIATE_TEST_SUITE_P(Spec, MadVectorTest, ::testing::ValuesIn(AllVectors()), VectorName);
 
+// The same vectors through the generated value structs and views (not only the
+// descriptor-driven engine): Unpack gives the expected members, Pack gives the
+// bytes back.
+template <typename T>
+using Members = std::map<std::string, std::function<uint64_t(const T&)>>;
+
+#define SOFTIB_MEMBER(name)                                            \
+  {                                                                    \
+#name, [](const auto& s) { return static_cast<uint64_t>(s.name); } \
+  }
+
+template <typename T>
+void CheckTyped(const Members<T>& members) {
+  int vectors = 0;
+  for (const MadVector& vec : AllVectors()) {
+    if (vec.layout != T::kName) continue;
+    SCOPED_TRACE("vector " + vec.name);
+    std::vector<uint8_t> bytes = vec.bytes;
+    bytes.resize(T::kSize, 0);
+    T value;
+    EXPECT_FALSE(value.Unpack(std::span<const uint8_t>(bytes).first(T::kSize - 1)))
+        << "Unpack must refuse a short buffer";
+    ASSERT_TRUE(value.Unpack(bytes));
+    for (const auto& [name, text] : vec.expect) {
+      const auto it = members.find(name);
+      if (it == members.end()) continue;
+      EXPECT_EQ(it->second(value), ParseNumber(text).value_or(~0ull)) << name;
+    }
+    const auto packed = value.Pack();
+    EXPECT_TRUE(std::equal(packed.begin(), packed.end(), bytes.begin())) << "Pack(Unpack(bytes))";
+    ++vectors;
+  }
+  EXPECT_GT(vectors, 0) << "no vector for " << T::kName;
+}
+
+TEST(TypedCodecs, NodeInfo) {
+  CheckTyped<mad::NodeInfo>(
+      {SOFTIB_MEMBER(BaseVersion), SOFTIB_MEMBER(ClassVersion), SOFTIB_MEMBER(NodeType),
+       SOFTIB_MEMBER(NumPorts), SOFTIB_MEMBER(SystemImageGUID), SOFTIB_MEMBER(NodeGUID),
+       SOFTIB_MEMBER(PortGUID), SOFTIB_MEMBER(PartitionCap), SOFTIB_MEMBER(DeviceID),
+       SOFTIB_MEMBER(Revision), SOFTIB_MEMBER(LocalPortNum), SOFTIB_MEMBER(VendorID)});
+}
+
+TEST(TypedCodecs, PortInfo) {
+  CheckTyped<mad::PortInfo>({SOFTIB_MEMBER(LID),
+                             SOFTIB_MEMBER(CapabilityMask),
+                             SOFTIB_MEMBER(LinkWidthEnabled),
+                             SOFTIB_MEMBER(LinkWidthSupported),
+                             SOFTIB_MEMBER(LinkWidthActive),
+                             SOFTIB_MEMBER(LinkSpeedSupported),
+                             SOFTIB_MEMBER(PortState),
+                             SOFTIB_MEMBER(PortPhysicalState),
+                             SOFTIB_MEMBER(LinkDownDefaultState),
+                             SOFTIB_MEMBER(M_KeyProtectBits),
+                             SOFTIB_MEMBER(LMC),
+                             SOFTIB_MEMBER(LinkSpeedActive),
+                             SOFTIB_MEMBER(LinkSpeedEnabled),
+                             SOFTIB_MEMBER(NeighborMTU),
+                             SOFTIB_MEMBER(MasterSMSL),
+                             SOFTIB_MEMBER(VLCap),
+                             SOFTIB_MEMBER(InitType),
+                             SOFTIB_MEMBER(InitTypeReply),
+                             SOFTIB_MEMBER(MTUCap),
+                             SOFTIB_MEMBER(VLStallCount),
+                             SOFTIB_MEMBER(HOQLife),
+                             SOFTIB_MEMBER(OperationalVLs),
+                             SOFTIB_MEMBER(PartitionEnforcementInbound),
+                             SOFTIB_MEMBER(PartitionEnforcementOutbound),
+                             SOFTIB_MEMBER(FilterRawInbound),
+                             SOFTIB_MEMBER(FilterRawOutbound),
+                             SOFTIB_MEMBER(ClientReregister),
+                             SOFTIB_MEMBER(MulticastPKeyTrapSuppressionEnabled),
+                             SOFTIB_MEMBER(SubnetTimeOut),
+                             SOFTIB_MEMBER(RespTimeValue),
+                             SOFTIB_MEMBER(LocalPhyErrors),
+                             SOFTIB_MEMBER(OverrunErrors),
+                             SOFTIB_MEMBER(LinkRoundTripLatency),
+                             SOFTIB_MEMBER(LinkSpeedExtActive),
+                             SOFTIB_MEMBER(LinkSpeedExtSupported),
+                             SOFTIB_MEMBER(LinkSpeedExtEnabled)});
+}
+
+TEST(TypedCodecs, PortInfoView) {
+  for (const MadVector& vec : AllVectors()) {
+    if (vec.name != "PortInfo_mixed_bits") continue;
+    std::vector<uint8_t> bytes = vec.bytes;
+    bytes.resize(mad::PortInfo::kSize, 0);
+    mad::PortInfoView view(bytes);
+    EXPECT_EQ(view.M_KeyProtectBits(), 2);
+    EXPECT_EQ(view.LMC(), 5);
+    EXPECT_EQ(view.HOQLife(), 10);
+    EXPECT_EQ(view.FilterRawOutbound(), 1);
+    view.set_LMC(7);
+    EXPECT_EQ(bytes[34], 0x87) << "set_LMC keeps M_KeyProtectBits";
+    view.set_SubnetTimeOut(0);
+    view.set_ClientReregister(1);
+    EXPECT_EQ(bytes[51], 0x80);
+    return;
+  }
+  FAIL() << "vector PortInfo_mixed_bits missing";
+}
+
+TEST(TypedCodecs, SwitchInfo) {
+  CheckTyped<mad::SwitchInfo>(
+      {SOFTIB_MEMBER(LinearFDBCap), SOFTIB_MEMBER(LifeTimeValue), SOFTIB_MEMBER(PortStateChange),
+       SOFTIB_MEMBER(OptimizedSLtoVLMappingProgramming), SOFTIB_MEMBER(InboundEnforcementCap),
+       SOFTIB_MEMBER(OutboundEnforcementCap), SOFTIB_MEMBER(FilterRawInboundCap),
+       SOFTIB_MEMBER(FilterRawOutboundCap), SOFTIB_MEMBER(EnhancedPort0),
+       SOFTIB_MEMBER(MulticastFDBTop)});
+}
+
+TEST(TypedCodecs, PathRecord) {
+  CheckTyped<mad::PathRecord>(
+      {SOFTIB_MEMBER(DLID), SOFTIB_MEMBER(SLID), SOFTIB_MEMBER(RawTraffic),
+       SOFTIB_MEMBER(FlowLabel), SOFTIB_MEMBER(HopLimit), SOFTIB_MEMBER(TClass),
+       SOFTIB_MEMBER(Reversible), SOFTIB_MEMBER(NumbPath), SOFTIB_MEMBER(P_Key),
+       SOFTIB_MEMBER(QoSClass), SOFTIB_MEMBER(SL), SOFTIB_MEMBER(MTUSelector), SOFTIB_MEMBER(MTU),
+       SOFTIB_MEMBER(RateSelector), SOFTIB_MEMBER(Rate), SOFTIB_MEMBER(PacketLifeTimeSelector),
+       SOFTIB_MEMBER(PacketLifeTime), SOFTIB_MEMBER(Preference)});
+}
+
+TEST(TypedCodecs, PortCounters) {
+  CheckTyped<mad::PortCounters>(
+      {SOFTIB_MEMBER(PortSelect), SOFTIB_MEMBER(CounterSelect), SOFTIB_MEMBER(SymbolErrorCounter),
+       SOFTIB_MEMBER(LocalLinkIntegrityErrors), SOFTIB_MEMBER(ExcessiveBufferOverrunErrors),
+       SOFTIB_MEMBER(VL15Dropped), SOFTIB_MEMBER(PortRcvPkts)});
+}
+
+TEST(TypedCodecs, ConnectRequest) {
+  CheckTyped<mad::ConnectRequest>({SOFTIB_MEMBER(LocalCommunicationID),
+                                   SOFTIB_MEMBER(ServiceID),
+                                   SOFTIB_MEMBER(LocalQPN),
+                                   SOFTIB_MEMBER(ResponderResources),
+                                   SOFTIB_MEMBER(RemoteCMResponseTimeout),
+                                   SOFTIB_MEMBER(TransportServiceType),
+                                   SOFTIB_MEMBER(EndToEndFlowControl),
+                                   SOFTIB_MEMBER(StartingPSN),
+                                   SOFTIB_MEMBER(LocalCMResponseTimeout),
+                                   SOFTIB_MEMBER(RetryCount),
+                                   SOFTIB_MEMBER(PathPacketPayloadMTU),
+                                   SOFTIB_MEMBER(RDCExists),
+                                   SOFTIB_MEMBER(RNRRetryCount),
+                                   SOFTIB_MEMBER(MaxCMRetries),
+                                   SOFTIB_MEMBER(SRQ),
+                                   SOFTIB_MEMBER(ExtendedTransportType),
+                                   SOFTIB_MEMBER(PrimaryFlowLabel),
+                                   SOFTIB_MEMBER(PrimaryPacketRate),
+                                   SOFTIB_MEMBER(PrimarySL),
+                                   SOFTIB_MEMBER(PrimarySubnetLocal),
+                                   SOFTIB_MEMBER(PrimaryLocalACKTimeout),
+                                   SOFTIB_MEMBER(AlternateFlowLabel),
+                                   SOFTIB_MEMBER(AlternatePacketRate),
+                                   SOFTIB_MEMBER(AlternateLocalACKTimeout),
+                                   SOFTIB_MEMBER(SAPSupported)});
+}
+
+TEST(TypedCodecs, ConnectReply) {
+  CheckTyped<mad::ConnectReply>({SOFTIB_MEMBER(LocalQPN), SOFTIB_MEMBER(LocalEEContextNumber),
+                                 SOFTIB_MEMBER(StartingPSN), SOFTIB_MEMBER(TargetACKDelay),
+                                 SOFTIB_MEMBER(FailoverAccepted),
+                                 SOFTIB_MEMBER(EndToEndFlowControl), SOFTIB_MEMBER(RNRRetryCount),
+                                 SOFTIB_MEMBER(SRQ), SOFTIB_MEMBER(LocalCAGUID)});
+}
+
+TEST(TypedCodecs, WireHeaders) {
+  CheckTyped<wire::LRH>({SOFTIB_MEMBER(VL), SOFTIB_MEMBER(LVer), SOFTIB_MEMBER(SL),
+                         SOFTIB_MEMBER(LNH), SOFTIB_MEMBER(DLID), SOFTIB_MEMBER(PktLen),
+                         SOFTIB_MEMBER(SLID)});
+  CheckTyped<wire::BTH>({SOFTIB_MEMBER(OpCode), SOFTIB_MEMBER(SE), SOFTIB_MEMBER(M),
+                         SOFTIB_MEMBER(PadCnt), SOFTIB_MEMBER(TVer), SOFTIB_MEMBER(P_Key),
+                         SOFTIB_MEMBER(DestQP), SOFTIB_MEMBER(A), SOFTIB_MEMBER(PSN)});
+  CheckTyped<wire::GRH>({SOFTIB_MEMBER(IPVer), SOFTIB_MEMBER(TClass), SOFTIB_MEMBER(FlowLabel),
+                         SOFTIB_MEMBER(PayLen), SOFTIB_MEMBER(NxtHdr), SOFTIB_MEMBER(HopLmt)});
+  CheckTyped<wire::DETH>({SOFTIB_MEMBER(Q_Key), SOFTIB_MEMBER(SrcQP)});
+  CheckTyped<wire::RETH>({SOFTIB_MEMBER(VA), SOFTIB_MEMBER(R_Key), SOFTIB_MEMBER(DMALen)});
+  CheckTyped<wire::AETH>({SOFTIB_MEMBER(Syndrome), SOFTIB_MEMBER(MSN)});
+  CheckTyped<wire::AtomicETH>({SOFTIB_MEMBER(VA), SOFTIB_MEMBER(R_Key), SOFTIB_MEMBER(SwapAddData),
+                               SOFTIB_MEMBER(CompareData)});
+}
+
 TEST(MadVectorFile, CoversTheRequiredLayouts) {
   std::map<std::string, int> count;
   for (const auto& v : AllVectors()) ++count[v.layout];
   for (const char* layout :
        {"MadHeader", "RmppHeader", "NodeInfo", "PortInfo", "SwitchInfo", "LinearForwardingTable",
-        "PathRecord", "MCMemberRecord", "ServiceRecord", "PortCounters", "LRH", "BTH", "DETH",
-        "RETH", "AETH", "AtomicETH"})
+        "PathRecord", "MCMemberRecord", "ServiceRecord", "PortCounters", "ConnectRequest",
+        "ConnectReply", "LRH", "GRH", "BTH", "DETH", "RETH", "AETH", "AtomicETH"})
     EXPECT_GE(count[layout], 1) << layout;
   EXPECT_GE(count["PortInfo"], 3) << "PortInfo's sub-byte fields need several vectors";
 }

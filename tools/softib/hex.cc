@@ -24,12 +24,17 @@ std::string Parse(std::string_view text, std::vector<uint8_t>* out) {
   for (std::size_t i = start; i < text.size(); ++i) {
     const char c = text[i];
     if (std::isspace(static_cast<unsigned char>(c)) || c == ':' || c == '-') {
-      if (high >= 0) return "hex digit missing after '" + std::string(1, text[i - 1]) + "' at position " + std::to_string(i - 1);
+      if (high >= 0)
+        return "hex digit missing after '" + std::string(1, text[i - 1]) + "' at position " +
+               std::to_string(i - 1);
       continue;
     }
     const int v = DigitValue(c);
     if (v < 0) {
-      std::string shown = std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\x" + Format(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&c), 1));
+      std::string shown =
+          std::isprint(static_cast<unsigned char>(c))
+              ? std::string(1, c)
+              : "\\x" + Format(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&c), 1));
       return "bad hex character '" + shown + "' at position " + std::to_string(i);
     }
     if (high < 0) {

@@ -14,7 +14,8 @@ constexpr std::array<T, 256> MakeTable() {
   std::array<T, 256> table{};
   for (uint32_t n = 0; n < 256; ++n) {
     T c = static_cast<T>(n);
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? static_cast<T>((c >> 1) ^ kPoly) : static_cast<T>(c >> 1);
+    for (int k = 0; k < 8; ++k)
+      c = (c & 1) ? static_cast<T>((c >> 1) ^ kPoly) : static_cast<T>(c >> 1);
     table[n] = c;
   }
   return table;
@@ -24,7 +25,9 @@ constexpr auto kCrc32Table = MakeTable<uint32_t, kCrc32Reflected>();
 constexpr auto kVcrcTable = MakeTable<uint16_t, kVcrcReflected>();
 
 // Offset of the BTH and whether a GRH precedes it.
-std::size_t BthOffset(Lnh lnh) { return lnh == Lnh::kIbaGlobal ? kLrhBytes + kGrhBytes : kLrhBytes; }
+std::size_t BthOffset(Lnh lnh) {
+  return lnh == Lnh::kIbaGlobal ? kLrhBytes + kGrhBytes : kLrhBytes;
+}
 
 }  // namespace
 
@@ -51,6 +54,7 @@ uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload) {
   // CRC on through the payload without copying it.
   std::array<uint8_t, kLrhBytes + kGrhBytes + kBthBytes> masked{};
   const std::size_t header_len = bth + kBthBytes;
+  if (headers_and_payload.size() < header_len) return 0;  // precondition broken: no BTH
   for (std::size_t i = 0; i < header_len; ++i) masked[i] = headers_and_payload[i];
   if (lnh == Lnh::kIbaGlobal) {
     for (std::size_t i = 0; i < kLrhBytes; ++i) masked[i] = 0xFF;  // routers rewrite the LRH
@@ -68,7 +72,9 @@ uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload) {
   return Crc32(headers_and_payload.subspan(header_len), crc);
 }
 
-uint16_t ComputeVcrc(std::span<const uint8_t> lrh_through_icrc) { return Crc16Vcrc(lrh_through_icrc); }
+uint16_t ComputeVcrc(std::span<const uint8_t> lrh_through_icrc) {
+  return Crc16Vcrc(lrh_through_icrc);
+}
 
 void AppendCrcs(std::vector<uint8_t>& packet) {
   if (HasIcrc(LinkNextHeader(packet))) {

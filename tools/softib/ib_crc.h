@@ -42,7 +42,7 @@ bool HasIcrc(Lnh lnh);
 //   local packet (LNH=2):  LRH:VL and BTH:Resv8a are taken as ones;
 //   global packet (LNH=3): the whole LRH, GRH:TClass, GRH:FlowLabel, GRH:HopLmt
 //                          and BTH:Resv8a are taken as ones.
-// Precondition: HasIcrc(lnh) and the packet holds the LRH(+GRH)+BTH.
+// Precondition: HasIcrc(lnh) and the packet holds the LRH(+GRH)+BTH (else returns 0).
 uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload);
 
 // VCRC over everything before it (LRH through ICRC).

@@ -27,8 +27,8 @@ struct ClassFormatName {
   std::string_view data_field;
 };
 constexpr ClassFormatName kClassFormats[] = {
-    {0x01, "SmpLid", "SMPData"},  {0x81, "SmpDr", "SMPData"},     {0x03, "SaHeader", "SAData"},
-    {0x04, "PerfMgtMad", "Data"}, {0x05, "BmMad", "Data"},        {0x06, "DevMgtMad", "Data"},
+    {0x01, "SmpLid", "SMPData"},  {0x81, "SmpDr", "SMPData"}, {0x03, "SaHeader", "SAData"},
+    {0x04, "PerfMgtMad", "Data"}, {0x05, "BmMad", "Data"},    {0x06, "DevMgtMad", "Data"},
     {0x07, "CmMad", "Data"},
 };
 
@@ -73,7 +73,8 @@ std::optional<uint64_t> ParseNumber(std::string_view text) {
 
 std::string ClassName(uint8_t mgmt_class) {
   const codec::MadClassDesc* c = codec::FindMadClass(mgmt_class);
-  return c == nullptr ? "class " + Hex(mgmt_class, 2) : std::string(c->name) + " (" + Hex(mgmt_class, 2) + ")";
+  return c == nullptr ? "class " + Hex(mgmt_class, 2)
+                      : std::string(c->name) + " (" + Hex(mgmt_class, 2) + ")";
 }
 
 std::string MethodName(uint8_t mgmt_class, uint8_t method) {
@@ -95,20 +96,29 @@ void PrintLine(std::ostream& os, int indent, std::string_view name, const std::s
 
 // A class header, skipping the attribute area; long byte fields are shown up to
 // their last non-zero byte.
-void PrintClassHeader(std::ostream& os, const FormatDesc& desc, std::span<const uint8_t> mad,
-                      std::size_t data_offset, int indent) {
-  for (const codec::FieldValue& v : codec::DecodeFields(desc, mad)) {
+void PrintClassHeader(std::ostream& os, const ClassLayout& layout, std::span<const uint8_t> mad,
+                      int indent) {
+  for (const codec::FieldValue& v : codec::DecodeFields(*layout.format, mad)) {
     const FieldDesc& f = *v.desc;
-    if (f.bit_offset / 8 == data_offset && f.bit_width / 8 + data_offset == desc.size) continue;
-    const bool zero = v.value == 0 && std::all_of(v.bytes.begin(), v.bytes.end(),
-                                                   [](uint8_t b) { return b == 0; });
+    if (&f == layout.data_field) continue;
+    const bool zero = v.value == 0 &&
+                      std::all_of(v.bytes.begin(), v.bytes.end(), [](uint8_t b) { return b == 0; });
     if (f.reserved && zero) continue;
     if (f.kind == FieldKind::kBytes && v.bytes.size() > 16) {
       std::size_t last = v.bytes.size();
       while (last > 1 && v.bytes[last - 1] == 0) --last;
       std::string text = hex::Format(std::span<const uint8_t>(v.bytes).first(last));
-      if (last < v.bytes.size()) text += " (then zeros to " + std::to_string(v.bytes.size()) + " bytes)";
+      if (last < v.bytes.size())
+        text += " (then zeros to " + std::to_string(v.bytes.size()) + " bytes)";
       PrintLine(os, indent, v.name, text);
+      continue;
+    }
+    // Codes read better in hex, as tshark shows them.
+    static constexpr std::string_view kHexFields[] = {"MgmtClass", "Method", "Status",
+                                                      "ClassSpecific", "AttributeID"};
+    if (f.kind == FieldKind::kUInt &&
+        std::find(std::begin(kHexFields), std::end(kHexFields), f.name) != std::end(kHexFields)) {
+      PrintLine(os, indent, v.name, Hex(v.value, static_cast<int>((f.bit_width + 3) / 4)));
       continue;
     }
     PrintLine(os, indent, v.name, codec::FormatFieldValue(v));
@@ -154,10 +164,16 @@ ClassLayout LayoutOfClass(uint8_t mgmt_class) {
     const FieldDesc* data = desc == nullptr ? nullptr : FieldNamed(*desc, c.data_field);
     if (data == nullptr) break;
     layout.format = desc;
+    layout.data_field = data;
     layout.data_offset = data->bit_offset / 8;
     layout.data_size = data->bit_width / 8;
   }
-  if (layout.format == nullptr) layout.format = codec::FindFormat("MadHeader");
+  if (layout.format == nullptr) {
+    layout.format = codec::FindFormat("MadHeader");
+    // BM MADs carry B_Key and 32 reserved bytes before the data (IBA 16.2.1).
+    if (mgmt_class == 0x05) layout.data_offset = 64;
+    layout.data_size = kMadSize - layout.data_offset;
+  }
   return layout;
 }
 
@@ -223,10 +239,10 @@ void DecodeMad(std::ostream& os, std::span<const uint8_t> mad, int indent, Error
      << "\n";
   if (layout.format != nullptr) {
     os << pad << "-- " << layout.format->name << " --\n";
-    PrintClassHeader(os, *layout.format, mad, layout.data_offset, indent);
+    PrintClassHeader(os, layout, mad, indent);
   }
   if (attribute == nullptr) {
-    errors->push_back("unknown attribute id " + Hex(attribute_id, 4) + " for management " +
+    errors->push_back("unknown attribute id " + Hex(attribute_id, 4) + " for class " +
                       ClassName(mgmt_class));
     return;
   }
@@ -239,8 +255,11 @@ void DecodeMad(std::ostream& os, std::span<const uint8_t> mad, int indent, Error
   }
   os << pad << "-- " << attribute->name << " (" << Hex(attribute_id, 4) << ") --\n";
   PrintLayout(os, *attribute, data, indent);
-  for (const codec::Problem& p : codec::ValidateBytes(*attribute, data))
+  for (const codec::Problem& p : codec::ValidateBytes(*attribute, data)) {
+    // A zero enum field is "not set" in most requests; only real oddities are worth a line.
+    if (p.message.rfind("0 is not a member", 0) == 0) continue;
     os << pad << "warning: " << attribute->name << "." << p.field << ": " << p.message << "\n";
+  }
 }
 
 std::optional<std::vector<uint8_t>> Encode(const EncodeRequest& request, Errors* errors) {
@@ -310,7 +329,8 @@ std::optional<std::vector<uint8_t>> Encode(const EncodeRequest& request, Errors*
 
   std::span<uint8_t> data(mad.data() + layout.data_offset, mad.size() - layout.data_offset);
   if (data.size() < desc->size) {
-    errors->push_back(std::string(desc->name) + " does not fit in a " + ClassName(mgmt_class) + " MAD");
+    errors->push_back(std::string(desc->name) + " does not fit in a " + ClassName(mgmt_class) +
+                      " MAD");
     return std::nullopt;
   }
   for (const std::string& a : request.assignments) {

@@ -24,8 +24,9 @@ using Errors = std::vector<std::string>;
 // How a management class lays out its MAD: the whole-MAD format and the field
 // that holds the attribute.
 struct ClassLayout {
-  const codec::FormatDesc* format = nullptr;  // nullptr: only the common header is known
-  std::size_t data_offset = kMadHeaderSize;   // where the attribute starts
+  const codec::FormatDesc* format = nullptr;     // MadHeader when the class has no own format
+  const codec::FieldDesc* data_field = nullptr;  // the attribute area, if the format names one
+  std::size_t data_offset = kMadHeaderSize;      // where the attribute starts
   std::size_t data_size = kMadSize - kMadHeaderSize;
 };
 ClassLayout LayoutOfClass(uint8_t mgmt_class);

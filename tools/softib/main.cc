@@ -38,8 +38,8 @@ struct DecodeArgs {
 };
 
 int RunDecode(const DecodeArgs& args) {
-  const int inputs = args.hex.has_value() + args.file.has_value() + args.erf.has_value() +
-                     args.pcap.has_value();
+  const int inputs =
+      args.hex.has_value() + args.file.has_value() + args.erf.has_value() + args.pcap.has_value();
   if (inputs != 1) return Fail("give exactly one input: --hex, --file, --erf or --pcap");
 
   std::vector<softib::capture::CapturedPacket> captured;
@@ -101,7 +101,8 @@ int RunEncode(const EncodeArgs& args) {
   if (!bytes) return Fail(errors);
   if (args.erf) {
     if (bytes->size() != softib::madtool::kMadSize)
-      return Fail("--erf wraps a MAD into a packet; " + args.request.layout + " is not an attribute");
+      return Fail("--erf wraps a MAD into a packet; " + args.request.layout +
+                  " is not an attribute");
     const auto packet = softib::madtool::BuildMadPacket(*bytes, args.packet, &errors);
     if (!errors.empty()) return Fail(errors);
     const std::vector<softib::capture::CapturedPacket> packets = {{0, 21, packet}};
@@ -110,7 +111,8 @@ int RunEncode(const EncodeArgs& args) {
   }
   if (args.out) {
     std::ofstream f(*args.out, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
+    f.write(reinterpret_cast<const char*>(bytes->data()),
+            static_cast<std::streamsize>(bytes->size()));
     if (!f) return Fail("cannot write " + *args.out);
   }
   if (!args.out && !args.erf) std::cout << softib::hex::Format(*bytes) << "\n";
@@ -136,7 +138,8 @@ int main(int argc, char** argv) {
 
   EncodeArgs encode;
   CLI::App* enc = mad->add_subcommand("encode", "build a MAD or a header from Field=value");
-  enc->add_option("--layout", encode.request.layout, "attribute, format or header name")->required();
+  enc->add_option("--layout", encode.request.layout, "attribute, format or header name")
+      ->required();
   enc->add_option("assignments", encode.request.assignments,
                   "Field=value (mad.Field=value sets a field of the MAD header)");
   enc->add_option("--class", encode.request.mgmt_class, "management class (name or number)");

@@ -60,16 +60,22 @@ void PrintCrcs(std::ostream& os, std::span<const uint8_t> packet) {
   os << "-- CRCs --\n";
   if (check.has_icrc)
     os << "ICRC:...........................0x" << hex::Format(packet.subspan(packet.size() - 6, 4))
-       << (check.icrc_ok() ? " ok" : " BAD (expected 0x" + hex::Format(std::vector<uint8_t>{
-                                         static_cast<uint8_t>(check.icrc_computed),
-                                         static_cast<uint8_t>(check.icrc_computed >> 8),
-                                         static_cast<uint8_t>(check.icrc_computed >> 16),
-                                         static_cast<uint8_t>(check.icrc_computed >> 24)}) + ")")
+       << (check.icrc_ok() ? " ok"
+                           : " BAD (expected 0x" +
+                                 hex::Format(std::vector<uint8_t>{
+                                     static_cast<uint8_t>(check.icrc_computed),
+                                     static_cast<uint8_t>(check.icrc_computed >> 8),
+                                     static_cast<uint8_t>(check.icrc_computed >> 16),
+                                     static_cast<uint8_t>(check.icrc_computed >> 24)}) +
+                                 ")")
        << "\n";
   os << "VCRC:...........................0x" << hex::Format(packet.subspan(packet.size() - 2, 2))
-     << (check.vcrc_ok() ? " ok" : " BAD (expected 0x" + hex::Format(std::vector<uint8_t>{
-                                       static_cast<uint8_t>(check.vcrc_computed),
-                                       static_cast<uint8_t>(check.vcrc_computed >> 8)}) + ")")
+     << (check.vcrc_ok() ? " ok"
+                         : " BAD (expected 0x" +
+                               hex::Format(std::vector<uint8_t>{
+                                   static_cast<uint8_t>(check.vcrc_computed),
+                                   static_cast<uint8_t>(check.vcrc_computed >> 8)}) +
+                               ")")
      << "\n";
 }
 

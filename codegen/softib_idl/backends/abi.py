@@ -50,6 +50,19 @@ def ident(name: str) -> str:
     return name + "_" if name in CPP_KEYWORDS else name
 
 
+# Names the generated functions use for their own parameters and locals.
+GENERATED_LOCALS = frozenset("""
+al buffer capacity context count ctx device e elems file handlers i in in_length in_needed
+input io irp out output output_length overlapped refs returned routine s status target
+""".split())
+
+
+def local_ident(name: str) -> str:
+    """A C++ parameter name for an IDL parameter that cannot clash with generated locals."""
+    name = ident(name)
+    return name + "_" if name in GENERATED_LOCALS else name
+
+
 def snake_upper(name: str) -> str:
     """CamelCase -> CAMEL_CASE (object names into status names)."""
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).upper()
@@ -64,6 +77,12 @@ def camel(name: str) -> str:
 
 def const_name(name: str) -> str:
     return "k" + camel(name)
+
+
+def cdoc(text: str) -> str:
+    """A doc comment as C++ `///` lines (empty when there is no doc)."""
+    lines = [ln.rstrip().rstrip("\\") for ln in (text or "").strip().splitlines()]
+    return "\n".join(("/// " + ln) if ln else "///" for ln in lines)
 
 
 def hexs(value: int, width: int = 0) -> str:
@@ -332,7 +351,7 @@ def struct_view(s: m.Struct) -> dict:
     for f in s.fields:
         if f.variable:
             continue
-        members.append({"decl": struct_member(f), "doc": f.doc, "kind": field_kind(f),
+        members.append({"decl": struct_member(f), "doc": cdoc(f.doc), "kind": field_kind(f),
                         "offset": f.offset})
     var_view = None
     if var is not None:
@@ -340,7 +359,7 @@ def struct_view(s: m.Struct) -> dict:
                     "elem_size": var.elem_size, "count": var.count_field, "max": var.max_count}
     return {
         "name": s.name,
-        "doc": s.doc if s.verb is None else "",
+        "doc": cdoc(s.doc) if s.verb is None else "",
         "verb": s.verb.name if s.verb else None,
         "members": members,
         "size": s.size,
@@ -352,17 +371,17 @@ def struct_view(s: m.Struct) -> dict:
 
 def enum_view(e: m.Enum) -> dict:
     return {
-        "name": e.name, "doc": e.doc, "underlying": underlying_cpp(e.underlying), "kind": e.kind,
-        "members": [{"name": ident(mem.name), "value": mem.value, "doc": mem.doc,
+        "name": e.name, "doc": cdoc(e.doc), "underlying": underlying_cpp(e.underlying), "kind": e.kind,
+        "members": [{"name": ident(mem.name), "value": mem.value, "doc": cdoc(mem.doc),
                      "raw": mem.name} for mem in e.members],
     }
 
 
 def flags_view(fl: m.Flags) -> dict:
     return {
-        "name": fl.name, "doc": fl.doc, "underlying": underlying_cpp(fl.underlying),
+        "name": fl.name, "doc": cdoc(fl.doc), "underlying": underlying_cpp(fl.underlying),
         "mask": hexs(fl.mask),
-        "members": [{"name": ident(mem.name), "value": hexs(mem.value), "doc": mem.doc,
+        "members": [{"name": ident(mem.name), "value": hexs(mem.value), "doc": cdoc(mem.doc),
                      "raw": mem.name} for mem in fl.members],
     }
 
@@ -370,7 +389,7 @@ def flags_view(fl: m.Flags) -> dict:
 def const_view(c: m.Const) -> dict:
     value = str(c.value) if c.value >= 0 else f"({c.value})"
     return {"name": const_name(c.name), "raw": c.name, "type": SCALARS.get(c.type, "uint64_t"),
-            "value": value, "doc": c.doc}
+            "value": value, "doc": cdoc(c.doc)}
 
 
 def elem_info(s: Optional[m.Struct]) -> tuple[str, int, int]:
@@ -386,7 +405,7 @@ def verb_view(v: m.Verb) -> dict:
     out_elem, out_esize, out_max = elem_info(v.out_struct)
     access_num = {"any": 0, "read": 1, "write": 2, "readwrite": 3}[v.ioctl_access]
     return {
-        "name": v.name, "doc": v.doc, "ordinal": hexs(v.ordinal, 4),
+        "name": v.name, "doc": cdoc(v.doc), "ordinal": hexs(v.ordinal, 4),
         "ioctl": v.ioctl_code is not None,
         "ioctl_code": hexs(v.ioctl_code or 0, 8),
         "function": hexs(v.ioctl_function or 0, 3), "access": access_num,
@@ -450,7 +469,7 @@ def object_list(program: m.Program) -> list[m.Object]:
 
 def object_views(program: m.Program) -> list[dict]:
     objs = object_list(program)
-    return [{"name": o.name, "value": i + 1, "doc": o.doc,
+    return [{"name": o.name, "value": i + 1, "doc": cdoc(o.doc),
              "parent": o.parent or "", "implicit": o.implicit,
              "children": [c.name for c in o.children], "users": [u.name for u in o.users]}
             for i, o in enumerate(objs)]

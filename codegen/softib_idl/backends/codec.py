@@ -21,7 +21,7 @@ from dataclasses import dataclass, field as dc_field
 from typing import Optional
 
 from .. import model as m
-from ..errors import ErrorCollector
+from ..errors import ErrorCollector, IdlErrors
 
 WIRE_MODULE = "wire"
 
@@ -365,12 +365,17 @@ def _registry_enums(builder: _Builder, modules: list[ModuleView]) -> list[EnumVi
 
 
 def emit(program: m.Program, render) -> dict[str, str]:
+    from ..emit import EmitError  # the driver reports these without a traceback
+
     builder = _Builder(program)
     modules = [builder.module_view(mod) for mod in builder.codec_modules()]
     enums = _registry_enums(builder, modules)
-    builder.errors.raise_if_any()
+    if builder.errors:
+        raise EmitError("codec backend:\n" + IdlErrors(builder.errors.errors).format())
+    if any(mod.name == "registry" for mod in modules):
+        raise EmitError("codec backend: an IDL module named 'registry' would clash with "
+                        "codec/registry.cc")
 
-    names = {mod.name for mod in modules}
     out: dict[str, str] = {}
     for mod in modules:
         common = dict(m=mod, cstr=_cstr)
@@ -379,8 +384,6 @@ def emit(program: m.Program, render) -> dict[str, str]:
         if mod.layouts:
             out[f"conformance/mad/{mod.name}_roundtrip.cc"] = render(
                 "codec_roundtrip.cc.j2", **common)
-    if "registry" in names:
-        raise ValueError("an IDL module named 'registry' would clash with codec/registry.cc")
     sources = sorted({mod.source for mod in modules})
     all_layouts = [lay for mod in modules for lay in mod.layouts]
     all_classes = [c for mod in modules for c in mod.mad_classes]
@@ -388,6 +391,5 @@ def emit(program: m.Program, render) -> dict[str, str]:
         "codec_registry.cc.j2", sources=sources, layouts=all_layouts, classes=all_classes,
         enums=enums, opcode_tables=[e for e in enums if e.kind == "opcodes"], cstr=_cstr)
     out["docs/mad_reference.md"] = render(
-        "codec_reference.md.j2", sources=sources, modules=modules, classes=all_classes,
-        program=program)
+        "codec_reference.md.j2", sources=sources, modules=modules, classes=all_classes)
     return out

@@ -188,7 +188,7 @@ def verb_dispatch_view(program: m.Program, v: m.Verb, busy: str) -> dict:
             continue
         status = a.invalid_handle_status(program, lf.decl.name)
         handles.append(f"{{{lf.offset}, abi::ObjectType::{lf.decl.name}, {'true' if p.optional else 'false'}, "
-                       f"{st}::{status}, \"{lf.path[:-len('.value')]}\"}}")
+                       f"abi::{st}::{status}, \"{lf.path[:-len('.value')]}\"}}")
 
     masks = []
     if outs is not None:

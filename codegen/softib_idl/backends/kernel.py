@@ -32,6 +32,7 @@ def _handle_params(program: m.Program, v: m.Verb) -> list[dict]:
             continue
         out.append({
             "name": a.ident(f.name),
+            "span": a.local_ident(f.name),
             "object": f.type.handle_of,
             "access": {"read": "kRead", "write": "kWrite", "destroy": "kDestroy"}[access],
             "optional": "true" if p is not None and p.optional else "false",
@@ -64,8 +65,8 @@ def verb_kernel_view(program: m.Program, v: m.Verb) -> dict:
         hparams.append(f"const abi::{ins.name}& in")
         hargs.append("in")
     if in_var:
-        hparams.append(f"std::span<const {_elem_type(in_var)}> {a.ident(in_var.name)}")
-        hargs.append(a.ident(in_var.name))
+        hparams.append(f"std::span<const {_elem_type(in_var)}> {a.local_ident(in_var.name)}")
+        hargs.append(a.local_ident(in_var.name))
     if refs:
         hparams.append(f"{v.name}Refs& refs")
         hargs.append("refs")
@@ -73,8 +74,8 @@ def verb_kernel_view(program: m.Program, v: m.Verb) -> dict:
         hparams.append(f"abi::{outs.name}& out")
         hargs.append("out")
     if out_var:
-        hparams.append(f"std::span<{_elem_type(out_var)}> {a.ident(out_var.name)}")
-        hargs.append(a.ident(out_var.name))
+        hparams.append(f"std::span<{_elem_type(out_var)}> {a.local_ident(out_var.name)}")
+        hargs.append(a.local_ident(out_var.name))
     hparams.append("Irp* irp")
     hargs.append("irp")
 
@@ -85,8 +86,8 @@ def verb_kernel_view(program: m.Program, v: m.Verb) -> dict:
         vparams.append(f"const abi::{ins.name}& in")
         vargs.append("in")
     if in_var:
-        vparams.append(f"[[maybe_unused]] std::span<const {_elem_type(in_var)}> {a.ident(in_var.name)}")
-        vargs.append(a.ident(in_var.name))
+        vparams.append(f"[[maybe_unused]] std::span<const {_elem_type(in_var)}> {a.local_ident(in_var.name)}")
+        vargs.append(a.local_ident(in_var.name))
     if refs:
         vparams.append(f"{v.name}Refs& refs")
         vargs.append("refs")
@@ -94,13 +95,13 @@ def verb_kernel_view(program: m.Program, v: m.Verb) -> dict:
     if ins:
         checks.append(f"if (!abi::IsValid(in)) return {st}::INVALID_PARAMETER;")
     if in_var is not None and a.elem_needs_check(in_var.type):
-        checks.append(f"for (const auto& e : {a.ident(in_var.name)}) {{ if (!abi::IsValid(e)) return {st}::INVALID_PARAMETER; }}")
+        checks.append(f"for (const auto& e : {a.local_ident(in_var.name)}) {{ if (!abi::IsValid(e)) return {st}::INVALID_PARAMETER; }}")
     resolves = []
     for h in handles:
         common = (f"abi::ObjectType::{h['object']}, HandleAccess::{h['access']}, {h['optional']}, "
                   f"{st}::{h['status']}")
         if h["variable"]:
-            src = h["name"]
+            src = h["span"]
             resolves.append({"loop": f"refs.{h['name']}.resize({src}.size());\n"
                                      f"for (std::size_t i = 0; i < {src}.size(); ++i)",
                              "call": f"ResolveHandle(ctx, {src}[i].value, {common}, &refs.{h['name']}[i])"})
@@ -112,7 +113,7 @@ def verb_kernel_view(program: m.Program, v: m.Verb) -> dict:
                              "call": f"ResolveHandle(ctx, in.{h['name']}.value, {common}, &refs.{h['name']})"})
 
     view = {
-        "name": v.name, "doc": v.doc, "status": st, "ordinal": a.hexs(v.ordinal, 4),
+        "name": v.name, "doc": a.cdoc(v.doc), "status": st, "ordinal": a.hexs(v.ordinal, 4),
         "irql": "kDispatch" if v.irql == "dispatch" else "kPassive",
         "async": v.mode == "async",
         "in": ins.name if ins else None, "out": outs.name if outs else None,
@@ -125,10 +126,10 @@ def verb_kernel_view(program: m.Program, v: m.Verb) -> dict:
         "direct": "direct" in v.paths, "irp": "irp" in v.paths, "proxy": "proxy" in v.paths,
     }
     if in_var:
-        view["in_var"] = {"name": a.ident(in_var.name), "type": _elem_type(in_var),
+        view["in_var"] = {"name": a.local_ident(in_var.name), "type": _elem_type(in_var),
                           "count": a.ident(in_var.count_field), "max": in_var.max_count}
     if out_var:
-        view["out_var"] = {"name": a.ident(out_var.name), "type": _elem_type(out_var),
+        view["out_var"] = {"name": a.local_ident(out_var.name), "type": _elem_type(out_var),
                            "count": a.ident(out_var.count_field), "max": out_var.max_count}
     if view["irp"] and not view["ioctl"]:
         raise a.BackendError(f"{v.loc}: verb '{v.name}' has the irp path but no ioctl clause")

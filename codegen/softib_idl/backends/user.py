@@ -19,12 +19,12 @@ def proxy_view(v: m.Verb) -> dict:
     if ins:
         sync.append(f"const abi::{ins.name}& in")
         asyn.append(f"const abi::{ins.name}& in")
-    view = {"name": v.name, "doc": v.doc, "ioctl": f"abi::kIoctl{v.name}",
+    view = {"name": v.name, "doc": a.cdoc(v.doc), "ioctl": f"abi::kIoctl{v.name}",
             "in": ins.name if ins else None, "out": outs.name if outs else None,
             "in_var": None, "out_var": None}
     if in_var:
         t = a.qualified(in_var.type)
-        name = a.ident(in_var.name)
+        name = a.local_ident(in_var.name)
         sync.append(f"std::span<const {t}> {name}")
         asyn.append(f"std::span<const {t}> {name}")
         view["in_var"] = {"name": name, "type": t, "count": a.ident(in_var.count_field)}
@@ -32,7 +32,7 @@ def proxy_view(v: m.Verb) -> dict:
         sync.append(f"abi::{outs.name}& out")
     if out_var:
         t = a.qualified(out_var.type)
-        name = a.ident(out_var.name)
+        name = a.local_ident(out_var.name)
         sync.append(f"std::span<{t}> {name}")
         asyn += ["void* output", "uint32_t output_length"]
         view["out_var"] = {"name": name, "type": t, "count": a.ident(out_var.count_field),

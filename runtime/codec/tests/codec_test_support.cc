@@ -137,6 +137,33 @@ bool ExpectFlipped(std::span<const uint8_t> before, std::span<const uint8_t> aft
   return true;
 }
 
+bool Check(bool ok, std::string_view layout, std::string_view what, int iteration) {
+  if (!ok) {
+    if (iteration >= 0) {
+      ADD_FAILURE() << layout << ": " << what << " (iteration " << iteration << ")";
+    } else {
+      ADD_FAILURE() << layout << ": " << what;
+    }
+  }
+  return ok;
+}
+
+bool ExpectNoProblems(const std::vector<Problem>& problems, std::string_view layout) {
+  if (problems.empty()) return true;
+  ADD_FAILURE() << layout << ": Validate() reported problems in a valid value:\n"
+                << Describe(problems);
+  return false;
+}
+
+bool ExpectProblem(const std::vector<Problem>& problems, std::string_view layout,
+                   std::string_view field, std::string_view why) {
+  if (HasProblem(problems, field)) return true;
+  ADD_FAILURE() << layout << ": Validate() did not report " << field << " (" << why
+                << "); it reported:\n"
+                << Describe(problems);
+  return false;
+}
+
 bool HasProblem(const std::vector<Problem>& problems, std::string_view field) {
   return std::any_of(problems.begin(), problems.end(),
                      [&](const Problem& p) { return p.field == field; });

@@ -59,6 +59,15 @@ bool ExpectBytesAt(std::span<const uint8_t> got, std::span<const uint8_t> bytes,
 bool ExpectFlipped(std::span<const uint8_t> before, std::span<const uint8_t> after,
                    uint32_t offset, uint32_t width, std::string_view name, int index = -1);
 
+// Records a failure saying `what` when `ok` is false. The generated tests use
+// these instead of EXPECT_* macros, which would be expanded once per layout.
+bool Check(bool ok, std::string_view layout, std::string_view what, int iteration = -1);
+// Validate() of a valid value reported nothing.
+bool ExpectNoProblems(const std::vector<Problem>& problems, std::string_view layout);
+// Validate() reported `field`.
+bool ExpectProblem(const std::vector<Problem>& problems, std::string_view layout,
+                   std::string_view field, std::string_view why);
+
 bool HasProblem(const std::vector<Problem>& problems, std::string_view field);
 std::string Describe(const std::vector<Problem>& problems);
 

@@ -16,8 +16,8 @@ TEST(Erf, RecordHeaderLayout) {
   const auto rec = EncodeErfRecord(pkt, 0x0102030405060708ull);
   ASSERT_EQ(rec.size(), 21u);
   const std::vector<uint8_t> header = {0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // ts LE
-                                       21,   0x04,                                    // type, flags
-                                       0x00, 21,   0x00, 0x00, 0x00, 5};               // rlen lctr wlen
+                                       21,   0x04,                        // type, flags
+                                       0x00, 21,   0x00, 0x00, 0x00, 5};  // rlen lctr wlen
   EXPECT_EQ(std::vector<uint8_t>(rec.begin(), rec.begin() + 16), header);
   EXPECT_EQ(std::vector<uint8_t>(rec.begin() + 16, rec.end()), pkt);
 }
@@ -66,7 +66,8 @@ TEST(Erf, Truncated) {
   EXPECT_NE(ParseErf(long_rlen, &out).find("bad ERF record length 99"), std::string::npos);
 }
 
-std::vector<uint8_t> PcapFile(bool big_endian, uint32_t link_type, const std::vector<uint8_t>& pkt) {
+std::vector<uint8_t> PcapFile(bool big_endian, uint32_t link_type,
+                              const std::vector<uint8_t>& pkt) {
   std::vector<uint8_t> f;
   auto put32 = [&](uint32_t v) {
     for (int i = 0; i < 4; ++i)

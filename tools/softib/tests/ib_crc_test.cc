@@ -33,7 +33,8 @@ uint16_t ReferenceVcrc(std::span<const uint8_t> data) {
     }
   }
   uint16_t reflected = 0;
-  for (int i = 0; i < 16; ++i) reflected = static_cast<uint16_t>(reflected | ((reg >> i) & 1) << (15 - i));
+  for (int i = 0; i < 16; ++i)
+    reflected = static_cast<uint16_t>(reflected | ((reg >> i) & 1) << (15 - i));
   return static_cast<uint16_t>(~reflected);
 }
 
@@ -50,9 +51,7 @@ uint32_t Crc32FromRegister(uint32_t reg, std::span<const uint8_t> data) {
 
 TEST(Crc32, CheckValue) { EXPECT_EQ(Crc32(Bytes("123456789")), 0xCBF43926u); }
 
-TEST(Crc32, Chains) {
-  EXPECT_EQ(Crc32(Bytes("56789"), Crc32(Bytes("1234"))), 0xCBF43926u);
-}
+TEST(Crc32, Chains) { EXPECT_EQ(Crc32(Bytes("56789"), Crc32(Bytes("1234"))), 0xCBF43926u); }
 
 TEST(Crc32, EightBytesOfOnesGiveRxeSeed) {
   const std::vector<uint8_t> ones(8, 0xFF);
@@ -73,8 +72,8 @@ TEST(Vcrc, EmptyInputIsZero) { EXPECT_EQ(Crc16Vcrc({}), 0x0000); }
 // LRH (VL 3, SL 5, LNH 2, DLID 0x0012, PktLen 9, SLID 0x0034) + BTH (RC SEND
 // ONLY, P_Key 0xFFFF, Resv8a 0, DestQP 0x000102, PSN 7) + 12 payload bytes.
 std::vector<uint8_t> LocalPacket() {
-  std::vector<uint8_t> p = {0x30, 0x52, 0x00, 0x12, 0x00, 0x09, 0x00, 0x34,
-                            0x04, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x07};
+  std::vector<uint8_t> p = {0x30, 0x52, 0x00, 0x12, 0x00, 0x09, 0x00, 0x34, 0x04, 0x00,
+                            0xFF, 0xFF, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x07};
   for (int i = 0; i < 12; ++i) p.push_back(static_cast<uint8_t>(0xA0 + i));
   return p;
 }
@@ -108,7 +107,7 @@ TEST(Icrc, LocalPacketMasksVlAndResv8aOnly) {
   EXPECT_EQ(ComputeIcrc(resv), ComputeIcrc(base)) << "Resv8a is variant";
   for (std::size_t i : {1u, 3u, 7u, 9u, 15u, 25u}) {
     auto changed = base;
-    changed[i] ^= 0x01;
+    changed[i] ^= 0x10;  // byte 1: SL (the LNH must stay local)
     EXPECT_NE(ComputeIcrc(changed), ComputeIcrc(base)) << "byte " << i << " is invariant";
   }
 }
@@ -167,7 +166,8 @@ TEST(Crcs, AppendThenCheck) {
 }
 
 TEST(Crcs, RawPacketHasOnlyVcrc) {
-  std::vector<uint8_t> raw = {0x00, 0x00, 0x00, 0x01, 0x00, 0x04, 0x00, 0x02, 0x88, 0xB5, 0, 0, 0, 0, 0, 0};
+  std::vector<uint8_t> raw = {0x00, 0x00, 0x00, 0x01, 0x00, 0x04, 0x00, 0x02,
+                              0x88, 0xB5, 0,    0,    0,    0,    0,    0};
   AppendCrcs(raw);
   EXPECT_EQ(raw.size(), 18u);
   const auto check = CheckCrcs(raw);
