@@ -11,6 +11,8 @@ packages=(
   build-essential g++ gcc-multilib g++-multilib cmake ninja-build clang-format
   # tests: GoogleTest/GoogleMock sources (built per preset, also 32-bit)
   googletest
+  # the m32 tests run under qemu-i386 (these kernels have no IA32 emulation)
+  qemu-user
   # the generator: Debian's python3 with Jinja2
   python3 python3-jinja2
   # libraries

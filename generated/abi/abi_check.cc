@@ -5,7 +5,6 @@
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/abi_status.h"
 #include "softib/abi/abi_verbs.h"
-#include "softib/abi/mad_common.h"
 #include "softib/abi/qp_state_table.h"
 #include "softib/abi/runtime_ioctls.h"
 #include "softib/abi/types.h"
@@ -18,7 +17,6 @@
 #include "softib/abi/verbs_pd_av.h"
 #include "softib/abi/verbs_qp.h"
 #include "softib/abi/verbs_srq.h"
-#include "softib/abi/wire.h"
 
 namespace softib::abi {
 namespace {

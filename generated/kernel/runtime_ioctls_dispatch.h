@@ -71,14 +71,15 @@ class RuntimeIoctlsVerbHandlers {
   virtual ~RuntimeIoctlsVerbHandlers() = default;
 
   /// Resolve a CA GUID to its device, which the runtime then opens (the redirect that
-  makes the CA's usage visible in its open files). virtual Status ResolveCaDevice(
-      const CallContext& ctx, const abi::ResolveCaDeviceIn& in, ResolveCaDeviceRefs& refs,
-      abi::ResolveCaDeviceOut& out, Irp* irp) = 0;
+  /// makes the CA's usage visible in its open files).
+  virtual Status ResolveCaDevice(const CallContext& ctx, const abi::ResolveCaDeviceIn& in,
+                                 ResolveCaDeviceRefs& refs, abi::ResolveCaDeviceOut& out,
+                                 Irp* irp) = 0;
 
   /// Map a CQ's ring: the shared memory object travels with the reply (SCM_RIGHTS) and
-  `shm_id` names it.virtual Status MapCqRing(const CallContext& ctx, const abi::MapCqRingIn& in,
-                                             MapCqRingRefs& refs, abi::MapCqRingOut& out,
-                                             Irp* irp) = 0;
+  /// `shm_id` names it.
+  virtual Status MapCqRing(const CallContext& ctx, const abi::MapCqRingIn& in, MapCqRingRefs& refs,
+                           abi::MapCqRingOut& out, Irp* irp) = 0;
 
   /// Map a QP's send and receive rings (one shared memory object).
   virtual Status MapQpRings(const CallContext& ctx, const abi::MapQpRingsIn& in,
@@ -93,20 +94,19 @@ class RuntimeIoctlsVerbHandlers {
                                GetAsyncEventRefs& refs, abi::GetAsyncEventOut& out, Irp* irp) = 0;
 
   /// Wait for a completion notification of a CQ armed with RearmCq/RearmNCq.
-  `event_count` notifications were merged into this one.virtual Status GetCompletionEvent(
-      const CallContext& ctx, const abi::GetCompletionEventIn& in, GetCompletionEventRefs& refs,
-      abi::GetCompletionEventOut& out, Irp* irp) = 0;
+  /// `event_count` notifications were merged into this one.
+  virtual Status GetCompletionEvent(const CallContext& ctx, const abi::GetCompletionEventIn& in,
+                                    GetCompletionEventRefs& refs, abi::GetCompletionEventOut& out,
+                                    Irp* irp) = 0;
 
   /// Wait for the next event of a PnP registration.
   virtual Status GetPnpEvent(const CallContext& ctx, const abi::GetPnpEventIn& in,
                              GetPnpEventRefs& refs, abi::GetPnpEventOut& out, Irp* irp) = 0;
 
   /// Cancel this file's pending requests of IOCTL function `function` (0: all) that wait
-  on the object whose raw handle value is `object_id` (0
-                                                       : any object)
-      .virtual Status
-      CancelPending(const CallContext& ctx, const abi::CancelPendingIn& in, CancelPendingRefs& refs,
-                    abi::CancelPendingOut& out, Irp* irp) = 0;
+  /// on the object whose raw handle value is `object_id` (0: any object).
+  virtual Status CancelPending(const CallContext& ctx, const abi::CancelPendingIn& in,
+                               CancelPendingRefs& refs, abi::CancelPendingOut& out, Irp* irp) = 0;
 
   /// Count live objects, for leak checks after a process exits.
   virtual Status QueryObjectCounts(const CallContext& ctx, const abi::QueryObjectCountsIn& in,

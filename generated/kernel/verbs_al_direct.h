@@ -12,12 +12,11 @@
 namespace softib::kernel {
 
 /// Open the Access Layer for a kernel client. The runtime's IbOpenAl also takes a
-reference on the client's device object, which this IDL cannot name; a user process gets its Al by
-    opening the AL device.
-    // Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbOpenAl(IbAl* al, const abi::OpenAlIn& in, abi::OpenAlOut& out, Irp* irp = nullptr);
+/// reference on the client's device object, which this IDL cannot name; a user process
+/// gets its Al by opening the AL device.
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbOpenAl(IbAl* al, const abi::OpenAlIn& in, abi::OpenAlOut& out, Irp* irp = nullptr);
 
 // OpenAl through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -46,12 +45,11 @@ Status SendCloseAlIrp(DeviceObject* target, FileObject* file, const abi::CloseAl
 Status CallCloseAlIrp(DeviceObject* target, FileObject* file, const abi::CloseAlIn& in);
 
 /// Register for plug-and-play events of one class. Events for the current state are
-queued at once(with PnpRegFlags.SYNC the call returns after their delivery)
-    .
-    // Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status IbRegisterPnp(IbAl* al, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out,
-                         Irp* irp = nullptr);
+/// queued at once (with PnpRegFlags.SYNC the call returns after their delivery).
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbRegisterPnp(IbAl* al, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out,
+                     Irp* irp = nullptr);
 
 // RegisterPnp through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -114,12 +112,11 @@ Status CallDestroyMadPoolIrp(DeviceObject* target, FileObject* file,
                              const abi::DestroyMadPoolIn& in);
 
 /// Register a MAD service for a management class on a QP of type MAD, SMI_ALIAS or
-GSI_ALIAS.RESOURCE_BUSY
-    : another service already receives that class and method.
-      // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-      // (allocated by the caller, completion routine set) the result also completes the IRP.
-      Status
-      IbRegMadSvc(IbAl* al, const abi::RegMadSvcIn& in, abi::RegMadSvcOut& out, Irp* irp = nullptr);
+/// GSI_ALIAS. RESOURCE_BUSY: another service already receives that class and method.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbRegMadSvc(IbAl* al, const abi::RegMadSvcIn& in, abi::RegMadSvcOut& out,
+                   Irp* irp = nullptr);
 
 // RegMadSvc through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -148,12 +145,11 @@ Status SendDeregMadSvcIrp(DeviceObject* target, FileObject* file, const abi::Der
 Status CallDeregMadSvcIrp(DeviceObject* target, FileObject* file, const abi::DeregMadSvcIn& in);
 
 /// Send a MAD (or an RMPP transfer) through a MAD service. The completion and any
-response arrive through GetMadEvent with `send_id`.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbSendMad(IbAl* al, const abi::SendMadIn& in, std::span<const uint8_t> mad,
-              abi::SendMadOut& out, Irp* irp = nullptr);
+/// response arrive through GetMadEvent with `send_id`.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbSendMad(IbAl* al, const abi::SendMadIn& in, std::span<const uint8_t> mad,
+                 abi::SendMadOut& out, Irp* irp = nullptr);
 
 // SendMad through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -182,15 +178,12 @@ Status SendCancelMadIrp(DeviceObject* target, FileObject* file, const abi::Cance
 Status CallCancelMadIrp(DeviceObject* target, FileObject* file, const abi::CancelMadIn& in);
 
 /// Wait for the next event of a MAD service: a send completion or a received MAD.
-INSUFFICIENT_MEMORY
-    : the output buffer cannot hold the
-      MAD(the event stays queued)
-          .
-      // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend;
-      // with one (allocated by the caller, completion routine set) the result also completes the
-      // IRP, possibly later (the function then returns PENDING and `out` must stay valid).
-      Status IbGetMadEvent(IbAl* al, const abi::GetMadEventIn& in, abi::GetMadEventOut& out,
-                           std::span<uint8_t> mad, Irp* irp = nullptr);
+/// INSUFFICIENT_MEMORY: the output buffer cannot hold the MAD (the event stays queued).
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbGetMadEvent(IbAl* al, const abi::GetMadEventIn& in, abi::GetMadEventOut& out,
+                     std::span<uint8_t> mad, Irp* irp = nullptr);
 
 // GetMadEvent through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -205,13 +198,11 @@ Status CallGetMadEventIrp(DeviceObject* target, FileObject* file, const abi::Get
                           void* output, uint32_t output_length);
 
 /// Start a query of the subnet administrator (IBAL ib_query with a raw SA request).
-The response arrives through GetSaResponse;
-CancelSaRequest releases the request.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbSendSaRequest(IbAl* al, const abi::SendSaRequestIn& in, std::span<const uint8_t> attribute,
-                    abi::SendSaRequestOut& out, Irp* irp = nullptr);
+/// The response arrives through GetSaResponse; CancelSaRequest releases the request.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbSendSaRequest(IbAl* al, const abi::SendSaRequestIn& in, std::span<const uint8_t> attribute,
+                       abi::SendSaRequestOut& out, Irp* irp = nullptr);
 
 // SendSaRequest through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -226,16 +217,13 @@ Status CallSendSaRequestIrp(DeviceObject* target, FileObject* file, const abi::S
                             std::span<const uint8_t> attribute, abi::SendSaRequestOut* out);
 
 /// Wait for the response of an SA request. SUCCESS: a response arrived; `mad_status`
-is its MAD status(non - zero
-                  : the SA refused and `data` is empty)
-    . `data` holds the records,
-    each `record_size` bytes apart(the SA AttributeOffset * 8)
-        .
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with
-    // one (allocated by the caller, completion routine set) the result also completes the IRP,
-    // possibly later (the function then returns PENDING and `out` must stay valid).
-    Status IbGetSaResponse(IbAl*al, const abi::GetSaResponseIn&in, abi::GetSaResponseOut&out,
-                           std::span<uint8_t> data, Irp*irp = nullptr);
+/// is its MAD status (non-zero: the SA refused and `data` is empty). `data` holds the
+/// records, each `record_size` bytes apart (the SA AttributeOffset * 8).
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbGetSaResponse(IbAl* al, const abi::GetSaResponseIn& in, abi::GetSaResponseOut& out,
+                       std::span<uint8_t> data, Irp* irp = nullptr);
 
 // GetSaResponse through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -267,15 +255,12 @@ Status CallCancelSaRequestIrp(DeviceObject* target, FileObject* file,
                               const abi::CancelSaRequestIn& in);
 
 /// Register a service with the SA (ServiceRecord Set); completes with the SA's answer.
-REMOTE_ERROR
-    : the SA
-      refused(no registration is created)
-          .
-      // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend;
-      // with one (allocated by the caller, completion routine set) the result also completes the
-      // IRP, possibly later (the function then returns PENDING and `out` must stay valid).
-      Status IbRegisterService(IbAl* al, const abi::RegisterServiceIn& in,
-                               abi::RegisterServiceOut& out, Irp* irp = nullptr);
+/// REMOTE_ERROR: the SA refused (no registration is created).
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbRegisterService(IbAl* al, const abi::RegisterServiceIn& in, abi::RegisterServiceOut& out,
+                         Irp* irp = nullptr);
 
 // RegisterService through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -290,12 +275,11 @@ Status CallRegisterServiceIrp(DeviceObject* target, FileObject* file,
                               const abi::RegisterServiceIn& in, abi::RegisterServiceOut* out);
 
 /// Deregister a service (ServiceRecord Delete); completes when the SA answered or the
-retries ran out(the registration is gone either way)
-    .
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with
-    // one (allocated by the caller, completion routine set) the result also completes the IRP,
-    // possibly later (the function then returns PENDING and `out` must stay valid).
-    Status IbDeregisterService(IbAl* al, const abi::DeregisterServiceIn& in, Irp* irp = nullptr);
+/// retries ran out (the registration is gone either way).
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbDeregisterService(IbAl* al, const abi::DeregisterServiceIn& in, Irp* irp = nullptr);
 
 // DeregisterService through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -310,13 +294,12 @@ Status CallDeregisterServiceIrp(DeviceObject* target, FileObject* file,
                                 const abi::DeregisterServiceIn& in);
 
 /// Join a multicast group through the SA (MCMemberRecord Set) and attach the UD QP to
-it;
-completes with the SA's answer.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP,
-    // possibly later (the function then returns PENDING and `out` must stay valid).
-    Status
-    IbJoinMcast(IbAl* al, const abi::JoinMcastIn& in, abi::JoinMcastOut& out, Irp* irp = nullptr);
+/// it; completes with the SA's answer.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbJoinMcast(IbAl* al, const abi::JoinMcastIn& in, abi::JoinMcastOut& out,
+                   Irp* irp = nullptr);
 
 // JoinMcast through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.

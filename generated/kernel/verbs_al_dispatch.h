@@ -113,18 +113,19 @@ class AlVerbHandlers {
   virtual ~AlVerbHandlers() = default;
 
   /// Open the Access Layer for a kernel client. The runtime's IbOpenAl also takes a
-  reference on the client's device object, which this IDL cannot name; a user process gets its Al by
-      opening the AL device.virtual Status
-      OpenAl(const CallContext& ctx, const abi::OpenAlIn& in, abi::OpenAlOut& out, Irp* irp) = 0;
+  /// reference on the client's device object, which this IDL cannot name; a user process
+  /// gets its Al by opening the AL device.
+  virtual Status OpenAl(const CallContext& ctx, const abi::OpenAlIn& in, abi::OpenAlOut& out,
+                        Irp* irp) = 0;
 
   /// Close a kernel client's Access Layer instance. RESOURCE_BUSY while it owns objects.
   virtual Status CloseAl(const CallContext& ctx, const abi::CloseAlIn& in, CloseAlRefs& refs,
                          Irp* irp) = 0;
 
   /// Register for plug-and-play events of one class. Events for the current state are
-  queued at once(with PnpRegFlags.SYNC the call returns after their delivery)
-      .virtual Status RegisterPnp(const CallContext& ctx, const abi::RegisterPnpIn& in,
-                                  RegisterPnpRefs& refs, abi::RegisterPnpOut& out, Irp* irp) = 0;
+  /// queued at once (with PnpRegFlags.SYNC the call returns after their delivery).
+  virtual Status RegisterPnp(const CallContext& ctx, const abi::RegisterPnpIn& in,
+                             RegisterPnpRefs& refs, abi::RegisterPnpOut& out, Irp* irp) = 0;
 
   /// End a PnP registration; completes after any event being delivered was consumed.
   virtual Status DeregisterPnp(const CallContext& ctx, const abi::DeregisterPnpIn& in,
@@ -139,67 +140,62 @@ class AlVerbHandlers {
                                 DestroyMadPoolRefs& refs, Irp* irp) = 0;
 
   /// Register a MAD service for a management class on a QP of type MAD, SMI_ALIAS or
-  GSI_ALIAS.RESOURCE_BUSY : another service already receives that class and method.virtual Status
-                            RegMadSvc(const CallContext& ctx, const abi::RegMadSvcIn& in,
-                                      RegMadSvcRefs& refs, abi::RegMadSvcOut& out, Irp* irp) = 0;
+  /// GSI_ALIAS. RESOURCE_BUSY: another service already receives that class and method.
+  virtual Status RegMadSvc(const CallContext& ctx, const abi::RegMadSvcIn& in, RegMadSvcRefs& refs,
+                           abi::RegMadSvcOut& out, Irp* irp) = 0;
 
   /// Deregister a MAD service; its outstanding sends complete as CANCELED first.
   virtual Status DeregMadSvc(const CallContext& ctx, const abi::DeregMadSvcIn& in,
                              DeregMadSvcRefs& refs, Irp* irp) = 0;
 
   /// Send a MAD (or an RMPP transfer) through a MAD service. The completion and any
-  response arrive through GetMadEvent with `send_id`.virtual Status SendMad(
-      const CallContext& ctx, const abi::SendMadIn& in, std::span<const uint8_t> mad,
-      SendMadRefs& refs, abi::SendMadOut& out, Irp* irp) = 0;
+  /// response arrive through GetMadEvent with `send_id`.
+  virtual Status SendMad(const CallContext& ctx, const abi::SendMadIn& in,
+                         std::span<const uint8_t> mad, SendMadRefs& refs, abi::SendMadOut& out,
+                         Irp* irp) = 0;
 
   /// Cancel an outstanding send; its completion reports WcStatus.CANCELED.
   virtual Status CancelMad(const CallContext& ctx, const abi::CancelMadIn& in, CancelMadRefs& refs,
                            Irp* irp) = 0;
 
   /// Wait for the next event of a MAD service: a send completion or a received MAD.
-  INSUFFICIENT_MEMORY : the output buffer cannot hold the MAD(the event stays queued)
-                            .virtual Status
-                        GetMadEvent(const CallContext& ctx, const abi::GetMadEventIn& in,
-                                    GetMadEventRefs& refs, abi::GetMadEventOut& out,
-                                    std::span<uint8_t> mad, Irp* irp) = 0;
+  /// INSUFFICIENT_MEMORY: the output buffer cannot hold the MAD (the event stays queued).
+  virtual Status GetMadEvent(const CallContext& ctx, const abi::GetMadEventIn& in,
+                             GetMadEventRefs& refs, abi::GetMadEventOut& out,
+                             std::span<uint8_t> mad, Irp* irp) = 0;
 
   /// Start a query of the subnet administrator (IBAL ib_query with a raw SA request).
-  The response arrives through GetSaResponse;
-  CancelSaRequest releases the request.virtual Status SendSaRequest(
-      const CallContext& ctx, const abi::SendSaRequestIn& in, std::span<const uint8_t> attribute,
-      SendSaRequestRefs& refs, abi::SendSaRequestOut& out, Irp* irp) = 0;
+  /// The response arrives through GetSaResponse; CancelSaRequest releases the request.
+  virtual Status SendSaRequest(const CallContext& ctx, const abi::SendSaRequestIn& in,
+                               std::span<const uint8_t> attribute, SendSaRequestRefs& refs,
+                               abi::SendSaRequestOut& out, Irp* irp) = 0;
 
   /// Wait for the response of an SA request. SUCCESS: a response arrived; `mad_status`
-  is its MAD status(non - zero
-                    : the SA refused and `data` is empty)
-      . `data` holds the records,
-      each `record_size` bytes apart(the SA AttributeOffset * 8)
-          .virtual Status
-      GetSaResponse(const CallContext&ctx, const abi::GetSaResponseIn&in, GetSaResponseRefs&refs,
-                    abi::GetSaResponseOut&out, std::span<uint8_t> data, Irp*irp) = 0;
+  /// is its MAD status (non-zero: the SA refused and `data` is empty). `data` holds the
+  /// records, each `record_size` bytes apart (the SA AttributeOffset * 8).
+  virtual Status GetSaResponse(const CallContext& ctx, const abi::GetSaResponseIn& in,
+                               GetSaResponseRefs& refs, abi::GetSaResponseOut& out,
+                               std::span<uint8_t> data, Irp* irp) = 0;
 
   /// Cancel an SA request (a waiting GetSaResponse completes CANCELED) and release it.
   virtual Status CancelSaRequest(const CallContext& ctx, const abi::CancelSaRequestIn& in,
                                  CancelSaRequestRefs& refs, Irp* irp) = 0;
 
   /// Register a service with the SA (ServiceRecord Set); completes with the SA's answer.
-  REMOTE_ERROR : the SA refused(no registration is created)
-                     .virtual Status
-                 RegisterService(const CallContext& ctx, const abi::RegisterServiceIn& in,
+  /// REMOTE_ERROR: the SA refused (no registration is created).
+  virtual Status RegisterService(const CallContext& ctx, const abi::RegisterServiceIn& in,
                                  RegisterServiceRefs& refs, abi::RegisterServiceOut& out,
                                  Irp* irp) = 0;
 
   /// Deregister a service (ServiceRecord Delete); completes when the SA answered or the
-  retries ran out(the registration is gone either way)
-      .virtual Status DeregisterService(const CallContext& ctx, const abi::DeregisterServiceIn& in,
-                                        DeregisterServiceRefs& refs, Irp* irp) = 0;
+  /// retries ran out (the registration is gone either way).
+  virtual Status DeregisterService(const CallContext& ctx, const abi::DeregisterServiceIn& in,
+                                   DeregisterServiceRefs& refs, Irp* irp) = 0;
 
   /// Join a multicast group through the SA (MCMemberRecord Set) and attach the UD QP to
-  it;
-  completes with the SA's answer. virtual Status JoinMcast(const CallContext& ctx,
-                                                           const abi::JoinMcastIn& in,
-                                                           JoinMcastRefs& refs,
-                                                           abi::JoinMcastOut& out, Irp* irp) = 0;
+  /// it; completes with the SA's answer.
+  virtual Status JoinMcast(const CallContext& ctx, const abi::JoinMcastIn& in, JoinMcastRefs& refs,
+                           abi::JoinMcastOut& out, Irp* irp) = 0;
 
   /// Leave a multicast group (MCMemberRecord Delete) and detach the QP.
   virtual Status LeaveMcast(const CallContext& ctx, const abi::LeaveMcastIn& in,

@@ -299,54 +299,55 @@ Status CallCloseCaIrp(DeviceObject* target, FileObject* file, const abi::CloseCa
   return IoCallDriverAndWait(target, irp);
 }
 
-Status IbCiCall(IbAl* al, const abi::CiCallIn& in, std::span<const uint8_t> input,
-                abi::CiCallOut& out, std::span<uint8_t> output, Irp* irp) {
+Status IbCiCall(IbAl* al, const abi::CiCallIn& in, std::span<const uint8_t> request_data,
+                abi::CiCallOut& out, std::span<uint8_t> response_data, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbCiCall");
   BeginDirectCall(irp);
   const CallContext ctx = DirectCallContext(al);
-  if (input.size() != in.input_length || input.size() > 4096) {
+  if (request_data.size() != in.request_length || request_data.size() > 4096) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
   }
   CiCallRefs refs;
-  if (const Status s = ValidateCiCall(ctx, in, input, refs); s != Status::SUCCESS) {
+  if (const Status s = ValidateCiCall(ctx, in, request_data, refs); s != Status::SUCCESS) {
     return FinishDirectCall(irp, s, 0);
   }
   out = abi::CiCallOut{};
-  const Status status = DirectHandlers(al).verbs_ca->CiCall(ctx, in, input, refs, out, output, irp);
+  const Status status =
+      DirectHandlers(al).verbs_ca->CiCall(ctx, in, request_data, refs, out, response_data, irp);
   return FinishDirectCall(
       irp, status,
       sizeof(abi::CiCallOut) +
-          std::min<uint64_t>(out.output_length, output.size()) * sizeof(uint8_t));
+          std::min<uint64_t>(out.response_length, response_data.size()) * sizeof(uint8_t));
 }
 
 Irp* BuildCiCallIrp(DeviceObject* target, FileObject* file, const abi::CiCallIn& in,
-                    std::span<const uint8_t> input, void* output, uint32_t output_length) {
-  const uint64_t in_length = sizeof(abi::CiCallIn) + input.size() * sizeof(uint8_t);
+                    std::span<const uint8_t> request_data, void* output, uint32_t output_length) {
+  const uint64_t in_length = sizeof(abi::CiCallIn) + request_data.size() * sizeof(uint8_t);
   Irp* irp =
       IoBuildDeviceIoControlRequest(abi::kIoctlCiCall, target, nullptr,
                                     static_cast<uint32_t>(in_length), output, output_length, true);
   if (irp == nullptr) return nullptr;
   auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
   std::memcpy(buffer, &in, sizeof(abi::CiCallIn));
-  if (!input.empty()) {
-    std::memcpy(buffer + sizeof(abi::CiCallIn), input.data(), input.size_bytes());
+  if (!request_data.empty()) {
+    std::memcpy(buffer + sizeof(abi::CiCallIn), request_data.data(), request_data.size_bytes());
   }
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
 }
 
 Status SendCiCallIrp(DeviceObject* target, FileObject* file, const abi::CiCallIn& in,
-                     std::span<const uint8_t> input, void* output, uint32_t output_length,
+                     std::span<const uint8_t> request_data, void* output, uint32_t output_length,
                      IoCompletionRoutine routine, void* context) {
-  Irp* irp = BuildCiCallIrp(target, file, in, input, output, output_length);
+  Irp* irp = BuildCiCallIrp(target, file, in, request_data, output, output_length);
   if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
   IoSetCompletionRoutine(irp, routine, context, true, true, true);
   return IoCallDriver(target, irp);
 }
 
 Status CallCiCallIrp(DeviceObject* target, FileObject* file, const abi::CiCallIn& in,
-                     std::span<const uint8_t> input, void* output, uint32_t output_length) {
-  Irp* irp = BuildCiCallIrp(target, file, in, input, output, output_length);
+                     std::span<const uint8_t> request_data, void* output, uint32_t output_length) {
+  Irp* irp = BuildCiCallIrp(target, file, in, request_data, output, output_length);
   if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
   return IoCallDriverAndWait(target, irp);
 }

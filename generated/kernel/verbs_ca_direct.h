@@ -30,11 +30,10 @@ Status CallGetCaGuidsIrp(DeviceObject* target, FileObject* file, const abi::GetC
                          void* output, uint32_t output_length);
 
 /// Open a channel adapter by GUID. A user process reaches the CA's own device first
-(runtime_ioctls ResolveCaDevice) and
-    sends this request there.
-    // Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status IbOpenCa(IbAl* al, const abi::OpenCaIn& in, abi::OpenCaOut& out, Irp* irp = nullptr);
+/// (runtime_ioctls ResolveCaDevice) and sends this request there.
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbOpenCa(IbAl* al, const abi::OpenCaIn& in, abi::OpenCaOut& out, Irp* irp = nullptr);
 
 // OpenCa through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -48,12 +47,11 @@ Status CallOpenCaIrp(DeviceObject* target, FileObject* file, const abi::OpenCaIn
                      abi::OpenCaOut* out);
 
 /// Attributes of a CA and of each of its ports. INSUFFICIENT_MEMORY: the output buffer
-cannot hold every port.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbQueryCa(IbAl* al, const abi::QueryCaIn& in, abi::QueryCaOut& out,
-              std::span<abi::PortAttributes> ports, Irp* irp = nullptr);
+/// cannot hold every port.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbQueryCa(IbAl* al, const abi::QueryCaIn& in, abi::QueryCaOut& out,
+                 std::span<abi::PortAttributes> ports, Irp* irp = nullptr);
 
 // QueryCa through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -104,12 +102,11 @@ Status CallQueryPkeyTableIrp(DeviceObject* target, FileObject* file,
                              const abi::QueryPkeyTableIn& in, void* output, uint32_t output_length);
 
 /// Change port capabilities, counters or CA settings (IBAL ib_modify_ca); `flags`
-selects what changes.Completes once the port's SMA applied the change.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP,
-    // possibly later (the function then returns PENDING and `out` must stay valid).
-    Status
-    IbModifyCa(IbAl* al, const abi::ModifyCaIn& in, Irp* irp = nullptr);
+/// selects what changes. Completes once the port's SMA applied the change.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbModifyCa(IbAl* al, const abi::ModifyCaIn& in, Irp* irp = nullptr);
 
 // ModifyCa through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -136,33 +133,30 @@ Status SendCloseCaIrp(DeviceObject* target, FileObject* file, const abi::CloseCa
 Status CallCloseCaIrp(DeviceObject* target, FileObject* file, const abi::CloseCaIn& in);
 
 /// A vendor-specific call into the HCA driver (IBAL ib_ci_call). softib defines no
-command yet, so every command answers UNSUPPORTED.
-             // Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-             // (allocated by the caller, completion routine set) the result also completes the IRP.
-             Status
-             IbCiCall(IbAl*al, const abi::CiCallIn&in, std::span<const uint8_t> input,
-                      abi::CiCallOut&out, std::span<uint8_t> output, Irp*irp = nullptr);
+/// command yet, so every command answers UNSUPPORTED.
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbCiCall(IbAl* al, const abi::CiCallIn& in, std::span<const uint8_t> request_data,
+                abi::CiCallOut& out, std::span<uint8_t> response_data, Irp* irp = nullptr);
 
 // CiCall through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
 Irp* BuildCiCallIrp(DeviceObject* target, FileObject* file, const abi::CiCallIn& in,
-                    std::span<const uint8_t> input, void* output, uint32_t output_length);
+                    std::span<const uint8_t> request_data, void* output, uint32_t output_length);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
 Status SendCiCallIrp(DeviceObject* target, FileObject* file, const abi::CiCallIn& in,
-                     std::span<const uint8_t> input, void* output, uint32_t output_length,
+                     std::span<const uint8_t> request_data, void* output, uint32_t output_length,
                      IoCompletionRoutine routine, void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
 Status CallCiCallIrp(DeviceObject* target, FileObject* file, const abi::CiCallIn& in,
-                     std::span<const uint8_t> input, void* output, uint32_t output_length);
+                     std::span<const uint8_t> request_data, void* output, uint32_t output_length);
 
 /// Process a MAD by the port's own agents (SMA, PMA) without sending it on the wire
-(IBAL ib_local_mad);
-returns the response MAD.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with
-    // one (allocated by the caller, completion routine set) the result also completes the IRP,
-    // possibly later (the function then returns PENDING and `out` must stay valid).
-    Status
-    IbLocalMad(IbAl* al, const abi::LocalMadIn& in, abi::LocalMadOut& out, Irp* irp = nullptr);
+/// (IBAL ib_local_mad); returns the response MAD.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbLocalMad(IbAl* al, const abi::LocalMadIn& in, abi::LocalMadOut& out, Irp* irp = nullptr);
 
 // LocalMad through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.

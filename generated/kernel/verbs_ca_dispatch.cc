@@ -215,7 +215,7 @@ Status DispatchCloseCa(CaVerbHandlers& handlers, const CallContext& ctx, Irp* ir
 }
 
 Status ValidateCiCall([[maybe_unused]] const CallContext& ctx, const abi::CiCallIn& in,
-                      [[maybe_unused]] std::span<const uint8_t> input, CiCallRefs& refs) {
+                      [[maybe_unused]] std::span<const uint8_t> request_data, CiCallRefs& refs) {
   if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
   Status s = Status::SUCCESS;
   s = ResolveHandle(ctx, in.ca.value, abi::ObjectType::Ca, HandleAccess::kWrite, false,
@@ -231,17 +231,17 @@ Status DispatchCiCall(CaVerbHandlers& handlers, const CallContext& ctx, Irp* irp
   if (io.out_length < sizeof(abi::CiCallOut)) return io.Fail(Status::INVALID_PARAMETER);
   abi::CiCallIn in;
   io.ReadInput(&in);
-  const uint64_t count = in.input_length;
+  const uint64_t count = in.request_length;
   if (count > 4096) return io.Fail(Status::INVALID_PARAMETER);
   const uint64_t in_needed = sizeof(abi::CiCallIn) + count * sizeof(uint8_t);
   if (io.in_length != in_needed)
     return io.Fail(Status::INVALID_PARAMETER);  // short, or trailing bytes
-  std::vector<uint8_t> input(count);
+  std::vector<uint8_t> request_data(count);
   if (count != 0) {
-    std::memcpy(input.data(), io.buffer + sizeof(abi::CiCallIn), count * sizeof(uint8_t));
+    std::memcpy(request_data.data(), io.buffer + sizeof(abi::CiCallIn), count * sizeof(uint8_t));
   }
   CiCallRefs refs;
-  if (const Status s = ValidateCiCall(ctx, in, input, refs); s != Status::SUCCESS) {
+  if (const Status s = ValidateCiCall(ctx, in, request_data, refs); s != Status::SUCCESS) {
     return io.Fail(s);
   }
   abi::CiCallOut& out = *io.Output<abi::CiCallOut>();
@@ -249,9 +249,9 @@ Status DispatchCiCall(CaVerbHandlers& handlers, const CallContext& ctx, Irp* irp
       std::min<uint32_t>(4096, (io.out_length - sizeof(abi::CiCallOut)) / sizeof(uint8_t));
   auto* elems = reinterpret_cast<uint8_t*>(io.buffer + sizeof(abi::CiCallOut));
   std::memset(static_cast<void*>(elems), 0, capacity * sizeof(uint8_t));
-  const std::span<uint8_t> output(elems, capacity);
-  const Status status = handlers.CiCall(ctx, in, input, refs, out, output, irp);
-  const uint64_t returned = std::min<uint64_t>(out.output_length, capacity);
+  const std::span<uint8_t> response_data(elems, capacity);
+  const Status status = handlers.CiCall(ctx, in, request_data, refs, out, response_data, irp);
+  const uint64_t returned = std::min<uint64_t>(out.response_length, capacity);
   return CompleteVerbIrp(irp, status, sizeof(abi::CiCallOut) + returned * sizeof(uint8_t));
 }
 

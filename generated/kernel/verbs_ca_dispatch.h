@@ -76,14 +76,14 @@ class CaVerbHandlers {
                             std::span<uint64_t> ca_guids, Irp* irp) = 0;
 
   /// Open a channel adapter by GUID. A user process reaches the CA's own device first
-  (runtime_ioctls ResolveCaDevice) and sends this request there.virtual Status
-                                       OpenCa(const CallContext& ctx, const abi::OpenCaIn& in,
-                                              OpenCaRefs& refs, abi::OpenCaOut& out, Irp* irp) = 0;
+  /// (runtime_ioctls ResolveCaDevice) and sends this request there.
+  virtual Status OpenCa(const CallContext& ctx, const abi::OpenCaIn& in, OpenCaRefs& refs,
+                        abi::OpenCaOut& out, Irp* irp) = 0;
 
   /// Attributes of a CA and of each of its ports. INSUFFICIENT_MEMORY: the output buffer
-  cannot hold every port.virtual Status QueryCa(const CallContext& ctx, const abi::QueryCaIn& in,
-                                                QueryCaRefs& refs, abi::QueryCaOut& out,
-                                                std::span<abi::PortAttributes> ports, Irp* irp) = 0;
+  /// cannot hold every port.
+  virtual Status QueryCa(const CallContext& ctx, const abi::QueryCaIn& in, QueryCaRefs& refs,
+                         abi::QueryCaOut& out, std::span<abi::PortAttributes> ports, Irp* irp) = 0;
 
   /// Part of a port's GID table, from `start_index`.
   virtual Status QueryGidTable(const CallContext& ctx, const abi::QueryGidTableIn& in,
@@ -96,23 +96,24 @@ class CaVerbHandlers {
                                 std::span<uint16_t> pkeys, Irp* irp) = 0;
 
   /// Change port capabilities, counters or CA settings (IBAL ib_modify_ca); `flags`
-  selects what changes.Completes once the port's SMA applied the change. virtual Status ModifyCa(
-      const CallContext& ctx, const abi::ModifyCaIn& in, ModifyCaRefs& refs, Irp* irp) = 0;
+  /// selects what changes. Completes once the port's SMA applied the change.
+  virtual Status ModifyCa(const CallContext& ctx, const abi::ModifyCaIn& in, ModifyCaRefs& refs,
+                          Irp* irp) = 0;
 
   /// Close a CA. RESOURCE_BUSY while PDs or CQs of it exist.
   virtual Status CloseCa(const CallContext& ctx, const abi::CloseCaIn& in, CloseCaRefs& refs,
                          Irp* irp) = 0;
 
   /// A vendor-specific call into the HCA driver (IBAL ib_ci_call). softib defines no
-  command yet, so every command answers UNSUPPORTED.virtual Status CiCall(
-                   const CallContext&ctx, const abi::CiCallIn&in, std::span<const uint8_t> input,
-                   CiCallRefs&refs, abi::CiCallOut&out, std::span<uint8_t> output, Irp*irp) = 0;
+  /// command yet, so every command answers UNSUPPORTED.
+  virtual Status CiCall(const CallContext& ctx, const abi::CiCallIn& in,
+                        std::span<const uint8_t> request_data, CiCallRefs& refs,
+                        abi::CiCallOut& out, std::span<uint8_t> response_data, Irp* irp) = 0;
 
   /// Process a MAD by the port's own agents (SMA, PMA) without sending it on the wire
-  (IBAL ib_local_mad);
-  returns the response MAD.virtual Status LocalMad(const CallContext& ctx,
-                                                   const abi::LocalMadIn& in, LocalMadRefs& refs,
-                                                   abi::LocalMadOut& out, Irp* irp) = 0;
+  /// (IBAL ib_local_mad); returns the response MAD.
+  virtual Status LocalMad(const CallContext& ctx, const abi::LocalMadIn& in, LocalMadRefs& refs,
+                          abi::LocalMadOut& out, Irp* irp) = 0;
 };
 
 // GetCaGuids (0x0100): the checks after the lengths, for the dispatch and direct calls.
@@ -159,7 +160,7 @@ Status DispatchCloseCa(CaVerbHandlers& handlers, const CallContext& ctx, Irp* ir
 
 // CiCall (0x0107): the checks after the lengths, for the dispatch and direct calls.
 Status ValidateCiCall([[maybe_unused]] const CallContext& ctx, const abi::CiCallIn& in,
-                      [[maybe_unused]] std::span<const uint8_t> input, CiCallRefs& refs);
+                      [[maybe_unused]] std::span<const uint8_t> request_data, CiCallRefs& refs);
 // Dispatches the IOCTL of CiCall: validates, calls the handler, completes the IRP.
 Status DispatchCiCall(CaVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
 

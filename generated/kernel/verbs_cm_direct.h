@@ -29,13 +29,12 @@ Status CallCreateCepIrp(DeviceObject* target, FileObject* file, const abi::Creat
                         abi::CreateCepOut* out);
 
 /// Destroy an endpoint: a listen stops; a connection not yet established is rejected;
-an established one is disconnected with DREQ.Completes after the endpoint left time - wait or
-    was released.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with
-    // one (allocated by the caller, completion routine set) the result also completes the IRP,
-    // possibly later (the function then returns PENDING and `out` must stay valid).
-    Status
-    IbDestroyCep(IbAl* al, const abi::DestroyCepIn& in, Irp* irp = nullptr);
+/// an established one is disconnected with DREQ. Completes after the endpoint left
+/// time-wait or was released.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbDestroyCep(IbAl* al, const abi::DestroyCepIn& in, Irp* irp = nullptr);
 
 // DestroyCep through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -47,7 +46,7 @@ Status SendDestroyCepIrp(DeviceObject* target, FileObject* file, const abi::Dest
 Status CallDestroyCepIrp(DeviceObject* target, FileObject* file, const abi::DestroyCepIn& in);
 
 /// Listen for REQs and SIDR_REQs to `service_id` whose private data matches
-`compare_data` over [compare_offset, compare_offset + compare_length).
+/// `compare_data` over [compare_offset, compare_offset + compare_length).
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
 Status IbCepListen(IbAl* al, const abi::CepListenIn& in, Irp* irp = nullptr);
@@ -56,194 +55,272 @@ Status IbCepListen(IbAl* al, const abi::CepListenIn& in, Irp* irp = nullptr);
 // `file`. The output is copied back on completion.
 Irp* BuildCepListenIrp(DeviceObject* target, FileObject* file, const abi::CepListenIn& in);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepListenIrp(DeviceObject* target, FileObject* file, const abi::CepListenIn& in, IoCompletionRoutine routine, void* context);
+Status SendCepListenIrp(DeviceObject* target, FileObject* file, const abi::CepListenIn& in,
+                        IoCompletionRoutine routine, void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
 Status CallCepListenIrp(DeviceObject* target, FileObject* file, const abi::CepListenIn& in);
 
 /// Send a REQ for `qp` (RC or UC, in INIT).
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendReq(IbAl* al, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendReq(IbAl* al, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data,
+                    Irp* irp = nullptr);
 
 // CepSendReq through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendReqIn& in,
+                        std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendReqIn& in,
+                         std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                         void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendReqIn& in,
+                         std::span<const uint8_t> private_data);
 
 /// Answer a received REQ with a REP for `qp`.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendRep(IbAl* al, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendRep(IbAl* al, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data,
+                    Irp* irp = nullptr);
 
 // CepSendRep through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendRepIn& in,
+                        std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendRepIn& in,
+                         std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                         void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendRepIn& in,
+                         std::span<const uint8_t> private_data);
 
 /// Answer a received REP with an RTU: the connection is established.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendRtu(IbAl* al, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendRtu(IbAl* al, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data,
+                    Irp* irp = nullptr);
 
 // CepSendRtu through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendRtuIrp(DeviceObject* target, FileObject* file, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendRtuIrp(DeviceObject* target, FileObject* file, const abi::CepSendRtuIn& in,
+                        std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendRtuIrp(DeviceObject* target, FileObject* file, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendRtuIrp(DeviceObject* target, FileObject* file, const abi::CepSendRtuIn& in,
+                         std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                         void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendRtuIrp(DeviceObject* target, FileObject* file, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendRtuIrp(DeviceObject* target, FileObject* file, const abi::CepSendRtuIn& in,
+                         std::span<const uint8_t> private_data);
 
 /// Reject a received REQ or REP.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendRej(IbAl* al, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendRej(IbAl* al, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data,
+                    Irp* irp = nullptr);
 
 // CepSendRej through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendRejIrp(DeviceObject* target, FileObject* file, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendRejIrp(DeviceObject* target, FileObject* file, const abi::CepSendRejIn& in,
+                        std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendRejIrp(DeviceObject* target, FileObject* file, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendRejIrp(DeviceObject* target, FileObject* file, const abi::CepSendRejIn& in,
+                         std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                         void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendRejIrp(DeviceObject* target, FileObject* file, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendRejIrp(DeviceObject* target, FileObject* file, const abi::CepSendRejIn& in,
+                         std::span<const uint8_t> private_data);
 
 /// Tell the peer a received REQ, REP or LAP needs more time.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendMra(IbAl* al, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendMra(IbAl* al, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data,
+                    Irp* irp = nullptr);
 
 // CepSendMra through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendMraIrp(DeviceObject* target, FileObject* file, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendMraIrp(DeviceObject* target, FileObject* file, const abi::CepSendMraIn& in,
+                        std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendMraIrp(DeviceObject* target, FileObject* file, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendMraIrp(DeviceObject* target, FileObject* file, const abi::CepSendMraIn& in,
+                         std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                         void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendMraIrp(DeviceObject* target, FileObject* file, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendMraIrp(DeviceObject* target, FileObject* file, const abi::CepSendMraIn& in,
+                         std::span<const uint8_t> private_data);
 
 /// Propose a new alternate path (LAP) on an established connection.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendLap(IbAl* al, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendLap(IbAl* al, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data,
+                    Irp* irp = nullptr);
 
 // CepSendLap through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendLapIrp(DeviceObject* target, FileObject* file, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendLapIrp(DeviceObject* target, FileObject* file, const abi::CepSendLapIn& in,
+                        std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendLapIrp(DeviceObject* target, FileObject* file, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendLapIrp(DeviceObject* target, FileObject* file, const abi::CepSendLapIn& in,
+                         std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                         void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendLapIrp(DeviceObject* target, FileObject* file, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendLapIrp(DeviceObject* target, FileObject* file, const abi::CepSendLapIn& in,
+                         std::span<const uint8_t> private_data);
 
 /// Answer a received LAP.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendApr(IbAl* al, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendApr(IbAl* al, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data,
+                    Irp* irp = nullptr);
 
 // CepSendApr through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendAprIrp(DeviceObject* target, FileObject* file, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendAprIrp(DeviceObject* target, FileObject* file, const abi::CepSendAprIn& in,
+                        std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendAprIrp(DeviceObject* target, FileObject* file, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendAprIrp(DeviceObject* target, FileObject* file, const abi::CepSendAprIn& in,
+                         std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                         void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendAprIrp(DeviceObject* target, FileObject* file, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendAprIrp(DeviceObject* target, FileObject* file, const abi::CepSendAprIn& in,
+                         std::span<const uint8_t> private_data);
 
 /// Start a disconnect (DREQ).
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendDreq(IbAl* al, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendDreq(IbAl* al, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data,
+                     Irp* irp = nullptr);
 
 // CepSendDreq through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendDreqIrp(DeviceObject* target, FileObject* file, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendDreqIrp(DeviceObject* target, FileObject* file, const abi::CepSendDreqIn& in,
+                         std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendDreqIrp(DeviceObject* target, FileObject* file, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendDreqIrp(DeviceObject* target, FileObject* file, const abi::CepSendDreqIn& in,
+                          std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                          void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendDreqIrp(DeviceObject* target, FileObject* file, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendDreqIrp(DeviceObject* target, FileObject* file, const abi::CepSendDreqIn& in,
+                          std::span<const uint8_t> private_data);
 
 /// Answer a received DREQ (DREP); the endpoint enters time-wait.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendDrep(IbAl* al, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendDrep(IbAl* al, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data,
+                     Irp* irp = nullptr);
 
 // CepSendDrep through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendDrepIrp(DeviceObject* target, FileObject* file, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendDrepIrp(DeviceObject* target, FileObject* file, const abi::CepSendDrepIn& in,
+                         std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendDrepIrp(DeviceObject* target, FileObject* file, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendDrepIrp(DeviceObject* target, FileObject* file, const abi::CepSendDrepIn& in,
+                          std::span<const uint8_t> private_data, IoCompletionRoutine routine,
+                          void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendDrepIrp(DeviceObject* target, FileObject* file, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendDrepIrp(DeviceObject* target, FileObject* file, const abi::CepSendDrepIn& in,
+                          std::span<const uint8_t> private_data);
 
 /// Resolve a service ID to a UD QP (SIDR_REQ).
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendSidrReq(IbAl* al, const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendSidrReq(IbAl* al, const abi::CepSendSidrReqIn& in,
+                        std::span<const uint8_t> private_data, Irp* irp = nullptr);
 
 // CepSendSidrReq through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendSidrReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendSidrReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrReqIn& in,
+                            std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendSidrReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendSidrReqIrp(DeviceObject* target, FileObject* file,
+                             const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data,
+                             IoCompletionRoutine routine, void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendSidrReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendSidrReqIrp(DeviceObject* target, FileObject* file,
+                             const abi::CepSendSidrReqIn& in,
+                             std::span<const uint8_t> private_data);
 
 /// Answer a received SIDR_REQ (SIDR_REP) with `qp`'s number and Q_Key, or a status.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepSendSidrRep(IbAl* al, const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data, Irp* irp = nullptr);
+Status IbCepSendSidrRep(IbAl* al, const abi::CepSendSidrRepIn& in,
+                        std::span<const uint8_t> private_data, Irp* irp = nullptr);
 
 // CepSendSidrRep through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepSendSidrRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data);
+Irp* BuildCepSendSidrRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrRepIn& in,
+                            std::span<const uint8_t> private_data);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepSendSidrRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data, IoCompletionRoutine routine, void* context);
+Status SendCepSendSidrRepIrp(DeviceObject* target, FileObject* file,
+                             const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data,
+                             IoCompletionRoutine routine, void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepSendSidrRepIrp(DeviceObject* target, FileObject* file, const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data);
+Status CallCepSendSidrRepIrp(DeviceObject* target, FileObject* file,
+                             const abi::CepSendSidrRepIn& in,
+                             std::span<const uint8_t> private_data);
 
 /// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-received).
+/// received).
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepGetRtrAttributes(IbAl* al, const abi::CepGetRtrAttributesIn& in, abi::CepGetRtrAttributesOut& out, Irp* irp = nullptr);
+Status IbCepGetRtrAttributes(IbAl* al, const abi::CepGetRtrAttributesIn& in,
+                             abi::CepGetRtrAttributesOut& out, Irp* irp = nullptr);
 
 // CepGetRtrAttributes through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepGetRtrAttributesIrp(DeviceObject* target, FileObject* file, const abi::CepGetRtrAttributesIn& in, abi::CepGetRtrAttributesOut* out);
+Irp* BuildCepGetRtrAttributesIrp(DeviceObject* target, FileObject* file,
+                                 const abi::CepGetRtrAttributesIn& in,
+                                 abi::CepGetRtrAttributesOut* out);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepGetRtrAttributesIrp(DeviceObject* target, FileObject* file, const abi::CepGetRtrAttributesIn& in, abi::CepGetRtrAttributesOut* out, IoCompletionRoutine routine, void* context);
+Status SendCepGetRtrAttributesIrp(DeviceObject* target, FileObject* file,
+                                  const abi::CepGetRtrAttributesIn& in,
+                                  abi::CepGetRtrAttributesOut* out, IoCompletionRoutine routine,
+                                  void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepGetRtrAttributesIrp(DeviceObject* target, FileObject* file, const abi::CepGetRtrAttributesIn& in, abi::CepGetRtrAttributesOut* out);
+Status CallCepGetRtrAttributesIrp(DeviceObject* target, FileObject* file,
+                                  const abi::CepGetRtrAttributesIn& in,
+                                  abi::CepGetRtrAttributesOut* out);
 
 /// The ModifyQp attributes that take the endpoint's QP to RTS.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-Status IbCepGetRtsAttributes(IbAl* al, const abi::CepGetRtsAttributesIn& in, abi::CepGetRtsAttributesOut& out, Irp* irp = nullptr);
+Status IbCepGetRtsAttributes(IbAl* al, const abi::CepGetRtsAttributesIn& in,
+                             abi::CepGetRtsAttributesOut& out, Irp* irp = nullptr);
 
 // CepGetRtsAttributes through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepGetRtsAttributesIrp(DeviceObject* target, FileObject* file, const abi::CepGetRtsAttributesIn& in, abi::CepGetRtsAttributesOut* out);
+Irp* BuildCepGetRtsAttributesIrp(DeviceObject* target, FileObject* file,
+                                 const abi::CepGetRtsAttributesIn& in,
+                                 abi::CepGetRtsAttributesOut* out);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepGetRtsAttributesIrp(DeviceObject* target, FileObject* file, const abi::CepGetRtsAttributesIn& in, abi::CepGetRtsAttributesOut* out, IoCompletionRoutine routine, void* context);
+Status SendCepGetRtsAttributesIrp(DeviceObject* target, FileObject* file,
+                                  const abi::CepGetRtsAttributesIn& in,
+                                  abi::CepGetRtsAttributesOut* out, IoCompletionRoutine routine,
+                                  void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepGetRtsAttributesIrp(DeviceObject* target, FileObject* file, const abi::CepGetRtsAttributesIn& in, abi::CepGetRtsAttributesOut* out);
+Status CallCepGetRtsAttributesIrp(DeviceObject* target, FileObject* file,
+                                  const abi::CepGetRtsAttributesIn& in,
+                                  abi::CepGetRtsAttributesOut* out);
 
 /// Wait for the next event of an endpoint. `mad` is the received CM message in wire
-format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
-SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
+/// format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
+/// SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP,
 // possibly later (the function then returns PENDING and `out` must stay valid).
-Status IbCepGetEvent(IbAl* al, const abi::CepGetEventIn& in, abi::CepGetEventOut& out, Irp* irp = nullptr);
+Status IbCepGetEvent(IbAl* al, const abi::CepGetEventIn& in, abi::CepGetEventOut& out,
+                     Irp* irp = nullptr);
 
 // CepGetEvent through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
-Irp* BuildCepGetEventIrp(DeviceObject* target, FileObject* file, const abi::CepGetEventIn& in, abi::CepGetEventOut* out);
+Irp* BuildCepGetEventIrp(DeviceObject* target, FileObject* file, const abi::CepGetEventIn& in,
+                         abi::CepGetEventOut* out);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-Status SendCepGetEventIrp(DeviceObject* target, FileObject* file, const abi::CepGetEventIn& in, abi::CepGetEventOut* out, IoCompletionRoutine routine, void* context);
+Status SendCepGetEventIrp(DeviceObject* target, FileObject* file, const abi::CepGetEventIn& in,
+                          abi::CepGetEventOut* out, IoCompletionRoutine routine, void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-Status CallCepGetEventIrp(DeviceObject* target, FileObject* file, const abi::CepGetEventIn& in, abi::CepGetEventOut* out);
+Status CallCepGetEventIrp(DeviceObject* target, FileObject* file, const abi::CepGetEventIn& in,
+                          abi::CepGetEventOut* out);
 
 }  // namespace softib::kernel

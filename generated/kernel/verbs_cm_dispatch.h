@@ -118,58 +118,87 @@ class CmVerbHandlers {
                            abi::CreateCepOut& out, Irp* irp) = 0;
 
   /// Destroy an endpoint: a listen stops; a connection not yet established is rejected;
-  an established one is disconnected with DREQ.Completes after the endpoint left time - wait or
-      was released.virtual Status DestroyCep(const CallContext& ctx, const abi::DestroyCepIn& in,
-                                             DestroyCepRefs& refs, Irp* irp) = 0;
+  /// an established one is disconnected with DREQ. Completes after the endpoint left
+  /// time-wait or was released.
+  virtual Status DestroyCep(const CallContext& ctx, const abi::DestroyCepIn& in,
+                            DestroyCepRefs& refs, Irp* irp) = 0;
 
   /// Listen for REQs and SIDR_REQs to `service_id` whose private data matches
-`compare_data` over [compare_offset, compare_offset + compare_length).
-  virtual Status CepListen(const CallContext& ctx, const abi::CepListenIn& in, CepListenRefs& refs, Irp* irp) = 0;
+  /// `compare_data` over [compare_offset, compare_offset + compare_length).
+  virtual Status CepListen(const CallContext& ctx, const abi::CepListenIn& in, CepListenRefs& refs,
+                           Irp* irp) = 0;
 
   /// Send a REQ for `qp` (RC or UC, in INIT).
-  virtual Status CepSendReq(const CallContext& ctx, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data, CepSendReqRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendReq(const CallContext& ctx, const abi::CepSendReqIn& in,
+                            std::span<const uint8_t> private_data, CepSendReqRefs& refs,
+                            Irp* irp) = 0;
 
   /// Answer a received REQ with a REP for `qp`.
-  virtual Status CepSendRep(const CallContext& ctx, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data, CepSendRepRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendRep(const CallContext& ctx, const abi::CepSendRepIn& in,
+                            std::span<const uint8_t> private_data, CepSendRepRefs& refs,
+                            Irp* irp) = 0;
 
   /// Answer a received REP with an RTU: the connection is established.
-  virtual Status CepSendRtu(const CallContext& ctx, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data, CepSendRtuRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendRtu(const CallContext& ctx, const abi::CepSendRtuIn& in,
+                            std::span<const uint8_t> private_data, CepSendRtuRefs& refs,
+                            Irp* irp) = 0;
 
   /// Reject a received REQ or REP.
-  virtual Status CepSendRej(const CallContext& ctx, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data, CepSendRejRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendRej(const CallContext& ctx, const abi::CepSendRejIn& in,
+                            std::span<const uint8_t> private_data, CepSendRejRefs& refs,
+                            Irp* irp) = 0;
 
   /// Tell the peer a received REQ, REP or LAP needs more time.
-  virtual Status CepSendMra(const CallContext& ctx, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data, CepSendMraRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendMra(const CallContext& ctx, const abi::CepSendMraIn& in,
+                            std::span<const uint8_t> private_data, CepSendMraRefs& refs,
+                            Irp* irp) = 0;
 
   /// Propose a new alternate path (LAP) on an established connection.
-  virtual Status CepSendLap(const CallContext& ctx, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data, CepSendLapRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendLap(const CallContext& ctx, const abi::CepSendLapIn& in,
+                            std::span<const uint8_t> private_data, CepSendLapRefs& refs,
+                            Irp* irp) = 0;
 
   /// Answer a received LAP.
-  virtual Status CepSendApr(const CallContext& ctx, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data, CepSendAprRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendApr(const CallContext& ctx, const abi::CepSendAprIn& in,
+                            std::span<const uint8_t> private_data, CepSendAprRefs& refs,
+                            Irp* irp) = 0;
 
   /// Start a disconnect (DREQ).
-  virtual Status CepSendDreq(const CallContext& ctx, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data, CepSendDreqRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendDreq(const CallContext& ctx, const abi::CepSendDreqIn& in,
+                             std::span<const uint8_t> private_data, CepSendDreqRefs& refs,
+                             Irp* irp) = 0;
 
   /// Answer a received DREQ (DREP); the endpoint enters time-wait.
-  virtual Status CepSendDrep(const CallContext& ctx, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data, CepSendDrepRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendDrep(const CallContext& ctx, const abi::CepSendDrepIn& in,
+                             std::span<const uint8_t> private_data, CepSendDrepRefs& refs,
+                             Irp* irp) = 0;
 
   /// Resolve a service ID to a UD QP (SIDR_REQ).
-  virtual Status CepSendSidrReq(const CallContext& ctx, const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data, CepSendSidrReqRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendSidrReq(const CallContext& ctx, const abi::CepSendSidrReqIn& in,
+                                std::span<const uint8_t> private_data, CepSendSidrReqRefs& refs,
+                                Irp* irp) = 0;
 
   /// Answer a received SIDR_REQ (SIDR_REP) with `qp`'s number and Q_Key, or a status.
-  virtual Status CepSendSidrRep(const CallContext& ctx, const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data, CepSendSidrRepRefs& refs, Irp* irp) = 0;
+  virtual Status CepSendSidrRep(const CallContext& ctx, const abi::CepSendSidrRepIn& in,
+                                std::span<const uint8_t> private_data, CepSendSidrRepRefs& refs,
+                                Irp* irp) = 0;
 
   /// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-received).
-  virtual Status CepGetRtrAttributes(const CallContext& ctx, const abi::CepGetRtrAttributesIn& in, CepGetRtrAttributesRefs& refs, abi::CepGetRtrAttributesOut& out, Irp* irp) = 0;
+  /// received).
+  virtual Status CepGetRtrAttributes(const CallContext& ctx, const abi::CepGetRtrAttributesIn& in,
+                                     CepGetRtrAttributesRefs& refs,
+                                     abi::CepGetRtrAttributesOut& out, Irp* irp) = 0;
 
   /// The ModifyQp attributes that take the endpoint's QP to RTS.
-  virtual Status CepGetRtsAttributes(const CallContext& ctx, const abi::CepGetRtsAttributesIn& in, CepGetRtsAttributesRefs& refs, abi::CepGetRtsAttributesOut& out, Irp* irp) = 0;
+  virtual Status CepGetRtsAttributes(const CallContext& ctx, const abi::CepGetRtsAttributesIn& in,
+                                     CepGetRtsAttributesRefs& refs,
+                                     abi::CepGetRtsAttributesOut& out, Irp* irp) = 0;
 
   /// Wait for the next event of an endpoint. `mad` is the received CM message in wire
-format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
-SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
-  virtual Status CepGetEvent(const CallContext& ctx, const abi::CepGetEventIn& in, CepGetEventRefs& refs, abi::CepGetEventOut& out, Irp* irp) = 0;
+  /// format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
+  /// SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
+  virtual Status CepGetEvent(const CallContext& ctx, const abi::CepGetEventIn& in,
+                             CepGetEventRefs& refs, abi::CepGetEventOut& out, Irp* irp) = 0;
 };
 
 // CreateCep (0x0B00): the checks after the lengths, for the dispatch and direct calls.

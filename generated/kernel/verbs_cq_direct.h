@@ -44,11 +44,10 @@ Status CallQueryCqIrp(DeviceObject* target, FileObject* file, const abi::QueryCq
                       abi::QueryCqOut* out);
 
 /// Resize a CQ; `size` returns the size granted. INVALID_CQ_SIZE: smaller than the
-completions it holds.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbModifyCq(IbAl* al, const abi::ModifyCqIn& in, abi::ModifyCqOut& out, Irp* irp = nullptr);
+/// completions it holds.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbModifyCq(IbAl* al, const abi::ModifyCqIn& in, abi::ModifyCqOut& out, Irp* irp = nullptr);
 
 // ModifyCq through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.

@@ -54,9 +54,9 @@ class CqVerbHandlers {
                          abi::QueryCqOut& out, Irp* irp) = 0;
 
   /// Resize a CQ; `size` returns the size granted. INVALID_CQ_SIZE: smaller than the
-  completions it holds.virtual Status ModifyCq(const CallContext& ctx, const abi::ModifyCqIn& in,
-                                               ModifyCqRefs& refs, abi::ModifyCqOut& out,
-                                               Irp* irp) = 0;
+  /// completions it holds.
+  virtual Status ModifyCq(const CallContext& ctx, const abi::ModifyCqIn& in, ModifyCqRefs& refs,
+                          abi::ModifyCqOut& out, Irp* irp) = 0;
 
   /// Destroy a CQ. RESOURCE_BUSY while QPs use it.
   virtual Status DestroyCq(const CallContext& ctx, const abi::DestroyCqIn& in, DestroyCqRefs& refs,

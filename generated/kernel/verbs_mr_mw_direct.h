@@ -12,12 +12,10 @@
 namespace softib::kernel {
 
 /// Register a range of the caller's virtual memory. Passive: the pages are faulted in
-and pinned.INVALID_PERMISSION : remote write or
-    atomic without local write.
-    // Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbRegMem(IbAl* al, const abi::RegMemIn& in, abi::RegMemOut& out, Irp* irp = nullptr);
+/// and pinned. INVALID_PERMISSION: remote write or atomic without local write.
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbRegMem(IbAl* al, const abi::RegMemIn& in, abi::RegMemOut& out, Irp* irp = nullptr);
 
 // RegMem through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -31,12 +29,11 @@ Status CallRegMemIrp(DeviceObject* target, FileObject* file, const abi::RegMemIn
                      abi::RegMemOut* out);
 
 /// Register kernel ("physical") buffers; kernel clients only. `iova` is the requested
-virtual address of the region and returns the one assigned.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbRegPhys(IbAl* al, const abi::RegPhysIn& in, std::span<const abi::PhysRange> ranges,
-              abi::RegPhysOut& out, Irp* irp = nullptr);
+/// virtual address of the region and returns the one assigned.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbRegPhys(IbAl* al, const abi::RegPhysIn& in, std::span<const abi::PhysRange> ranges,
+                 abi::RegPhysOut& out, Irp* irp = nullptr);
 
 // RegPhys through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -67,11 +64,10 @@ Status CallQueryMrIrp(DeviceObject* target, FileObject* file, const abi::QueryMr
                       abi::QueryMrOut* out);
 
 /// Change the range, PD or access of a virtual-memory region; new keys are returned.
-RESOURCE_BUSY while windows are bound to it.
-    // Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbReregMem(IbAl* al, const abi::ReregMemIn& in, abi::ReregMemOut& out, Irp* irp = nullptr);
+/// RESOURCE_BUSY while windows are bound to it.
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbReregMem(IbAl* al, const abi::ReregMemIn& in, abi::ReregMemOut& out, Irp* irp = nullptr);
 
 // ReregMem through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -103,11 +99,11 @@ Status CallReregPhysIrp(DeviceObject* target, FileObject* file, const abi::Rereg
                         std::span<const abi::PhysRange> ranges, abi::ReregPhysOut* out);
 
 /// Register the memory of an existing region again, possibly in another PD, with its
-own keys. `vaddr` is the requested address and returns the one assigned.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbRegShared(IbAl* al, const abi::RegSharedIn& in, abi::RegSharedOut& out, Irp* irp = nullptr);
+/// own keys. `vaddr` is the requested address and returns the one assigned.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbRegShared(IbAl* al, const abi::RegSharedIn& in, abi::RegSharedOut& out,
+                   Irp* irp = nullptr);
 
 // RegShared through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.

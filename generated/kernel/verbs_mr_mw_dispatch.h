@@ -79,26 +79,24 @@ class MrMwVerbHandlers {
   virtual ~MrMwVerbHandlers() = default;
 
   /// Register a range of the caller's virtual memory. Passive: the pages are faulted in
-  and pinned.INVALID_PERMISSION : remote write or
-      atomic without local write.virtual Status RegMem(const CallContext& ctx,
-                                                       const abi::RegMemIn& in, RegMemRefs& refs,
-                                                       abi::RegMemOut& out, Irp* irp) = 0;
+  /// and pinned. INVALID_PERMISSION: remote write or atomic without local write.
+  virtual Status RegMem(const CallContext& ctx, const abi::RegMemIn& in, RegMemRefs& refs,
+                        abi::RegMemOut& out, Irp* irp) = 0;
 
   /// Register kernel ("physical") buffers; kernel clients only. `iova` is the requested
-  virtual address of the region and returns the one assigned.virtual Status RegPhys(
-      const CallContext& ctx, const abi::RegPhysIn& in, std::span<const abi::PhysRange> ranges,
-      RegPhysRefs& refs, abi::RegPhysOut& out, Irp* irp) = 0;
+  /// virtual address of the region and returns the one assigned.
+  virtual Status RegPhys(const CallContext& ctx, const abi::RegPhysIn& in,
+                         std::span<const abi::PhysRange> ranges, RegPhysRefs& refs,
+                         abi::RegPhysOut& out, Irp* irp) = 0;
 
   /// The attributes of a memory region.
   virtual Status QueryMr(const CallContext& ctx, const abi::QueryMrIn& in, QueryMrRefs& refs,
                          abi::QueryMrOut& out, Irp* irp) = 0;
 
   /// Change the range, PD or access of a virtual-memory region; new keys are returned.
-  RESOURCE_BUSY while windows are bound to it.virtual Status ReregMem(const CallContext& ctx,
-                                                                      const abi::ReregMemIn& in,
-                                                                      ReregMemRefs& refs,
-                                                                      abi::ReregMemOut& out,
-                                                                      Irp* irp) = 0;
+  /// RESOURCE_BUSY while windows are bound to it.
+  virtual Status ReregMem(const CallContext& ctx, const abi::ReregMemIn& in, ReregMemRefs& refs,
+                          abi::ReregMemOut& out, Irp* irp) = 0;
 
   /// Change the ranges, PD or access of a physical region; kernel clients only.
   virtual Status ReregPhys(const CallContext& ctx, const abi::ReregPhysIn& in,
@@ -106,9 +104,9 @@ class MrMwVerbHandlers {
                            abi::ReregPhysOut& out, Irp* irp) = 0;
 
   /// Register the memory of an existing region again, possibly in another PD, with its
-  own keys. `vaddr` is the requested address and returns the one assigned.virtual Status RegShared(
-      const CallContext& ctx, const abi::RegSharedIn& in, RegSharedRefs& refs,
-      abi::RegSharedOut& out, Irp* irp) = 0;
+  /// own keys. `vaddr` is the requested address and returns the one assigned.
+  virtual Status RegShared(const CallContext& ctx, const abi::RegSharedIn& in, RegSharedRefs& refs,
+                           abi::RegSharedOut& out, Irp* irp) = 0;
 
   /// Deregister a memory region. RESOURCE_BUSY while windows are bound to it.
   virtual Status DeregMr(const CallContext& ctx, const abi::DeregMrIn& in, DeregMrRefs& refs,

@@ -12,12 +12,10 @@
 namespace softib::kernel {
 
 /// Create a QP of type RC, UC, UD or MAD, in RESET. The special QPs come from
-GetSpecialQp;
-RD and the raw types answer UNSUPPORTED.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbCreateQp(IbAl* al, const abi::CreateQpIn& in, abi::CreateQpOut& out, Irp* irp = nullptr);
+/// GetSpecialQp; RD and the raw types answer UNSUPPORTED.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbCreateQp(IbAl* al, const abi::CreateQpIn& in, abi::CreateQpOut& out, Irp* irp = nullptr);
 
 // CreateQp through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -31,15 +29,12 @@ Status CallCreateQpIrp(DeviceObject* target, FileObject* file, const abi::Create
                        abi::CreateQpOut* out);
 
 /// Get a special QP of a port: SMI (QP0), GSI (QP1) or their AL aliases (IBAL
-ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
-DestroyQp. Its handle is marked `read` because the IDL allows one creating verb per
-object (CreateQp);
-it is nonetheless a new object.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbGetSpecialQp(IbAl* al, const abi::GetSpecialQpIn& in, abi::GetSpecialQpOut& out,
-                   Irp* irp = nullptr);
+/// ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
+/// DestroyQp.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbGetSpecialQp(IbAl* al, const abi::GetSpecialQpIn& in, abi::GetSpecialQpOut& out,
+                      Irp* irp = nullptr);
 
 // GetSpecialQp through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -69,13 +64,12 @@ Status CallQueryQpIrp(DeviceObject* target, FileObject* file, const abi::QueryQp
                       abi::QueryQpOut* out);
 
 /// Move a QP to `attributes.state` applying the attributes `attributes.mask` selects.
-An illegal transition answers INVALID_STATE;
-a missing required or present forbidden attribute INVALID_SETTING(qp_state.idl);
-a CUR_STATE that is not the QP's state INVALID_QP_STATE.
-    // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-    // (allocated by the caller, completion routine set) the result also completes the IRP.
-    Status
-    IbModifyQp(IbAl * al, const abi::ModifyQpIn& in, Irp* irp = nullptr);
+/// An illegal transition answers INVALID_STATE; a missing required or present
+/// forbidden attribute INVALID_SETTING (qp_state.idl); a CUR_STATE that is not the
+/// QP's state INVALID_QP_STATE.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbModifyQp(IbAl* al, const abi::ModifyQpIn& in, Irp* irp = nullptr);
 
 // ModifyQp through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
@@ -87,14 +81,12 @@ Status SendModifyQpIrp(DeviceObject* target, FileObject* file, const abi::Modify
 Status CallModifyQpIrp(DeviceObject* target, FileObject* file, const abi::ModifyQpIn& in);
 
 /// Destroy a QP; outstanding work is flushed without completions. RESOURCE_BUSY while
-multicast attachments,
-    joins or
-        MAD services use it.Completes once the HCA stopped every transfer of the QP.
-        // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend;
-        // with one (allocated by the caller, completion routine set) the result also completes the
-        // IRP, possibly later (the function then returns PENDING and `out` must stay valid).
-        Status
-        IbDestroyQp(IbAl*al, const abi::DestroyQpIn&in, Irp*irp = nullptr);
+/// multicast attachments, joins or MAD services use it. Completes once the HCA stopped
+/// every transfer of the QP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbDestroyQp(IbAl* al, const abi::DestroyQpIn& in, Irp* irp = nullptr);
 
 // DestroyQp through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.

@@ -56,38 +56,32 @@ class QpVerbHandlers {
   virtual ~QpVerbHandlers() = default;
 
   /// Create a QP of type RC, UC, UD or MAD, in RESET. The special QPs come from
-  GetSpecialQp;
-  RD and the raw types answer UNSUPPORTED.virtual Status CreateQp(const CallContext& ctx,
-                                                                  const abi::CreateQpIn& in,
-                                                                  CreateQpRefs& refs,
-                                                                  abi::CreateQpOut& out,
-                                                                  Irp* irp) = 0;
+  /// GetSpecialQp; RD and the raw types answer UNSUPPORTED.
+  virtual Status CreateQp(const CallContext& ctx, const abi::CreateQpIn& in, CreateQpRefs& refs,
+                          abi::CreateQpOut& out, Irp* irp) = 0;
 
   /// Get a special QP of a port: SMI (QP0), GSI (QP1) or their AL aliases (IBAL
-ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
-DestroyQp. Its handle is marked `read` because the IDL allows one creating verb per
-object (CreateQp);
-it is nonetheless a new object.virtual Status GetSpecialQp(const CallContext& ctx,
-                                                           const abi::GetSpecialQpIn& in,
-                                                           GetSpecialQpRefs& refs,
-                                                           abi::GetSpecialQpOut& out, Irp* irp) = 0;
+  /// ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
+  /// DestroyQp.
+  virtual Status GetSpecialQp(const CallContext& ctx, const abi::GetSpecialQpIn& in,
+                              GetSpecialQpRefs& refs, abi::GetSpecialQpOut& out, Irp* irp) = 0;
 
-/// The attributes of a QP and the objects it uses (srq zero when it has none).
-virtual Status QueryQp(const CallContext& ctx, const abi::QueryQpIn& in, QueryQpRefs& refs,
-                       abi::QueryQpOut& out, Irp* irp) = 0;
+  /// The attributes of a QP and the objects it uses (srq zero when it has none).
+  virtual Status QueryQp(const CallContext& ctx, const abi::QueryQpIn& in, QueryQpRefs& refs,
+                         abi::QueryQpOut& out, Irp* irp) = 0;
 
-/// Move a QP to `attributes.state` applying the attributes `attributes.mask` selects.
-An illegal transition answers INVALID_STATE;
-a missing required or present forbidden attribute INVALID_SETTING(qp_state.idl);
-a CUR_STATE that is not the QP's state INVALID_QP_STATE. virtual Status ModifyQp(
-    const CallContext& ctx, const abi::ModifyQpIn& in, ModifyQpRefs& refs, Irp* irp) = 0;
+  /// Move a QP to `attributes.state` applying the attributes `attributes.mask` selects.
+  /// An illegal transition answers INVALID_STATE; a missing required or present
+  /// forbidden attribute INVALID_SETTING (qp_state.idl); a CUR_STATE that is not the
+  /// QP's state INVALID_QP_STATE.
+  virtual Status ModifyQp(const CallContext& ctx, const abi::ModifyQpIn& in, ModifyQpRefs& refs,
+                          Irp* irp) = 0;
 
-/// Destroy a QP; outstanding work is flushed without completions. RESOURCE_BUSY while
-multicast attachments,
-    joins or
-        MAD services use it.Completes once the HCA stopped every transfer of the QP.virtual Status
-        DestroyQp(const CallContext&ctx, const abi::DestroyQpIn&in, DestroyQpRefs&refs,
-                  Irp*irp) = 0;
+  /// Destroy a QP; outstanding work is flushed without completions. RESOURCE_BUSY while
+  /// multicast attachments, joins or MAD services use it. Completes once the HCA stopped
+  /// every transfer of the QP.
+  virtual Status DestroyQp(const CallContext& ctx, const abi::DestroyQpIn& in, DestroyQpRefs& refs,
+                           Irp* irp) = 0;
 };
 
 // CreateQp (0x0400): the checks after the lengths, for the dispatch and direct calls.

@@ -12,16 +12,17 @@
 namespace softib::user::proxy {
 
 /// Resolve a CA GUID to its device, which the runtime then opens (the redirect that
-makes the CA's usage visible in its open files). Status ResolveCaDevice(
-    DeviceHandle device, const abi::ResolveCaDeviceIn& in, abi::ResolveCaDeviceOut& out);
+/// makes the CA's usage visible in its open files).
+Status ResolveCaDevice(DeviceHandle device, const abi::ResolveCaDeviceIn& in,
+                       abi::ResolveCaDeviceOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status ResolveCaDeviceAsync(DeviceHandle device, const abi::ResolveCaDeviceIn& in,
                             abi::ResolveCaDeviceOut& out, Overlapped* overlapped);
 
 /// Map a CQ's ring: the shared memory object travels with the reply (SCM_RIGHTS) and
-`shm_id` names it.Status MapCqRing(DeviceHandle device, const abi::MapCqRingIn& in,
-                                   abi::MapCqRingOut& out);
+/// `shm_id` names it.
+Status MapCqRing(DeviceHandle device, const abi::MapCqRingIn& in, abi::MapCqRingOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status MapCqRingAsync(DeviceHandle device, const abi::MapCqRingIn& in, abi::MapCqRingOut& out,
@@ -50,8 +51,9 @@ Status GetAsyncEventAsync(DeviceHandle device, const abi::GetAsyncEventIn& in,
                           abi::GetAsyncEventOut& out, Overlapped* overlapped);
 
 /// Wait for a completion notification of a CQ armed with RearmCq/RearmNCq.
-`event_count` notifications were merged into this one.Status GetCompletionEvent(
-    DeviceHandle device, const abi::GetCompletionEventIn& in, abi::GetCompletionEventOut& out);
+/// `event_count` notifications were merged into this one.
+Status GetCompletionEvent(DeviceHandle device, const abi::GetCompletionEventIn& in,
+                          abi::GetCompletionEventOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status GetCompletionEventAsync(DeviceHandle device, const abi::GetCompletionEventIn& in,
@@ -65,10 +67,9 @@ Status GetPnpEventAsync(DeviceHandle device, const abi::GetPnpEventIn& in, abi::
                         Overlapped* overlapped);
 
 /// Cancel this file's pending requests of IOCTL function `function` (0: all) that wait
-on the object whose raw handle value is `object_id` (0
-                                                     : any object)
-    .Status
-    CancelPending(DeviceHandle device, const abi::CancelPendingIn& in, abi::CancelPendingOut& out);
+/// on the object whose raw handle value is `object_id` (0: any object).
+Status CancelPending(DeviceHandle device, const abi::CancelPendingIn& in,
+                     abi::CancelPendingOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status CancelPendingAsync(DeviceHandle device, const abi::CancelPendingIn& in,

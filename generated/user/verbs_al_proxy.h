@@ -12,9 +12,8 @@
 namespace softib::user::proxy {
 
 /// Register for plug-and-play events of one class. Events for the current state are
-queued at once(with PnpRegFlags.SYNC the call returns after their delivery)
-    .Status
-    RegisterPnp(DeviceHandle device, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out);
+/// queued at once (with PnpRegFlags.SYNC the call returns after their delivery).
+Status RegisterPnp(DeviceHandle device, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status RegisterPnpAsync(DeviceHandle device, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out,
@@ -43,9 +42,8 @@ Status DestroyMadPoolAsync(DeviceHandle device, const abi::DestroyMadPoolIn& in,
                            Overlapped* overlapped);
 
 /// Register a MAD service for a management class on a QP of type MAD, SMI_ALIAS or
-GSI_ALIAS.RESOURCE_BUSY : another service already receives that class and method.Status RegMadSvc(
-                              DeviceHandle device, const abi::RegMadSvcIn& in,
-                              abi::RegMadSvcOut& out);
+/// GSI_ALIAS. RESOURCE_BUSY: another service already receives that class and method.
+Status RegMadSvc(DeviceHandle device, const abi::RegMadSvcIn& in, abi::RegMadSvcOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status RegMadSvcAsync(DeviceHandle device, const abi::RegMadSvcIn& in, abi::RegMadSvcOut& out,
@@ -58,10 +56,9 @@ Status DeregMadSvc(DeviceHandle device, const abi::DeregMadSvcIn& in);
 Status DeregMadSvcAsync(DeviceHandle device, const abi::DeregMadSvcIn& in, Overlapped* overlapped);
 
 /// Send a MAD (or an RMPP transfer) through a MAD service. The completion and any
-response arrive through GetMadEvent with `send_id`.Status SendMad(DeviceHandle device,
-                                                                  const abi::SendMadIn& in,
-                                                                  std::span<const uint8_t> mad,
-                                                                  abi::SendMadOut& out);
+/// response arrive through GetMadEvent with `send_id`.
+Status SendMad(DeviceHandle device, const abi::SendMadIn& in, std::span<const uint8_t> mad,
+               abi::SendMadOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status SendMadAsync(DeviceHandle device, const abi::SendMadIn& in, std::span<const uint8_t> mad,
@@ -74,20 +71,18 @@ Status CancelMad(DeviceHandle device, const abi::CancelMadIn& in);
 Status CancelMadAsync(DeviceHandle device, const abi::CancelMadIn& in, Overlapped* overlapped);
 
 /// Wait for the next event of a MAD service: a send completion or a received MAD.
-INSUFFICIENT_MEMORY : the output buffer cannot hold the MAD(the event stays queued)
-                          .Status GetMadEvent(DeviceHandle device, const abi::GetMadEventIn& in,
-                                              abi::GetMadEventOut& out, std::span<uint8_t> mad);
+/// INSUFFICIENT_MEMORY: the output buffer cannot hold the MAD (the event stays queued).
+Status GetMadEvent(DeviceHandle device, const abi::GetMadEventIn& in, abi::GetMadEventOut& out,
+                   std::span<uint8_t> mad);
 // Overlapped form: returns PENDING or the final status; `output` (GetMadEventOut then the
 // mad array) must stay valid until the request completes.
 Status GetMadEventAsync(DeviceHandle device, const abi::GetMadEventIn& in, void* output,
                         uint32_t output_length, Overlapped* overlapped);
 
 /// Start a query of the subnet administrator (IBAL ib_query with a raw SA request).
-The response arrives through GetSaResponse;
-CancelSaRequest releases the request.Status SendSaRequest(DeviceHandle device,
-                                                          const abi::SendSaRequestIn& in,
-                                                          std::span<const uint8_t> attribute,
-                                                          abi::SendSaRequestOut& out);
+/// The response arrives through GetSaResponse; CancelSaRequest releases the request.
+Status SendSaRequest(DeviceHandle device, const abi::SendSaRequestIn& in,
+                     std::span<const uint8_t> attribute, abi::SendSaRequestOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status SendSaRequestAsync(DeviceHandle device, const abi::SendSaRequestIn& in,
@@ -95,12 +90,10 @@ Status SendSaRequestAsync(DeviceHandle device, const abi::SendSaRequestIn& in,
                           Overlapped* overlapped);
 
 /// Wait for the response of an SA request. SUCCESS: a response arrived; `mad_status`
-is its MAD status(non - zero
-                  : the SA refused and `data` is empty)
-    . `data` holds the records,
-    each `record_size` bytes apart(the SA AttributeOffset * 8)
-        .Status GetSaResponse(DeviceHandle device, const abi::GetSaResponseIn&in,
-                              abi::GetSaResponseOut&out, std::span<uint8_t> data);
+/// is its MAD status (non-zero: the SA refused and `data` is empty). `data` holds the
+/// records, each `record_size` bytes apart (the SA AttributeOffset * 8).
+Status GetSaResponse(DeviceHandle device, const abi::GetSaResponseIn& in,
+                     abi::GetSaResponseOut& out, std::span<uint8_t> data);
 // Overlapped form: returns PENDING or the final status; `output` (GetSaResponseOut then the
 // data array) must stay valid until the request completes.
 Status GetSaResponseAsync(DeviceHandle device, const abi::GetSaResponseIn& in, void* output,
@@ -114,26 +107,25 @@ Status CancelSaRequestAsync(DeviceHandle device, const abi::CancelSaRequestIn& i
                             Overlapped* overlapped);
 
 /// Register a service with the SA (ServiceRecord Set); completes with the SA's answer.
-REMOTE_ERROR : the SA refused(no registration is created)
-                   .Status RegisterService(DeviceHandle device, const abi::RegisterServiceIn& in,
-                                           abi::RegisterServiceOut& out);
+/// REMOTE_ERROR: the SA refused (no registration is created).
+Status RegisterService(DeviceHandle device, const abi::RegisterServiceIn& in,
+                       abi::RegisterServiceOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status RegisterServiceAsync(DeviceHandle device, const abi::RegisterServiceIn& in,
                             abi::RegisterServiceOut& out, Overlapped* overlapped);
 
 /// Deregister a service (ServiceRecord Delete); completes when the SA answered or the
-retries ran out(the registration is gone either way)
-    .Status DeregisterService(DeviceHandle device, const abi::DeregisterServiceIn& in);
+/// retries ran out (the registration is gone either way).
+Status DeregisterService(DeviceHandle device, const abi::DeregisterServiceIn& in);
 // Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
 // the request completes.
 Status DeregisterServiceAsync(DeviceHandle device, const abi::DeregisterServiceIn& in,
                               Overlapped* overlapped);
 
 /// Join a multicast group through the SA (MCMemberRecord Set) and attach the UD QP to
-it;
-completes with the SA's answer. Status JoinMcast(DeviceHandle device, const abi::JoinMcastIn& in,
-                                                 abi::JoinMcastOut& out);
+/// it; completes with the SA's answer.
+Status JoinMcast(DeviceHandle device, const abi::JoinMcastIn& in, abi::JoinMcastOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status JoinMcastAsync(DeviceHandle device, const abi::JoinMcastIn& in, abi::JoinMcastOut& out,

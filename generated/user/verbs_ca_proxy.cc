@@ -133,35 +133,38 @@ Status CloseCaAsync(DeviceHandle device, const abi::CloseCaIn& in, Overlapped* o
                          nullptr, overlapped);
 }
 
-Status CiCall(DeviceHandle device, const abi::CiCallIn& in, std::span<const uint8_t> input,
-              abi::CiCallOut& out, std::span<uint8_t> output) {
-  std::vector<uint8_t> input(sizeof(abi::CiCallIn) + input.size_bytes());
+Status CiCall(DeviceHandle device, const abi::CiCallIn& in, std::span<const uint8_t> request_data,
+              abi::CiCallOut& out, std::span<uint8_t> response_data) {
+  std::vector<uint8_t> input(sizeof(abi::CiCallIn) + request_data.size_bytes());
   std::memcpy(input.data(), &in, sizeof(abi::CiCallIn));
-  if (!input.empty()) {
-    std::memcpy(input.data() + sizeof(abi::CiCallIn), input.data(), input.size_bytes());
+  if (!request_data.empty()) {
+    std::memcpy(input.data() + sizeof(abi::CiCallIn), request_data.data(),
+                request_data.size_bytes());
   }
 
-  const std::size_t capacity = std::min<std::size_t>(output.size(), 4096);
+  const std::size_t capacity = std::min<std::size_t>(response_data.size(), 4096);
   std::vector<uint8_t> output(sizeof(abi::CiCallOut) + capacity * sizeof(uint8_t));
   uint32_t returned = 0;
   const Status status =
       DeviceIoControl(device, abi::kIoctlCiCall, input.data(), static_cast<uint32_t>(input.size()),
                       output.data(), static_cast<uint32_t>(output.size()), &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::CiCallOut));
-  const std::size_t count = std::min<std::size_t>(out.output_length, capacity);
+  const std::size_t count = std::min<std::size_t>(out.response_length, capacity);
   if (count != 0) {
-    std::memcpy(static_cast<void*>(output.data()), output.data() + sizeof(abi::CiCallOut),
+    std::memcpy(static_cast<void*>(response_data.data()), output.data() + sizeof(abi::CiCallOut),
                 count * sizeof(uint8_t));
   }
   return status;
 }
 
-Status CiCallAsync(DeviceHandle device, const abi::CiCallIn& in, std::span<const uint8_t> input,
-                   void* output, uint32_t output_length, Overlapped* overlapped) {
-  std::vector<uint8_t> input(sizeof(abi::CiCallIn) + input.size_bytes());
+Status CiCallAsync(DeviceHandle device, const abi::CiCallIn& in,
+                   std::span<const uint8_t> request_data, void* output, uint32_t output_length,
+                   Overlapped* overlapped) {
+  std::vector<uint8_t> input(sizeof(abi::CiCallIn) + request_data.size_bytes());
   std::memcpy(input.data(), &in, sizeof(abi::CiCallIn));
-  if (!input.empty()) {
-    std::memcpy(input.data() + sizeof(abi::CiCallIn), input.data(), input.size_bytes());
+  if (!request_data.empty()) {
+    std::memcpy(input.data() + sizeof(abi::CiCallIn), request_data.data(),
+                request_data.size_bytes());
   }
 
   return DeviceIoControl(device, abi::kIoctlCiCall, input.data(),

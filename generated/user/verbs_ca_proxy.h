@@ -20,17 +20,17 @@ Status GetCaGuidsAsync(DeviceHandle device, const abi::GetCaGuidsIn& in, void* o
                        uint32_t output_length, Overlapped* overlapped);
 
 /// Open a channel adapter by GUID. A user process reaches the CA's own device first
-(runtime_ioctls ResolveCaDevice) and sends this request there.Status
-                                     OpenCa(DeviceHandle device, const abi::OpenCaIn& in,
-                                            abi::OpenCaOut& out);
+/// (runtime_ioctls ResolveCaDevice) and sends this request there.
+Status OpenCa(DeviceHandle device, const abi::OpenCaIn& in, abi::OpenCaOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status OpenCaAsync(DeviceHandle device, const abi::OpenCaIn& in, abi::OpenCaOut& out,
                    Overlapped* overlapped);
 
 /// Attributes of a CA and of each of its ports. INSUFFICIENT_MEMORY: the output buffer
-cannot hold every port.Status QueryCa(DeviceHandle device, const abi::QueryCaIn& in,
-                                      abi::QueryCaOut& out, std::span<abi::PortAttributes> ports);
+/// cannot hold every port.
+Status QueryCa(DeviceHandle device, const abi::QueryCaIn& in, abi::QueryCaOut& out,
+               std::span<abi::PortAttributes> ports);
 // Overlapped form: returns PENDING or the final status; `output` (QueryCaOut then the
 // ports array) must stay valid until the request completes.
 Status QueryCaAsync(DeviceHandle device, const abi::QueryCaIn& in, void* output,
@@ -53,8 +53,8 @@ Status QueryPkeyTableAsync(DeviceHandle device, const abi::QueryPkeyTableIn& in,
                            uint32_t output_length, Overlapped* overlapped);
 
 /// Change port capabilities, counters or CA settings (IBAL ib_modify_ca); `flags`
-selects what changes.Completes once the port's SMA applied the change. Status ModifyCa(
-    DeviceHandle device, const abi::ModifyCaIn& in);
+/// selects what changes. Completes once the port's SMA applied the change.
+Status ModifyCa(DeviceHandle device, const abi::ModifyCaIn& in);
 // Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
 // the request completes.
 Status ModifyCaAsync(DeviceHandle device, const abi::ModifyCaIn& in, Overlapped* overlapped);
@@ -66,20 +66,18 @@ Status CloseCa(DeviceHandle device, const abi::CloseCaIn& in);
 Status CloseCaAsync(DeviceHandle device, const abi::CloseCaIn& in, Overlapped* overlapped);
 
 /// A vendor-specific call into the HCA driver (IBAL ib_ci_call). softib defines no
-command yet,
-    so every command answers UNSUPPORTED.Status CiCall(DeviceHandle device, const abi::CiCallIn&in,
-                                                       std::span<const uint8_t> input,
-                                                       abi::CiCallOut&out,
-                                                       std::span<uint8_t> output);
+/// command yet, so every command answers UNSUPPORTED.
+Status CiCall(DeviceHandle device, const abi::CiCallIn& in, std::span<const uint8_t> request_data,
+              abi::CiCallOut& out, std::span<uint8_t> response_data);
 // Overlapped form: returns PENDING or the final status; `output` (CiCallOut then the
-// output array) must stay valid until the request completes.
-Status CiCallAsync(DeviceHandle device, const abi::CiCallIn& in, std::span<const uint8_t> input,
-                   void* output, uint32_t output_length, Overlapped* overlapped);
+// response_data array) must stay valid until the request completes.
+Status CiCallAsync(DeviceHandle device, const abi::CiCallIn& in,
+                   std::span<const uint8_t> request_data, void* output, uint32_t output_length,
+                   Overlapped* overlapped);
 
 /// Process a MAD by the port's own agents (SMA, PMA) without sending it on the wire
-(IBAL ib_local_mad);
-returns the response MAD.Status LocalMad(DeviceHandle device, const abi::LocalMadIn& in,
-                                         abi::LocalMadOut& out);
+/// (IBAL ib_local_mad); returns the response MAD.
+Status LocalMad(DeviceHandle device, const abi::LocalMadIn& in, abi::LocalMadOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status LocalMadAsync(DeviceHandle device, const abi::LocalMadIn& in, abi::LocalMadOut& out,

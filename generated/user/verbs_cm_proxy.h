@@ -19,89 +19,132 @@ Status CreateCepAsync(DeviceHandle device, const abi::CreateCepIn& in, abi::Crea
                       Overlapped* overlapped);
 
 /// Destroy an endpoint: a listen stops; a connection not yet established is rejected;
-an established one is disconnected with DREQ.Completes after the endpoint left time - wait or
-    was released.Status DestroyCep(DeviceHandle device, const abi::DestroyCepIn& in);
+/// an established one is disconnected with DREQ. Completes after the endpoint left
+/// time-wait or was released.
+Status DestroyCep(DeviceHandle device, const abi::DestroyCepIn& in);
 // Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
 // the request completes.
 Status DestroyCepAsync(DeviceHandle device, const abi::DestroyCepIn& in, Overlapped* overlapped);
 
 /// Listen for REQs and SIDR_REQs to `service_id` whose private data matches
-`compare_data` over [compare_offset, compare_offset + compare_length).
+/// `compare_data` over [compare_offset, compare_offset + compare_length).
 Status CepListen(DeviceHandle device, const abi::CepListenIn& in);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
 Status CepListenAsync(DeviceHandle device, const abi::CepListenIn& in, Overlapped* overlapped);
 
 /// Send a REQ for `qp` (RC or UC, in INIT).
-Status CepSendReq(DeviceHandle device, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendReqAsync(DeviceHandle device, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendReq(DeviceHandle device, const abi::CepSendReqIn& in,
+                  std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendReqAsync(DeviceHandle device, const abi::CepSendReqIn& in,
+                       std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Answer a received REQ with a REP for `qp`.
-Status CepSendRep(DeviceHandle device, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendRepAsync(DeviceHandle device, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendRep(DeviceHandle device, const abi::CepSendRepIn& in,
+                  std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendRepAsync(DeviceHandle device, const abi::CepSendRepIn& in,
+                       std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Answer a received REP with an RTU: the connection is established.
-Status CepSendRtu(DeviceHandle device, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendRtuAsync(DeviceHandle device, const abi::CepSendRtuIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendRtu(DeviceHandle device, const abi::CepSendRtuIn& in,
+                  std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendRtuAsync(DeviceHandle device, const abi::CepSendRtuIn& in,
+                       std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Reject a received REQ or REP.
-Status CepSendRej(DeviceHandle device, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendRejAsync(DeviceHandle device, const abi::CepSendRejIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendRej(DeviceHandle device, const abi::CepSendRejIn& in,
+                  std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendRejAsync(DeviceHandle device, const abi::CepSendRejIn& in,
+                       std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Tell the peer a received REQ, REP or LAP needs more time.
-Status CepSendMra(DeviceHandle device, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendMraAsync(DeviceHandle device, const abi::CepSendMraIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendMra(DeviceHandle device, const abi::CepSendMraIn& in,
+                  std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendMraAsync(DeviceHandle device, const abi::CepSendMraIn& in,
+                       std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Propose a new alternate path (LAP) on an established connection.
-Status CepSendLap(DeviceHandle device, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendLapAsync(DeviceHandle device, const abi::CepSendLapIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendLap(DeviceHandle device, const abi::CepSendLapIn& in,
+                  std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendLapAsync(DeviceHandle device, const abi::CepSendLapIn& in,
+                       std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Answer a received LAP.
-Status CepSendApr(DeviceHandle device, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendAprAsync(DeviceHandle device, const abi::CepSendAprIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendApr(DeviceHandle device, const abi::CepSendAprIn& in,
+                  std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendAprAsync(DeviceHandle device, const abi::CepSendAprIn& in,
+                       std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Start a disconnect (DREQ).
-Status CepSendDreq(DeviceHandle device, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendDreqAsync(DeviceHandle device, const abi::CepSendDreqIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendDreq(DeviceHandle device, const abi::CepSendDreqIn& in,
+                   std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendDreqAsync(DeviceHandle device, const abi::CepSendDreqIn& in,
+                        std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Answer a received DREQ (DREP); the endpoint enters time-wait.
-Status CepSendDrep(DeviceHandle device, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendDrepAsync(DeviceHandle device, const abi::CepSendDrepIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendDrep(DeviceHandle device, const abi::CepSendDrepIn& in,
+                   std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendDrepAsync(DeviceHandle device, const abi::CepSendDrepIn& in,
+                        std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Resolve a service ID to a UD QP (SIDR_REQ).
-Status CepSendSidrReq(DeviceHandle device, const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendSidrReqAsync(DeviceHandle device, const abi::CepSendSidrReqIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendSidrReq(DeviceHandle device, const abi::CepSendSidrReqIn& in,
+                      std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendSidrReqAsync(DeviceHandle device, const abi::CepSendSidrReqIn& in,
+                           std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// Answer a received SIDR_REQ (SIDR_REP) with `qp`'s number and Q_Key, or a status.
-Status CepSendSidrRep(DeviceHandle device, const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data);
-// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until the request completes.
-Status CepSendSidrRepAsync(DeviceHandle device, const abi::CepSendSidrRepIn& in, std::span<const uint8_t> private_data, Overlapped* overlapped);
+Status CepSendSidrRep(DeviceHandle device, const abi::CepSendSidrRepIn& in,
+                      std::span<const uint8_t> private_data);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status CepSendSidrRepAsync(DeviceHandle device, const abi::CepSendSidrRepIn& in,
+                           std::span<const uint8_t> private_data, Overlapped* overlapped);
 
 /// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-received).
-Status CepGetRtrAttributes(DeviceHandle device, const abi::CepGetRtrAttributesIn& in, abi::CepGetRtrAttributesOut& out);
-// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request completes.
-Status CepGetRtrAttributesAsync(DeviceHandle device, const abi::CepGetRtrAttributesIn& in, abi::CepGetRtrAttributesOut& out, Overlapped* overlapped);
+/// received).
+Status CepGetRtrAttributes(DeviceHandle device, const abi::CepGetRtrAttributesIn& in,
+                           abi::CepGetRtrAttributesOut& out);
+// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
+// completes.
+Status CepGetRtrAttributesAsync(DeviceHandle device, const abi::CepGetRtrAttributesIn& in,
+                                abi::CepGetRtrAttributesOut& out, Overlapped* overlapped);
 
 /// The ModifyQp attributes that take the endpoint's QP to RTS.
-Status CepGetRtsAttributes(DeviceHandle device, const abi::CepGetRtsAttributesIn& in, abi::CepGetRtsAttributesOut& out);
-// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request completes.
-Status CepGetRtsAttributesAsync(DeviceHandle device, const abi::CepGetRtsAttributesIn& in, abi::CepGetRtsAttributesOut& out, Overlapped* overlapped);
+Status CepGetRtsAttributes(DeviceHandle device, const abi::CepGetRtsAttributesIn& in,
+                           abi::CepGetRtsAttributesOut& out);
+// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
+// completes.
+Status CepGetRtsAttributesAsync(DeviceHandle device, const abi::CepGetRtsAttributesIn& in,
+                                abi::CepGetRtsAttributesOut& out, Overlapped* overlapped);
 
 /// Wait for the next event of an endpoint. `mad` is the received CM message in wire
-format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
-SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
+/// format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
+/// SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
 Status CepGetEvent(DeviceHandle device, const abi::CepGetEventIn& in, abi::CepGetEventOut& out);
-// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request completes.
-Status CepGetEventAsync(DeviceHandle device, const abi::CepGetEventIn& in, abi::CepGetEventOut& out, Overlapped* overlapped);
+// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
+// completes.
+Status CepGetEventAsync(DeviceHandle device, const abi::CepGetEventIn& in, abi::CepGetEventOut& out,
+                        Overlapped* overlapped);
 
 }  // namespace softib::user::proxy

@@ -26,8 +26,8 @@ Status QueryCqAsync(DeviceHandle device, const abi::QueryCqIn& in, abi::QueryCqO
                     Overlapped* overlapped);
 
 /// Resize a CQ; `size` returns the size granted. INVALID_CQ_SIZE: smaller than the
-completions it holds.Status ModifyCq(DeviceHandle device, const abi::ModifyCqIn& in,
-                                     abi::ModifyCqOut& out);
+/// completions it holds.
+Status ModifyCq(DeviceHandle device, const abi::ModifyCqIn& in, abi::ModifyCqOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status ModifyCqAsync(DeviceHandle device, const abi::ModifyCqIn& in, abi::ModifyCqOut& out,

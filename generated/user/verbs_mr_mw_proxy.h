@@ -12,9 +12,8 @@
 namespace softib::user::proxy {
 
 /// Register a range of the caller's virtual memory. Passive: the pages are faulted in
-and pinned.INVALID_PERMISSION : remote write or
-    atomic without local write.Status RegMem(DeviceHandle device, const abi::RegMemIn& in,
-                                             abi::RegMemOut& out);
+/// and pinned. INVALID_PERMISSION: remote write or atomic without local write.
+Status RegMem(DeviceHandle device, const abi::RegMemIn& in, abi::RegMemOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status RegMemAsync(DeviceHandle device, const abi::RegMemIn& in, abi::RegMemOut& out,
@@ -28,17 +27,16 @@ Status QueryMrAsync(DeviceHandle device, const abi::QueryMrIn& in, abi::QueryMrO
                     Overlapped* overlapped);
 
 /// Change the range, PD or access of a virtual-memory region; new keys are returned.
-RESOURCE_BUSY while windows are bound to it.Status ReregMem(DeviceHandle device,
-                                                            const abi::ReregMemIn& in,
-                                                            abi::ReregMemOut& out);
+/// RESOURCE_BUSY while windows are bound to it.
+Status ReregMem(DeviceHandle device, const abi::ReregMemIn& in, abi::ReregMemOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status ReregMemAsync(DeviceHandle device, const abi::ReregMemIn& in, abi::ReregMemOut& out,
                      Overlapped* overlapped);
 
 /// Register the memory of an existing region again, possibly in another PD, with its
-own keys. `vaddr` is the requested address and returns the one assigned.Status RegShared(
-    DeviceHandle device, const abi::RegSharedIn& in, abi::RegSharedOut& out);
+/// own keys. `vaddr` is the requested address and returns the one assigned.
+Status RegShared(DeviceHandle device, const abi::RegSharedIn& in, abi::RegSharedOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status RegSharedAsync(DeviceHandle device, const abi::RegSharedIn& in, abi::RegSharedOut& out,

@@ -12,22 +12,17 @@
 namespace softib::user::proxy {
 
 /// Create a QP of type RC, UC, UD or MAD, in RESET. The special QPs come from
-GetSpecialQp;
-RD and the raw types answer UNSUPPORTED.Status CreateQp(DeviceHandle device,
-                                                        const abi::CreateQpIn& in,
-                                                        abi::CreateQpOut& out);
+/// GetSpecialQp; RD and the raw types answer UNSUPPORTED.
+Status CreateQp(DeviceHandle device, const abi::CreateQpIn& in, abi::CreateQpOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status CreateQpAsync(DeviceHandle device, const abi::CreateQpIn& in, abi::CreateQpOut& out,
                      Overlapped* overlapped);
 
 /// Get a special QP of a port: SMI (QP0), GSI (QP1) or their AL aliases (IBAL
-ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
-DestroyQp. Its handle is marked `read` because the IDL allows one creating verb per
-object (CreateQp);
-it is nonetheless a new object.Status GetSpecialQp(DeviceHandle device,
-                                                   const abi::GetSpecialQpIn& in,
-                                                   abi::GetSpecialQpOut& out);
+/// ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
+/// DestroyQp.
+Status GetSpecialQp(DeviceHandle device, const abi::GetSpecialQpIn& in, abi::GetSpecialQpOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
 Status GetSpecialQpAsync(DeviceHandle device, const abi::GetSpecialQpIn& in,
@@ -41,18 +36,18 @@ Status QueryQpAsync(DeviceHandle device, const abi::QueryQpIn& in, abi::QueryQpO
                     Overlapped* overlapped);
 
 /// Move a QP to `attributes.state` applying the attributes `attributes.mask` selects.
-An illegal transition answers INVALID_STATE;
-a missing required or present forbidden attribute INVALID_SETTING(qp_state.idl);
-a CUR_STATE that is not the QP's state INVALID_QP_STATE. Status ModifyQp(DeviceHandle device,
-                                                                         const abi::ModifyQpIn& in);
+/// An illegal transition answers INVALID_STATE; a missing required or present
+/// forbidden attribute INVALID_SETTING (qp_state.idl); a CUR_STATE that is not the
+/// QP's state INVALID_QP_STATE.
+Status ModifyQp(DeviceHandle device, const abi::ModifyQpIn& in);
 // Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
 // the request completes.
 Status ModifyQpAsync(DeviceHandle device, const abi::ModifyQpIn& in, Overlapped* overlapped);
 
 /// Destroy a QP; outstanding work is flushed without completions. RESOURCE_BUSY while
-multicast attachments,
-    joins or MAD services use it.Completes once the HCA stopped every transfer of the QP.Status
-             DestroyQp(DeviceHandle device, const abi::DestroyQpIn&in);
+/// multicast attachments, joins or MAD services use it. Completes once the HCA stopped
+/// every transfer of the QP.
+Status DestroyQp(DeviceHandle device, const abi::DestroyQpIn& in);
 // Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
 // the request completes.
 Status DestroyQpAsync(DeviceHandle device, const abi::DestroyQpIn& in, Overlapped* overlapped);

@@ -54,29 +54,28 @@ std::optional<std::size_t> PrintHeader(std::ostream& os, std::string_view name,
   return desc->size;
 }
 
+// A CRC as its wire bytes (least significant byte first), the way tshark shows it.
+std::string WireHex(uint32_t crc, int bytes) {
+  std::vector<uint8_t> wire;
+  for (int i = 0; i < bytes; ++i) wire.push_back(static_cast<uint8_t>(crc >> (8 * i)));
+  return "0x" + hex::Format(wire);
+}
+
+void PrintCrc(std::ostream& os, std::string_view name, uint32_t wire, uint32_t computed,
+              int bytes) {
+  std::string line(name);
+  line += ':';
+  line.resize(32, '.');
+  os << line << WireHex(wire, bytes)
+     << (wire == computed ? " ok" : " BAD (expected " + WireHex(computed, bytes) + ")") << "\n";
+}
+
 void PrintCrcs(std::ostream& os, std::span<const uint8_t> packet) {
   const ibcrc::CrcCheck check = ibcrc::CheckCrcs(packet);
   if (!check.well_formed) return;
   os << "-- CRCs --\n";
-  if (check.has_icrc)
-    os << "ICRC:...........................0x" << hex::Format(packet.subspan(packet.size() - 6, 4))
-       << (check.icrc_ok() ? " ok"
-                           : " BAD (expected 0x" +
-                                 hex::Format(std::vector<uint8_t>{
-                                     static_cast<uint8_t>(check.icrc_computed),
-                                     static_cast<uint8_t>(check.icrc_computed >> 8),
-                                     static_cast<uint8_t>(check.icrc_computed >> 16),
-                                     static_cast<uint8_t>(check.icrc_computed >> 24)}) +
-                                 ")")
-       << "\n";
-  os << "VCRC:...........................0x" << hex::Format(packet.subspan(packet.size() - 2, 2))
-     << (check.vcrc_ok() ? " ok"
-                         : " BAD (expected 0x" +
-                               hex::Format(std::vector<uint8_t>{
-                                   static_cast<uint8_t>(check.vcrc_computed),
-                                   static_cast<uint8_t>(check.vcrc_computed >> 8)}) +
-                               ")")
-     << "\n";
+  if (check.has_icrc) PrintCrc(os, "ICRC", check.icrc_wire, check.icrc_computed, 4);
+  PrintCrc(os, "VCRC", check.vcrc_wire, check.vcrc_computed, 2);
 }
 
 std::string SetAll(const FormatDesc* desc, std::span<uint8_t> bytes,

@@ -421,9 +421,31 @@ def verb_view(v: m.Verb) -> dict:
     }
 
 
+def is_codec_module(program: m.Program, module: str) -> bool:
+    """MAD and wire-header modules: the codec backend gives their C++ form (softib::mad/wire)."""
+    return any(isinstance(d, (m.Layout, m.MadClass)) for d in program.module_decls(module, object))
+
+
+def abi_referenced_modules(program: m.Program) -> set[str]:
+    """Modules whose enums, flags or structs an ABI structure uses."""
+    used: set[str] = set()
+    for s in program.structs.values():
+        if is_codec_module(program, s.module):
+            continue
+        for f in s.fields:
+            used |= type_modules(f.type)
+    return used
+
+
 def module_has_abi(program: m.Program, module: str) -> bool:
-    return any(isinstance(d, (m.Const, m.Enum, m.Flags, m.Struct, m.Verb))
-               for d in program.module_decls(module, object))
+    """Modules with an ABI header: those declaring ABI things, except MAD/wire modules with no
+    structs or verbs whose enums and constants no ABI structure uses."""
+    decls = program.module_decls(module, object)
+    if any(isinstance(d, (m.Struct, m.Verb)) for d in decls):
+        return True
+    if is_codec_module(program, module) and module not in abi_referenced_modules(program):
+        return False
+    return any(isinstance(d, (m.Const, m.Enum, m.Flags)) for d in decls)
 
 
 def module_includes(program: m.Program, module: str, structs: list[m.Struct]) -> list[str]:

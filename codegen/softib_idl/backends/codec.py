@@ -390,6 +390,12 @@ def emit(program: m.Program, render) -> dict[str, str]:
     out["codec/registry.cc"] = render(
         "codec_registry.cc.j2", sources=sources, layouts=all_layouts, classes=all_classes,
         enums=enums, opcode_tables=[e for e in enums if e.kind == "opcodes"], cstr=_cstr)
+    class_attributes = {
+        c.name: [f"{lay.name} (0x{lay.attr_id:04X})"
+                 for lay in sorted(all_layouts, key=lambda lay: lay.attr_id or 0)
+                 if c.name in lay.class_names]
+        for c in all_classes}
     out["docs/mad_reference.md"] = render(
-        "codec_reference.md.j2", sources=sources, modules=modules, classes=all_classes)
+        "codec_reference.md.j2", sources=sources, modules=modules, classes=all_classes,
+        class_attributes=class_attributes)
     return out

@@ -148,7 +148,7 @@ def _ranges(leaves: list[a.Leaf]) -> list[tuple[int, int]]:
 
 
 def verb_dispatch_view(program: m.Program, v: m.Verb, busy: str) -> dict:
-    st = a.status_type(program)
+    st = "Status"  # the alias softib/abi/abi_status.h gives the IDL's statuses
     ins, outs = v.in_struct, v.out_struct
     in_leaves = a.leaves(ins) if ins else []
     in_var = ins.variable_field if ins else None
@@ -225,7 +225,7 @@ def verb_dispatch_view(program: m.Program, v: m.Verb, busy: str) -> dict:
 
 def emit(program: m.Program, render) -> dict[str, str]:
     files: dict[str, str] = {}
-    st = a.status_type(program)
+    st = "Status"  # the alias softib/abi/abi_status.h gives the IDL's statuses
     names = a.status_names(program)
     busy = "RESOURCE_BUSY" if "RESOURCE_BUSY" in names else ""
     comment_all = a.header_comment(a.all_sources(program))

@@ -44,11 +44,16 @@ def _handle_params(program: m.Program, v: m.Verb) -> list[dict]:
 
 
 def verb_kernel_view(program: m.Program, v: m.Verb) -> dict:
-    st = a.status_type(program)
+    st = "Status"  # the alias softib/abi/abi_status.h gives the IDL's statuses
     ins, outs = v.in_struct, v.out_struct
     in_var = ins.variable_field if ins else None
     out_var = outs.variable_field if outs else None
     handles = _handle_params(program, v)
+    nested = [lf.path for lf in (a.leaves(ins) if ins else [])
+              if lf.kind == "handle" and not lf.top.type.is_handle]
+    if nested:
+        raise a.BackendError(f"{v.loc}: verb '{v.name}': the dispatch resolves handle parameters "
+                             f"only; {', '.join(nested)} is a handle inside a structure")
     refs = []
     for h in handles:
         if h.get("variable"):
@@ -173,7 +178,7 @@ def module_kernel_verbs(program: m.Program, module: str) -> list[m.Verb]:
 
 def emit(program: m.Program, render) -> dict[str, str]:
     files: dict[str, str] = {}
-    st = a.status_type(program)
+    st = "Status"  # the alias softib/abi/abi_status.h gives the IDL's statuses
     if program.statuses is not None:
         for need in ("SUCCESS", "INVALID_PARAMETER", "PENDING", "INSUFFICIENT_RESOURCES"):
             a.require_status(program, need, "the kernel dispatch")

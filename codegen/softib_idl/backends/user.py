@@ -47,7 +47,7 @@ def proxy_view(v: m.Verb) -> dict:
 
 def emit(program: m.Program, render) -> dict[str, str]:
     files: dict[str, str] = {}
-    st = a.status_type(program)
+    st = "Status"  # the alias softib/abi/abi_status.h gives the IDL's statuses
     for module in a.module_names(program):
         verbs = [v for v in a.module_verbs(program, module) if "proxy" in v.paths]
         if not verbs:

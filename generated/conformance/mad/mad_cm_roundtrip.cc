@@ -154,24 +154,26 @@ bool ExpectMatches(const ConnectRequest& v, const std::vector<codec::FieldValue>
 
 TEST(ConnectRequestCodec, Descriptor) {
   t::CheckDescriptor(ConnectRequest::Desc(), ConnectRequest::kName, ConnectRequest::kSize);
-  EXPECT_EQ(ConnectRequest::Desc().attribute_id, ConnectRequest::kAttributeId);
+  t::Check(ConnectRequest::Desc().attribute_id == ConnectRequest::kAttributeId,
+           ConnectRequest::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ConnectRequestCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ConnectRequest::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ConnectRequest v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ConnectRequest back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ConnectRequest::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ConnectRequest::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ConnectRequest::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ConnectRequest::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ConnectRequest::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ConnectRequest::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ConnectRequest::Desc(), raw, back.Pack());
   }
 }
 
@@ -548,29 +550,27 @@ TEST(ConnectRequestCodec, Validate) {
     ConnectRequest v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ConnectRequest::kName)) break;
   }
   {
     ConnectRequest v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), ConnectRequest::kName, "Reserved1", "reserved, set to 1");
   }
   {
     ConnectRequest v;
     MakeValid(v);
     v.TransportServiceType = static_cast<uint8_t>(0x3ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "TransportServiceType"))
-        << "0x3 is not a CmTransportServiceType but was not reported";
+    t::ExpectProblem(v.Validate(), ConnectRequest::kName, "TransportServiceType",
+                     "0x3 is not a CmTransportServiceType");
   }
   {
     ConnectRequest v;
     MakeValid(v);
     v.VendorID = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "VendorID"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), ConnectRequest::kName, "VendorID",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -580,10 +580,11 @@ TEST(ConnectRequestCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ConnectRequest before = v;
   std::vector<uint8_t> short_bytes(ConnectRequest::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ConnectRequest::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ConnectRequest::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ConnectRequest::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ConnectRequest::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ConnectRequest::kSize - 1, 0xA5),
+           ConnectRequest::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(ConnectRequest::Desc());
 }
 
@@ -628,24 +629,26 @@ bool ExpectMatches(const MsgRcptAck& v, const std::vector<codec::FieldValue>& va
 
 TEST(MsgRcptAckCodec, Descriptor) {
   t::CheckDescriptor(MsgRcptAck::Desc(), MsgRcptAck::kName, MsgRcptAck::kSize);
-  EXPECT_EQ(MsgRcptAck::Desc().attribute_id, MsgRcptAck::kAttributeId);
+  t::Check(MsgRcptAck::Desc().attribute_id == MsgRcptAck::kAttributeId, MsgRcptAck::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(MsgRcptAckCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(MsgRcptAck::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     MsgRcptAck v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     MsgRcptAck back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), MsgRcptAck::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, MsgRcptAck::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, MsgRcptAck::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, MsgRcptAck::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(MsgRcptAck::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), MsgRcptAck::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(MsgRcptAck::Desc(), raw, back.Pack());
   }
 }
 
@@ -719,29 +722,25 @@ TEST(MsgRcptAckCodec, Validate) {
     MsgRcptAck v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), MsgRcptAck::kName)) break;
   }
   {
     MsgRcptAck v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), MsgRcptAck::kName, "Reserved1", "reserved, set to 1");
   }
   {
     MsgRcptAck v;
     MakeValid(v);
     v.MessageMRAed = static_cast<uint8_t>(0x3ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "MessageMRAed"))
-        << "0x3 is not a CmMraMessage but was not reported";
+    t::ExpectProblem(v.Validate(), MsgRcptAck::kName, "MessageMRAed", "0x3 is not a CmMraMessage");
   }
   {
     MsgRcptAck v;
     MakeValid(v);
     v.MessageMRAed = static_cast<uint8_t>(0x4ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "MessageMRAed"))
-        << "0x4 does not fit 2 bits but was not reported";
+    t::ExpectProblem(v.Validate(), MsgRcptAck::kName, "MessageMRAed", "0x4 does not fit in 2 bits");
   }
 }
 
@@ -751,10 +750,11 @@ TEST(MsgRcptAckCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const MsgRcptAck before = v;
   std::vector<uint8_t> short_bytes(MsgRcptAck::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(MsgRcptAck::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), MsgRcptAck::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, MsgRcptAck::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), MsgRcptAck::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(MsgRcptAck::kSize - 1, 0xA5), MsgRcptAck::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(MsgRcptAck::Desc());
 }
 
@@ -804,24 +804,26 @@ bool ExpectMatches(const ConnectReject& v, const std::vector<codec::FieldValue>&
 
 TEST(ConnectRejectCodec, Descriptor) {
   t::CheckDescriptor(ConnectReject::Desc(), ConnectReject::kName, ConnectReject::kSize);
-  EXPECT_EQ(ConnectReject::Desc().attribute_id, ConnectReject::kAttributeId);
+  t::Check(ConnectReject::Desc().attribute_id == ConnectReject::kAttributeId, ConnectReject::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ConnectRejectCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ConnectReject::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ConnectReject v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ConnectReject back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ConnectReject::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ConnectReject::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ConnectReject::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ConnectReject::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ConnectReject::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ConnectReject::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ConnectReject::Desc(), raw, back.Pack());
   }
 }
 
@@ -907,29 +909,27 @@ TEST(ConnectRejectCodec, Validate) {
     ConnectReject v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ConnectReject::kName)) break;
   }
   {
     ConnectReject v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), ConnectReject::kName, "Reserved1", "reserved, set to 1");
   }
   {
     ConnectReject v;
     MakeValid(v);
     v.MessageRejected = static_cast<uint8_t>(0x3ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "MessageRejected"))
-        << "0x3 is not a CmRejMessage but was not reported";
+    t::ExpectProblem(v.Validate(), ConnectReject::kName, "MessageRejected",
+                     "0x3 is not a CmRejMessage");
   }
   {
     ConnectReject v;
     MakeValid(v);
     v.MessageRejected = static_cast<uint8_t>(0x4ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "MessageRejected"))
-        << "0x4 does not fit 2 bits but was not reported";
+    t::ExpectProblem(v.Validate(), ConnectReject::kName, "MessageRejected",
+                     "0x4 does not fit in 2 bits");
   }
 }
 
@@ -939,10 +939,11 @@ TEST(ConnectRejectCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ConnectReject before = v;
   std::vector<uint8_t> short_bytes(ConnectReject::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ConnectReject::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ConnectReject::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ConnectReject::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ConnectReject::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ConnectReject::kSize - 1, 0xA5),
+           ConnectReject::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(ConnectReject::Desc());
 }
 
@@ -1007,24 +1008,26 @@ bool ExpectMatches(const ConnectReply& v, const std::vector<codec::FieldValue>& 
 
 TEST(ConnectReplyCodec, Descriptor) {
   t::CheckDescriptor(ConnectReply::Desc(), ConnectReply::kName, ConnectReply::kSize);
-  EXPECT_EQ(ConnectReply::Desc().attribute_id, ConnectReply::kAttributeId);
+  t::Check(ConnectReply::Desc().attribute_id == ConnectReply::kAttributeId, ConnectReply::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ConnectReplyCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ConnectReply::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ConnectReply v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ConnectReply back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ConnectReply::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ConnectReply::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ConnectReply::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ConnectReply::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ConnectReply::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ConnectReply::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ConnectReply::Desc(), raw, back.Pack());
   }
 }
 
@@ -1171,22 +1174,20 @@ TEST(ConnectReplyCodec, Validate) {
     ConnectReply v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ConnectReply::kName)) break;
   }
   {
     ConnectReply v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), ConnectReply::kName, "Reserved1", "reserved, set to 1");
   }
   {
     ConnectReply v;
     MakeValid(v);
     v.LocalQPN = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LocalQPN"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), ConnectReply::kName, "LocalQPN",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -1196,10 +1197,11 @@ TEST(ConnectReplyCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ConnectReply before = v;
   std::vector<uint8_t> short_bytes(ConnectReply::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ConnectReply::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ConnectReply::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ConnectReply::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ConnectReply::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ConnectReply::kSize - 1, 0xA5), ConnectReply::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(ConnectReply::Desc());
 }
 
@@ -1232,24 +1234,26 @@ bool ExpectMatches(const ReadyToUse& v, const std::vector<codec::FieldValue>& va
 
 TEST(ReadyToUseCodec, Descriptor) {
   t::CheckDescriptor(ReadyToUse::Desc(), ReadyToUse::kName, ReadyToUse::kSize);
-  EXPECT_EQ(ReadyToUse::Desc().attribute_id, ReadyToUse::kAttributeId);
+  t::Check(ReadyToUse::Desc().attribute_id == ReadyToUse::kAttributeId, ReadyToUse::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ReadyToUseCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ReadyToUse::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ReadyToUse v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ReadyToUse back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ReadyToUse::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ReadyToUse::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ReadyToUse::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ReadyToUse::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ReadyToUse::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ReadyToUse::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ReadyToUse::Desc(), raw, back.Pack());
   }
 }
 
@@ -1299,8 +1303,7 @@ TEST(ReadyToUseCodec, Validate) {
     ReadyToUse v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ReadyToUse::kName)) break;
   }
 }
 
@@ -1310,10 +1313,11 @@ TEST(ReadyToUseCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ReadyToUse before = v;
   std::vector<uint8_t> short_bytes(ReadyToUse::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ReadyToUse::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ReadyToUse::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ReadyToUse::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ReadyToUse::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ReadyToUse::kSize - 1, 0xA5), ReadyToUse::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(ReadyToUse::Desc());
 }
 
@@ -1350,24 +1354,27 @@ bool ExpectMatches(const DisconnectRequest& v, const std::vector<codec::FieldVal
 
 TEST(DisconnectRequestCodec, Descriptor) {
   t::CheckDescriptor(DisconnectRequest::Desc(), DisconnectRequest::kName, DisconnectRequest::kSize);
-  EXPECT_EQ(DisconnectRequest::Desc().attribute_id, DisconnectRequest::kAttributeId);
+  t::Check(DisconnectRequest::Desc().attribute_id == DisconnectRequest::kAttributeId,
+           DisconnectRequest::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(DisconnectRequestCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(DisconnectRequest::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     DisconnectRequest v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     DisconnectRequest back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), DisconnectRequest::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, DisconnectRequest::kName, "Pack then Unpack changed the value", iter);
+    ok &=
+        t::Check(back.Pack() == bytes, DisconnectRequest::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, DisconnectRequest::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(DisconnectRequest::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), DisconnectRequest::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(DisconnectRequest::Desc(), raw, back.Pack());
   }
 }
 
@@ -1429,22 +1436,20 @@ TEST(DisconnectRequestCodec, Validate) {
     DisconnectRequest v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), DisconnectRequest::kName)) break;
   }
   {
     DisconnectRequest v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), DisconnectRequest::kName, "Reserved1", "reserved, set to 1");
   }
   {
     DisconnectRequest v;
     MakeValid(v);
     v.RemoteQPNEECN = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "RemoteQPNEECN"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), DisconnectRequest::kName, "RemoteQPNEECN",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -1454,10 +1459,11 @@ TEST(DisconnectRequestCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const DisconnectRequest before = v;
   std::vector<uint8_t> short_bytes(DisconnectRequest::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(DisconnectRequest::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), DisconnectRequest::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, DisconnectRequest::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), DisconnectRequest::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(DisconnectRequest::kSize - 1, 0xA5),
+           DisconnectRequest::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(DisconnectRequest::Desc());
 }
 
@@ -1490,24 +1496,26 @@ bool ExpectMatches(const DisconnectReply& v, const std::vector<codec::FieldValue
 
 TEST(DisconnectReplyCodec, Descriptor) {
   t::CheckDescriptor(DisconnectReply::Desc(), DisconnectReply::kName, DisconnectReply::kSize);
-  EXPECT_EQ(DisconnectReply::Desc().attribute_id, DisconnectReply::kAttributeId);
+  t::Check(DisconnectReply::Desc().attribute_id == DisconnectReply::kAttributeId,
+           DisconnectReply::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(DisconnectReplyCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(DisconnectReply::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     DisconnectReply v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     DisconnectReply back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), DisconnectReply::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, DisconnectReply::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, DisconnectReply::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, DisconnectReply::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(DisconnectReply::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), DisconnectReply::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(DisconnectReply::Desc(), raw, back.Pack());
   }
 }
 
@@ -1557,8 +1565,7 @@ TEST(DisconnectReplyCodec, Validate) {
     DisconnectReply v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), DisconnectReply::kName)) break;
   }
 }
 
@@ -1568,10 +1575,11 @@ TEST(DisconnectReplyCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const DisconnectReply before = v;
   std::vector<uint8_t> short_bytes(DisconnectReply::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(DisconnectReply::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), DisconnectReply::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, DisconnectReply::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), DisconnectReply::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(DisconnectReply::kSize - 1, 0xA5),
+           DisconnectReply::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(DisconnectReply::Desc());
 }
 
@@ -1608,24 +1616,26 @@ bool ExpectMatches(const ServiceIDResReq& v, const std::vector<codec::FieldValue
 
 TEST(ServiceIDResReqCodec, Descriptor) {
   t::CheckDescriptor(ServiceIDResReq::Desc(), ServiceIDResReq::kName, ServiceIDResReq::kSize);
-  EXPECT_EQ(ServiceIDResReq::Desc().attribute_id, ServiceIDResReq::kAttributeId);
+  t::Check(ServiceIDResReq::Desc().attribute_id == ServiceIDResReq::kAttributeId,
+           ServiceIDResReq::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ServiceIDResReqCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ServiceIDResReq::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ServiceIDResReq v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ServiceIDResReq back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ServiceIDResReq::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ServiceIDResReq::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ServiceIDResReq::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ServiceIDResReq::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ServiceIDResReq::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ServiceIDResReq::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ServiceIDResReq::Desc(), raw, back.Pack());
   }
 }
 
@@ -1685,15 +1695,13 @@ TEST(ServiceIDResReqCodec, Validate) {
     ServiceIDResReq v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ServiceIDResReq::kName)) break;
   }
   {
     ServiceIDResReq v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), ServiceIDResReq::kName, "Reserved1", "reserved, set to 1");
   }
 }
 
@@ -1703,10 +1711,11 @@ TEST(ServiceIDResReqCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ServiceIDResReq before = v;
   std::vector<uint8_t> short_bytes(ServiceIDResReq::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ServiceIDResReq::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ServiceIDResReq::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ServiceIDResReq::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ServiceIDResReq::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ServiceIDResReq::kSize - 1, 0xA5),
+           ServiceIDResReq::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(ServiceIDResReq::Desc());
 }
 
@@ -1754,24 +1763,28 @@ bool ExpectMatches(const ServiceIDResReqResp& v, const std::vector<codec::FieldV
 TEST(ServiceIDResReqRespCodec, Descriptor) {
   t::CheckDescriptor(ServiceIDResReqResp::Desc(), ServiceIDResReqResp::kName,
                      ServiceIDResReqResp::kSize);
-  EXPECT_EQ(ServiceIDResReqResp::Desc().attribute_id, ServiceIDResReqResp::kAttributeId);
+  t::Check(ServiceIDResReqResp::Desc().attribute_id == ServiceIDResReqResp::kAttributeId,
+           ServiceIDResReqResp::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ServiceIDResReqRespCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ServiceIDResReqResp::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ServiceIDResReqResp v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ServiceIDResReqResp back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ServiceIDResReqResp::kName, "Unpack failed", iter);
+    ok &=
+        t::Check(back == v, ServiceIDResReqResp::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ServiceIDResReqResp::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ServiceIDResReqResp::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ServiceIDResReqResp::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ServiceIDResReqResp::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ServiceIDResReqResp::Desc(), raw, back.Pack());
   }
 }
 
@@ -1861,22 +1874,21 @@ TEST(ServiceIDResReqRespCodec, Validate) {
     ServiceIDResReqResp v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ServiceIDResReqResp::kName)) break;
   }
   {
     ServiceIDResReqResp v;
     MakeValid(v);
     v.Status = static_cast<uint8_t>(0x6ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Status"))
-        << "0x6 is not a CmSidrStatus but was not reported";
+    t::ExpectProblem(v.Validate(), ServiceIDResReqResp::kName, "Status",
+                     "0x6 is not a CmSidrStatus");
   }
   {
     ServiceIDResReqResp v;
     MakeValid(v);
     v.QPN = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "QPN"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), ServiceIDResReqResp::kName, "QPN",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -1886,10 +1898,11 @@ TEST(ServiceIDResReqRespCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ServiceIDResReqResp before = v;
   std::vector<uint8_t> short_bytes(ServiceIDResReqResp::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ServiceIDResReqResp::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ServiceIDResReqResp::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ServiceIDResReqResp::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ServiceIDResReqResp::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ServiceIDResReqResp::kSize - 1, 0xA5),
+           ServiceIDResReqResp::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(ServiceIDResReqResp::Desc());
 }
 
@@ -1970,24 +1983,27 @@ bool ExpectMatches(const LoadAlternatePath& v, const std::vector<codec::FieldVal
 
 TEST(LoadAlternatePathCodec, Descriptor) {
   t::CheckDescriptor(LoadAlternatePath::Desc(), LoadAlternatePath::kName, LoadAlternatePath::kSize);
-  EXPECT_EQ(LoadAlternatePath::Desc().attribute_id, LoadAlternatePath::kAttributeId);
+  t::Check(LoadAlternatePath::Desc().attribute_id == LoadAlternatePath::kAttributeId,
+           LoadAlternatePath::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(LoadAlternatePathCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(LoadAlternatePath::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     LoadAlternatePath v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     LoadAlternatePath back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), LoadAlternatePath::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, LoadAlternatePath::kName, "Pack then Unpack changed the value", iter);
+    ok &=
+        t::Check(back.Pack() == bytes, LoadAlternatePath::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, LoadAlternatePath::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(LoadAlternatePath::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), LoadAlternatePath::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(LoadAlternatePath::Desc(), raw, back.Pack());
   }
 }
 
@@ -2166,22 +2182,20 @@ TEST(LoadAlternatePathCodec, Validate) {
     LoadAlternatePath v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), LoadAlternatePath::kName)) break;
   }
   {
     LoadAlternatePath v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), LoadAlternatePath::kName, "Reserved1", "reserved, set to 1");
   }
   {
     LoadAlternatePath v;
     MakeValid(v);
     v.RemoteQPNEECN = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "RemoteQPNEECN"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), LoadAlternatePath::kName, "RemoteQPNEECN",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -2191,10 +2205,11 @@ TEST(LoadAlternatePathCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const LoadAlternatePath before = v;
   std::vector<uint8_t> short_bytes(LoadAlternatePath::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(LoadAlternatePath::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), LoadAlternatePath::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, LoadAlternatePath::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), LoadAlternatePath::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(LoadAlternatePath::kSize - 1, 0xA5),
+           LoadAlternatePath::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(LoadAlternatePath::Desc());
 }
 
@@ -2239,24 +2254,28 @@ bool ExpectMatches(const AlternatePathResponse& v, const std::vector<codec::Fiel
 TEST(AlternatePathResponseCodec, Descriptor) {
   t::CheckDescriptor(AlternatePathResponse::Desc(), AlternatePathResponse::kName,
                      AlternatePathResponse::kSize);
-  EXPECT_EQ(AlternatePathResponse::Desc().attribute_id, AlternatePathResponse::kAttributeId);
+  t::Check(AlternatePathResponse::Desc().attribute_id == AlternatePathResponse::kAttributeId,
+           AlternatePathResponse::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(AlternatePathResponseCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(AlternatePathResponse::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     AlternatePathResponse v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     AlternatePathResponse back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), AlternatePathResponse::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, AlternatePathResponse::kName, "Pack then Unpack changed the value",
+                   iter);
+    ok &= t::Check(back.Pack() == bytes, AlternatePathResponse::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, AlternatePathResponse::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(AlternatePathResponse::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), AlternatePathResponse::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(AlternatePathResponse::Desc(), raw, back.Pack());
   }
 }
 
@@ -2330,22 +2349,20 @@ TEST(AlternatePathResponseCodec, Validate) {
     AlternatePathResponse v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), AlternatePathResponse::kName)) break;
   }
   {
     AlternatePathResponse v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), AlternatePathResponse::kName, "Reserved1", "reserved, set to 1");
   }
   {
     AlternatePathResponse v;
     MakeValid(v);
     v.APStatus = static_cast<uint8_t>(0xeULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "APStatus"))
-        << "0xe is not a CmAprStatus but was not reported";
+    t::ExpectProblem(v.Validate(), AlternatePathResponse::kName, "APStatus",
+                     "0xe is not a CmAprStatus");
   }
 }
 
@@ -2355,10 +2372,11 @@ TEST(AlternatePathResponseCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const AlternatePathResponse before = v;
   std::vector<uint8_t> short_bytes(AlternatePathResponse::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(AlternatePathResponse::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), AlternatePathResponse::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, AlternatePathResponse::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), AlternatePathResponse::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(AlternatePathResponse::kSize - 1, 0xA5),
+           AlternatePathResponse::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(AlternatePathResponse::Desc());
 }
 
@@ -2401,19 +2419,21 @@ TEST(CmaIpPrivateDataCodec, Descriptor) {
 
 TEST(CmaIpPrivateDataCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(CmaIpPrivateData::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     CmaIpPrivateData v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     CmaIpPrivateData back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), CmaIpPrivateData::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, CmaIpPrivateData::kName, "Pack then Unpack changed the value", iter);
+    ok &=
+        t::Check(back.Pack() == bytes, CmaIpPrivateData::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, CmaIpPrivateData::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(CmaIpPrivateData::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), CmaIpPrivateData::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(CmaIpPrivateData::Desc(), raw, back.Pack());
   }
 }
 
@@ -2479,22 +2499,20 @@ TEST(CmaIpPrivateDataCodec, Validate) {
     CmaIpPrivateData v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), CmaIpPrivateData::kName)) break;
   }
   {
     CmaIpPrivateData v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), CmaIpPrivateData::kName, "Reserved1", "reserved, set to 1");
   }
   {
     CmaIpPrivateData v;
     MakeValid(v);
     v.IPVersion = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "IPVersion"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), CmaIpPrivateData::kName, "IPVersion",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -2504,10 +2522,11 @@ TEST(CmaIpPrivateDataCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const CmaIpPrivateData before = v;
   std::vector<uint8_t> short_bytes(CmaIpPrivateData::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(CmaIpPrivateData::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), CmaIpPrivateData::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, CmaIpPrivateData::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), CmaIpPrivateData::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(CmaIpPrivateData::kSize - 1, 0xA5),
+           CmaIpPrivateData::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(CmaIpPrivateData::Desc());
 }
 

@@ -59,19 +59,20 @@ TEST(MadHeaderCodec, Descriptor) {
 
 TEST(MadHeaderCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(MadHeader::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     MadHeader v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     MadHeader back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), MadHeader::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, MadHeader::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, MadHeader::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, MadHeader::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(MadHeader::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), MadHeader::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(MadHeader::Desc(), raw, back.Pack());
   }
 }
 
@@ -167,21 +168,19 @@ TEST(MadHeaderCodec, Validate) {
     MadHeader v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), MadHeader::kName)) break;
   }
   {
     MadHeader v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), MadHeader::kName, "Reserved1", "reserved, set to 1");
   }
   {
     MadHeader v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), MadHeader::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -191,10 +190,11 @@ TEST(MadHeaderCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const MadHeader before = v;
   std::vector<uint8_t> short_bytes(MadHeader::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(MadHeader::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), MadHeader::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, MadHeader::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), MadHeader::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(MadHeader::kSize - 1, 0xA5), MadHeader::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(MadHeader::Desc());
 }
 
@@ -257,19 +257,20 @@ TEST(SmpLidCodec, Descriptor) { t::CheckDescriptor(SmpLid::Desc(), SmpLid::kName
 
 TEST(SmpLidCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SmpLid::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SmpLid v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SmpLid back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SmpLid::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SmpLid::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SmpLid::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SmpLid::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SmpLid::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SmpLid::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SmpLid::Desc(), raw, back.Pack());
   }
 }
 
@@ -389,21 +390,19 @@ TEST(SmpLidCodec, Validate) {
     SmpLid v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SmpLid::kName)) break;
   }
   {
     SmpLid v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), SmpLid::kName, "Reserved1", "reserved, set to 1");
   }
   {
     SmpLid v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SmpLid::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -413,10 +412,11 @@ TEST(SmpLidCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SmpLid before = v;
   std::vector<uint8_t> short_bytes(SmpLid::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SmpLid::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SmpLid::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SmpLid::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SmpLid::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SmpLid::kSize - 1, 0xA5), SmpLid::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(SmpLid::Desc());
 }
 
@@ -488,19 +488,20 @@ TEST(SmpDrCodec, Descriptor) { t::CheckDescriptor(SmpDr::Desc(), SmpDr::kName, S
 
 TEST(SmpDrCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SmpDr::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SmpDr v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SmpDr back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SmpDr::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SmpDr::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SmpDr::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SmpDr::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SmpDr::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SmpDr::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SmpDr::Desc(), raw, back.Pack());
   }
 }
 
@@ -650,21 +651,19 @@ TEST(SmpDrCodec, Validate) {
     SmpDr v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SmpDr::kName)) break;
   }
   {
     SmpDr v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), SmpDr::kName, "Reserved1", "reserved, set to 1");
   }
   {
     SmpDr v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SmpDr::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -674,10 +673,11 @@ TEST(SmpDrCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SmpDr before = v;
   std::vector<uint8_t> short_bytes(SmpDr::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SmpDr::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SmpDr::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SmpDr::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SmpDr::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SmpDr::kSize - 1, 0xA5), SmpDr::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(SmpDr::Desc());
 }
 
@@ -720,19 +720,20 @@ TEST(RmppHeaderCodec, Descriptor) {
 
 TEST(RmppHeaderCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(RmppHeader::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     RmppHeader v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     RmppHeader back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), RmppHeader::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, RmppHeader::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, RmppHeader::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, RmppHeader::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(RmppHeader::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), RmppHeader::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(RmppHeader::Desc(), raw, back.Pack());
   }
 }
 
@@ -804,22 +805,19 @@ TEST(RmppHeaderCodec, Validate) {
     RmppHeader v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), RmppHeader::kName)) break;
   }
   {
     RmppHeader v;
     MakeValid(v);
     v.RMPPStatus = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "RMPPStatus"))
-        << "0x2 is not a RmppStatus but was not reported";
+    t::ExpectProblem(v.Validate(), RmppHeader::kName, "RMPPStatus", "0x2 is not a RmppStatus");
   }
   {
     RmppHeader v;
     MakeValid(v);
     v.RRespTime = static_cast<uint8_t>(0x20ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "RRespTime"))
-        << "0x20 does not fit 5 bits but was not reported";
+    t::ExpectProblem(v.Validate(), RmppHeader::kName, "RRespTime", "0x20 does not fit in 5 bits");
   }
 }
 
@@ -829,10 +827,11 @@ TEST(RmppHeaderCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const RmppHeader before = v;
   std::vector<uint8_t> short_bytes(RmppHeader::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(RmppHeader::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), RmppHeader::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, RmppHeader::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), RmppHeader::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(RmppHeader::kSize - 1, 0xA5), RmppHeader::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(RmppHeader::Desc());
 }
 
@@ -913,19 +912,20 @@ TEST(SaHeaderCodec, Descriptor) {
 
 TEST(SaHeaderCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SaHeader::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SaHeader v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SaHeader back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SaHeader::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SaHeader::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SaHeader::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SaHeader::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SaHeader::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SaHeader::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SaHeader::Desc(), raw, back.Pack());
   }
 }
 
@@ -1093,28 +1093,25 @@ TEST(SaHeaderCodec, Validate) {
     SaHeader v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SaHeader::kName)) break;
   }
   {
     SaHeader v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), SaHeader::kName, "Reserved1", "reserved, set to 1");
   }
   {
     SaHeader v;
     MakeValid(v);
     v.RMPPStatus = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "RMPPStatus"))
-        << "0x2 is not a RmppStatus but was not reported";
+    t::ExpectProblem(v.Validate(), SaHeader::kName, "RMPPStatus", "0x2 is not a RmppStatus");
   }
   {
     SaHeader v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SaHeader::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -1124,10 +1121,11 @@ TEST(SaHeaderCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SaHeader before = v;
   std::vector<uint8_t> short_bytes(SaHeader::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SaHeader::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SaHeader::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SaHeader::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SaHeader::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SaHeader::kSize - 1, 0xA5), SaHeader::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(SaHeader::Desc());
 }
 
@@ -1187,19 +1185,20 @@ TEST(PerfMgtMadCodec, Descriptor) {
 
 TEST(PerfMgtMadCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(PerfMgtMad::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     PerfMgtMad v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     PerfMgtMad back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), PerfMgtMad::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, PerfMgtMad::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, PerfMgtMad::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, PerfMgtMad::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(PerfMgtMad::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), PerfMgtMad::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(PerfMgtMad::Desc(), raw, back.Pack());
   }
 }
 
@@ -1307,21 +1306,19 @@ TEST(PerfMgtMadCodec, Validate) {
     PerfMgtMad v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), PerfMgtMad::kName)) break;
   }
   {
     PerfMgtMad v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), PerfMgtMad::kName, "Reserved1", "reserved, set to 1");
   }
   {
     PerfMgtMad v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), PerfMgtMad::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -1331,10 +1328,11 @@ TEST(PerfMgtMadCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const PerfMgtMad before = v;
   std::vector<uint8_t> short_bytes(PerfMgtMad::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(PerfMgtMad::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), PerfMgtMad::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, PerfMgtMad::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), PerfMgtMad::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(PerfMgtMad::kSize - 1, 0xA5), PerfMgtMad::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(PerfMgtMad::Desc());
 }
 
@@ -1394,19 +1392,20 @@ TEST(DevMgtMadCodec, Descriptor) {
 
 TEST(DevMgtMadCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(DevMgtMad::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     DevMgtMad v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     DevMgtMad back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), DevMgtMad::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, DevMgtMad::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, DevMgtMad::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, DevMgtMad::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(DevMgtMad::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), DevMgtMad::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(DevMgtMad::Desc(), raw, back.Pack());
   }
 }
 
@@ -1514,21 +1513,19 @@ TEST(DevMgtMadCodec, Validate) {
     DevMgtMad v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), DevMgtMad::kName)) break;
   }
   {
     DevMgtMad v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), DevMgtMad::kName, "Reserved1", "reserved, set to 1");
   }
   {
     DevMgtMad v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), DevMgtMad::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -1538,10 +1535,11 @@ TEST(DevMgtMadCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const DevMgtMad before = v;
   std::vector<uint8_t> short_bytes(DevMgtMad::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(DevMgtMad::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), DevMgtMad::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, DevMgtMad::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), DevMgtMad::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(DevMgtMad::kSize - 1, 0xA5), DevMgtMad::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(DevMgtMad::Desc());
 }
 
@@ -1594,19 +1592,20 @@ TEST(CmMadCodec, Descriptor) { t::CheckDescriptor(CmMad::Desc(), CmMad::kName, C
 
 TEST(CmMadCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(CmMad::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     CmMad v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     CmMad back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), CmMad::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, CmMad::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, CmMad::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, CmMad::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(CmMad::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), CmMad::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(CmMad::Desc(), raw, back.Pack());
   }
 }
 
@@ -1708,21 +1707,19 @@ TEST(CmMadCodec, Validate) {
     CmMad v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), CmMad::kName)) break;
   }
   {
     CmMad v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), CmMad::kName, "Reserved1", "reserved, set to 1");
   }
   {
     CmMad v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), CmMad::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -1732,10 +1729,11 @@ TEST(CmMadCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const CmMad before = v;
   std::vector<uint8_t> short_bytes(CmMad::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(CmMad::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), CmMad::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, CmMad::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), CmMad::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(CmMad::kSize - 1, 0xA5), CmMad::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(CmMad::Desc());
 }
 
@@ -1806,24 +1804,26 @@ bool ExpectMatches(const ClassPortInfo& v, const std::vector<codec::FieldValue>&
 
 TEST(ClassPortInfoCodec, Descriptor) {
   t::CheckDescriptor(ClassPortInfo::Desc(), ClassPortInfo::kName, ClassPortInfo::kSize);
-  EXPECT_EQ(ClassPortInfo::Desc().attribute_id, ClassPortInfo::kAttributeId);
+  t::Check(ClassPortInfo::Desc().attribute_id == ClassPortInfo::kAttributeId, ClassPortInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ClassPortInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ClassPortInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ClassPortInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ClassPortInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ClassPortInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ClassPortInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ClassPortInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ClassPortInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ClassPortInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ClassPortInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ClassPortInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -1991,22 +1991,20 @@ TEST(ClassPortInfoCodec, Validate) {
     ClassPortInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ClassPortInfo::kName)) break;
   }
   {
     ClassPortInfo v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), ClassPortInfo::kName, "Reserved1", "reserved, set to 1");
   }
   {
     ClassPortInfo v;
     MakeValid(v);
     v.CapabilityMask2 = static_cast<uint32_t>(0x8000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "CapabilityMask2"))
-        << "0x8000000 does not fit 27 bits but was not reported";
+    t::ExpectProblem(v.Validate(), ClassPortInfo::kName, "CapabilityMask2",
+                     "0x8000000 does not fit in 27 bits");
   }
 }
 
@@ -2016,10 +2014,11 @@ TEST(ClassPortInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ClassPortInfo before = v;
   std::vector<uint8_t> short_bytes(ClassPortInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ClassPortInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ClassPortInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ClassPortInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ClassPortInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ClassPortInfo::kSize - 1, 0xA5),
+           ClassPortInfo::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(ClassPortInfo::Desc());
 }
 

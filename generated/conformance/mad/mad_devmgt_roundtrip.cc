@@ -47,24 +47,26 @@ bool ExpectMatches(const IOUnitInfo& v, const std::vector<codec::FieldValue>& va
 
 TEST(IOUnitInfoCodec, Descriptor) {
   t::CheckDescriptor(IOUnitInfo::Desc(), IOUnitInfo::kName, IOUnitInfo::kSize);
-  EXPECT_EQ(IOUnitInfo::Desc().attribute_id, IOUnitInfo::kAttributeId);
+  t::Check(IOUnitInfo::Desc().attribute_id == IOUnitInfo::kAttributeId, IOUnitInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(IOUnitInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(IOUnitInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     IOUnitInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     IOUnitInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), IOUnitInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, IOUnitInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, IOUnitInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, IOUnitInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(IOUnitInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), IOUnitInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(IOUnitInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -132,22 +134,19 @@ TEST(IOUnitInfoCodec, Validate) {
     IOUnitInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), IOUnitInfo::kName)) break;
   }
   {
     IOUnitInfo v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), IOUnitInfo::kName, "Reserved1", "reserved, set to 1");
   }
   {
     IOUnitInfo v;
     MakeValid(v);
     v.Reserved1 = static_cast<uint8_t>(0x40ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "0x40 does not fit 6 bits but was not reported";
+    t::ExpectProblem(v.Validate(), IOUnitInfo::kName, "Reserved1", "0x40 does not fit in 6 bits");
   }
 }
 
@@ -157,10 +156,11 @@ TEST(IOUnitInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const IOUnitInfo before = v;
   std::vector<uint8_t> short_bytes(IOUnitInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(IOUnitInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), IOUnitInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, IOUnitInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), IOUnitInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(IOUnitInfo::kSize - 1, 0xA5), IOUnitInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(IOUnitInfo::Desc());
 }
 
@@ -245,24 +245,28 @@ bool ExpectMatches(const IOControllerProfile& v, const std::vector<codec::FieldV
 TEST(IOControllerProfileCodec, Descriptor) {
   t::CheckDescriptor(IOControllerProfile::Desc(), IOControllerProfile::kName,
                      IOControllerProfile::kSize);
-  EXPECT_EQ(IOControllerProfile::Desc().attribute_id, IOControllerProfile::kAttributeId);
+  t::Check(IOControllerProfile::Desc().attribute_id == IOControllerProfile::kAttributeId,
+           IOControllerProfile::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(IOControllerProfileCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(IOControllerProfile::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     IOControllerProfile v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     IOControllerProfile back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), IOControllerProfile::kName, "Unpack failed", iter);
+    ok &=
+        t::Check(back == v, IOControllerProfile::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, IOControllerProfile::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, IOControllerProfile::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(IOControllerProfile::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), IOControllerProfile::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(IOControllerProfile::Desc(), raw, back.Pack());
   }
 }
 
@@ -440,22 +444,20 @@ TEST(IOControllerProfileCodec, Validate) {
     IOControllerProfile v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), IOControllerProfile::kName)) break;
   }
   {
     IOControllerProfile v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), IOControllerProfile::kName, "Reserved1", "reserved, set to 1");
   }
   {
     IOControllerProfile v;
     MakeValid(v);
     v.VendorID = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "VendorID"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), IOControllerProfile::kName, "VendorID",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -465,10 +467,11 @@ TEST(IOControllerProfileCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const IOControllerProfile before = v;
   std::vector<uint8_t> short_bytes(IOControllerProfile::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(IOControllerProfile::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), IOControllerProfile::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, IOControllerProfile::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), IOControllerProfile::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(IOControllerProfile::kSize - 1, 0xA5),
+           IOControllerProfile::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(IOControllerProfile::Desc());
 }
 
@@ -502,24 +505,26 @@ bool ExpectMatches(const ServiceEntries& v, const std::vector<codec::FieldValue>
 
 TEST(ServiceEntriesCodec, Descriptor) {
   t::CheckDescriptor(ServiceEntries::Desc(), ServiceEntries::kName, ServiceEntries::kSize);
-  EXPECT_EQ(ServiceEntries::Desc().attribute_id, ServiceEntries::kAttributeId);
+  t::Check(ServiceEntries::Desc().attribute_id == ServiceEntries::kAttributeId,
+           ServiceEntries::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ServiceEntriesCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ServiceEntries::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ServiceEntries v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ServiceEntries back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ServiceEntries::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ServiceEntries::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ServiceEntries::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ServiceEntries::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ServiceEntries::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ServiceEntries::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ServiceEntries::Desc(), raw, back.Pack());
   }
 }
 
@@ -565,8 +570,7 @@ TEST(ServiceEntriesCodec, Validate) {
     ServiceEntries v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ServiceEntries::kName)) break;
   }
 }
 
@@ -576,10 +580,11 @@ TEST(ServiceEntriesCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ServiceEntries before = v;
   std::vector<uint8_t> short_bytes(ServiceEntries::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ServiceEntries::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ServiceEntries::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ServiceEntries::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ServiceEntries::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ServiceEntries::kSize - 1, 0xA5),
+           ServiceEntries::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(ServiceEntries::Desc());
 }
 

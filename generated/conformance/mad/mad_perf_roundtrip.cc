@@ -87,24 +87,28 @@ bool ExpectMatches(const PortSamplesControl& v, const std::vector<codec::FieldVa
 TEST(PortSamplesControlCodec, Descriptor) {
   t::CheckDescriptor(PortSamplesControl::Desc(), PortSamplesControl::kName,
                      PortSamplesControl::kSize);
-  EXPECT_EQ(PortSamplesControl::Desc().attribute_id, PortSamplesControl::kAttributeId);
+  t::Check(PortSamplesControl::Desc().attribute_id == PortSamplesControl::kAttributeId,
+           PortSamplesControl::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(PortSamplesControlCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(PortSamplesControl::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     PortSamplesControl v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     PortSamplesControl back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), PortSamplesControl::kName, "Unpack failed", iter);
+    ok &=
+        t::Check(back == v, PortSamplesControl::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, PortSamplesControl::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, PortSamplesControl::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(PortSamplesControl::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), PortSamplesControl::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(PortSamplesControl::Desc(), raw, back.Pack());
   }
 }
 
@@ -270,22 +274,20 @@ TEST(PortSamplesControlCodec, Validate) {
     PortSamplesControl v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), PortSamplesControl::kName)) break;
   }
   {
     PortSamplesControl v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), PortSamplesControl::kName, "Reserved1", "reserved, set to 1");
   }
   {
     PortSamplesControl v;
     MakeValid(v);
     v.Reserved1 = static_cast<uint8_t>(0x20ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "0x20 does not fit 5 bits but was not reported";
+    t::ExpectProblem(v.Validate(), PortSamplesControl::kName, "Reserved1",
+                     "0x20 does not fit in 5 bits");
   }
 }
 
@@ -295,10 +297,11 @@ TEST(PortSamplesControlCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const PortSamplesControl before = v;
   std::vector<uint8_t> short_bytes(PortSamplesControl::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(PortSamplesControl::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), PortSamplesControl::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, PortSamplesControl::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), PortSamplesControl::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(PortSamplesControl::kSize - 1, 0xA5),
+           PortSamplesControl::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(PortSamplesControl::Desc());
 }
 
@@ -371,24 +374,26 @@ bool ExpectMatches(const PortCounters& v, const std::vector<codec::FieldValue>& 
 
 TEST(PortCountersCodec, Descriptor) {
   t::CheckDescriptor(PortCounters::Desc(), PortCounters::kName, PortCounters::kSize);
-  EXPECT_EQ(PortCounters::Desc().attribute_id, PortCounters::kAttributeId);
+  t::Check(PortCounters::Desc().attribute_id == PortCounters::kAttributeId, PortCounters::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(PortCountersCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(PortCounters::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     PortCounters v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     PortCounters back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), PortCounters::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, PortCounters::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, PortCounters::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, PortCounters::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(PortCounters::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), PortCounters::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(PortCounters::Desc(), raw, back.Pack());
   }
 }
 
@@ -564,22 +569,20 @@ TEST(PortCountersCodec, Validate) {
     PortCounters v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), PortCounters::kName)) break;
   }
   {
     PortCounters v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), PortCounters::kName, "Reserved1", "reserved, set to 1");
   }
   {
     PortCounters v;
     MakeValid(v);
     v.LocalLinkIntegrityErrors = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LocalLinkIntegrityErrors"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), PortCounters::kName, "LocalLinkIntegrityErrors",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -589,10 +592,11 @@ TEST(PortCountersCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const PortCounters before = v;
   std::vector<uint8_t> short_bytes(PortCounters::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(PortCounters::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), PortCounters::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, PortCounters::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), PortCounters::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(PortCounters::kSize - 1, 0xA5), PortCounters::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(PortCounters::Desc());
 }
 
@@ -674,24 +678,28 @@ bool ExpectMatches(const PortCountersExtended& v, const std::vector<codec::Field
 TEST(PortCountersExtendedCodec, Descriptor) {
   t::CheckDescriptor(PortCountersExtended::Desc(), PortCountersExtended::kName,
                      PortCountersExtended::kSize);
-  EXPECT_EQ(PortCountersExtended::Desc().attribute_id, PortCountersExtended::kAttributeId);
+  t::Check(PortCountersExtended::Desc().attribute_id == PortCountersExtended::kAttributeId,
+           PortCountersExtended::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(PortCountersExtendedCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(PortCountersExtended::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     PortCountersExtended v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     PortCountersExtended back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), PortCountersExtended::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, PortCountersExtended::kName, "Pack then Unpack changed the value",
+                   iter);
+    ok &= t::Check(back.Pack() == bytes, PortCountersExtended::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, PortCountersExtended::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(PortCountersExtended::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), PortCountersExtended::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(PortCountersExtended::Desc(), raw, back.Pack());
   }
 }
 
@@ -894,15 +902,13 @@ TEST(PortCountersExtendedCodec, Validate) {
     PortCountersExtended v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), PortCountersExtended::kName)) break;
   }
   {
     PortCountersExtended v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), PortCountersExtended::kName, "Reserved1", "reserved, set to 1");
   }
 }
 
@@ -912,10 +918,11 @@ TEST(PortCountersExtendedCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const PortCountersExtended before = v;
   std::vector<uint8_t> short_bytes(PortCountersExtended::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(PortCountersExtended::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), PortCountersExtended::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, PortCountersExtended::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), PortCountersExtended::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(PortCountersExtended::kSize - 1, 0xA5),
+           PortCountersExtended::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(PortCountersExtended::Desc());
 }
 

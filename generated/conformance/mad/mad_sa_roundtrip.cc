@@ -63,24 +63,26 @@ bool ExpectMatches(const NodeRecord& v, const std::vector<codec::FieldValue>& va
 
 TEST(NodeRecordCodec, Descriptor) {
   t::CheckDescriptor(NodeRecord::Desc(), NodeRecord::kName, NodeRecord::kSize);
-  EXPECT_EQ(NodeRecord::Desc().attribute_id, NodeRecord::kAttributeId);
+  t::Check(NodeRecord::Desc().attribute_id == NodeRecord::kAttributeId, NodeRecord::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(NodeRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(NodeRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     NodeRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     NodeRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), NodeRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, NodeRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, NodeRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, NodeRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(NodeRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), NodeRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(NodeRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -200,22 +202,20 @@ TEST(NodeRecordCodec, Validate) {
     NodeRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), NodeRecord::kName)) break;
   }
   {
     NodeRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), NodeRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     NodeRecord v;
     MakeValid(v);
     v.VendorID = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "VendorID"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), NodeRecord::kName, "VendorID",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -225,10 +225,11 @@ TEST(NodeRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const NodeRecord before = v;
   std::vector<uint8_t> short_bytes(NodeRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(NodeRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), NodeRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, NodeRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), NodeRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(NodeRecord::kSize - 1, 0xA5), NodeRecord::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(NodeRecord::Desc());
 }
 
@@ -382,24 +383,26 @@ bool ExpectMatches(const PortInfoRecord& v, const std::vector<codec::FieldValue>
 
 TEST(PortInfoRecordCodec, Descriptor) {
   t::CheckDescriptor(PortInfoRecord::Desc(), PortInfoRecord::kName, PortInfoRecord::kSize);
-  EXPECT_EQ(PortInfoRecord::Desc().attribute_id, PortInfoRecord::kAttributeId);
+  t::Check(PortInfoRecord::Desc().attribute_id == PortInfoRecord::kAttributeId,
+           PortInfoRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(PortInfoRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(PortInfoRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     PortInfoRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     PortInfoRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), PortInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, PortInfoRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, PortInfoRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, PortInfoRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(PortInfoRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), PortInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(PortInfoRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -785,29 +788,26 @@ TEST(PortInfoRecordCodec, Validate) {
     PortInfoRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), PortInfoRecord::kName)) break;
   }
   {
     PortInfoRecord v;
     MakeValid(v);
     v.Reserved2 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved2"))
-        << "non-zero reserved Reserved2 not reported";
+    t::ExpectProblem(v.Validate(), PortInfoRecord::kName, "Reserved2", "reserved, set to 1");
   }
   {
     PortInfoRecord v;
     MakeValid(v);
     v.PortState = static_cast<uint8_t>(0x6ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "PortState"))
-        << "0x6 is not a PortState but was not reported";
+    t::ExpectProblem(v.Validate(), PortInfoRecord::kName, "PortState", "0x6 is not a PortState");
   }
   {
     PortInfoRecord v;
     MakeValid(v);
     v.LinkSpeedSupported = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LinkSpeedSupported"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), PortInfoRecord::kName, "LinkSpeedSupported",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -817,10 +817,11 @@ TEST(PortInfoRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const PortInfoRecord before = v;
   std::vector<uint8_t> short_bytes(PortInfoRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(PortInfoRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), PortInfoRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, PortInfoRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), PortInfoRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(PortInfoRecord::kSize - 1, 0xA5),
+           PortInfoRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(PortInfoRecord::Desc());
 }
 
@@ -860,24 +861,28 @@ bool ExpectMatches(const SLtoVLMappingTableRecord& v,
 TEST(SLtoVLMappingTableRecordCodec, Descriptor) {
   t::CheckDescriptor(SLtoVLMappingTableRecord::Desc(), SLtoVLMappingTableRecord::kName,
                      SLtoVLMappingTableRecord::kSize);
-  EXPECT_EQ(SLtoVLMappingTableRecord::Desc().attribute_id, SLtoVLMappingTableRecord::kAttributeId);
+  t::Check(SLtoVLMappingTableRecord::Desc().attribute_id == SLtoVLMappingTableRecord::kAttributeId,
+           SLtoVLMappingTableRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(SLtoVLMappingTableRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SLtoVLMappingTableRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SLtoVLMappingTableRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SLtoVLMappingTableRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SLtoVLMappingTableRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SLtoVLMappingTableRecord::kName, "Pack then Unpack changed the value",
+                   iter);
+    ok &= t::Check(back.Pack() == bytes, SLtoVLMappingTableRecord::kName,
+                   "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SLtoVLMappingTableRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SLtoVLMappingTableRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SLtoVLMappingTableRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SLtoVLMappingTableRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -938,22 +943,21 @@ TEST(SLtoVLMappingTableRecordCodec, Validate) {
     SLtoVLMappingTableRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SLtoVLMappingTableRecord::kName)) break;
   }
   {
     SLtoVLMappingTableRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), SLtoVLMappingTableRecord::kName, "Reserved1",
+                     "reserved, set to 1");
   }
   {
     SLtoVLMappingTableRecord v;
     MakeValid(v);
     v.SLtoVL[0] = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "SLtoVL[0]"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SLtoVLMappingTableRecord::kName, "SLtoVL[0]",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -963,10 +967,12 @@ TEST(SLtoVLMappingTableRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SLtoVLMappingTableRecord before = v;
   std::vector<uint8_t> short_bytes(SLtoVLMappingTableRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SLtoVLMappingTableRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SLtoVLMappingTableRecord::kName,
+           "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SLtoVLMappingTableRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SLtoVLMappingTableRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SLtoVLMappingTableRecord::kSize - 1, 0xA5),
+           SLtoVLMappingTableRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(SLtoVLMappingTableRecord::Desc());
 }
 
@@ -1042,24 +1048,27 @@ bool ExpectMatches(const SwitchInfoRecord& v, const std::vector<codec::FieldValu
 
 TEST(SwitchInfoRecordCodec, Descriptor) {
   t::CheckDescriptor(SwitchInfoRecord::Desc(), SwitchInfoRecord::kName, SwitchInfoRecord::kSize);
-  EXPECT_EQ(SwitchInfoRecord::Desc().attribute_id, SwitchInfoRecord::kAttributeId);
+  t::Check(SwitchInfoRecord::Desc().attribute_id == SwitchInfoRecord::kAttributeId,
+           SwitchInfoRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(SwitchInfoRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SwitchInfoRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SwitchInfoRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SwitchInfoRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SwitchInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SwitchInfoRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &=
+        t::Check(back.Pack() == bytes, SwitchInfoRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SwitchInfoRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SwitchInfoRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SwitchInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SwitchInfoRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -1226,22 +1235,20 @@ TEST(SwitchInfoRecordCodec, Validate) {
     SwitchInfoRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SwitchInfoRecord::kName)) break;
   }
   {
     SwitchInfoRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), SwitchInfoRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     SwitchInfoRecord v;
     MakeValid(v);
     v.LifeTimeValue = static_cast<uint8_t>(0x20ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LifeTimeValue"))
-        << "0x20 does not fit 5 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SwitchInfoRecord::kName, "LifeTimeValue",
+                     "0x20 does not fit in 5 bits");
   }
 }
 
@@ -1251,10 +1258,11 @@ TEST(SwitchInfoRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SwitchInfoRecord before = v;
   std::vector<uint8_t> short_bytes(SwitchInfoRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SwitchInfoRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SwitchInfoRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SwitchInfoRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SwitchInfoRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SwitchInfoRecord::kSize - 1, 0xA5),
+           SwitchInfoRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(SwitchInfoRecord::Desc());
 }
 
@@ -1292,25 +1300,29 @@ bool ExpectMatches(const LinearForwardingTableRecord& v,
 TEST(LinearForwardingTableRecordCodec, Descriptor) {
   t::CheckDescriptor(LinearForwardingTableRecord::Desc(), LinearForwardingTableRecord::kName,
                      LinearForwardingTableRecord::kSize);
-  EXPECT_EQ(LinearForwardingTableRecord::Desc().attribute_id,
-            LinearForwardingTableRecord::kAttributeId);
+  t::Check(
+      LinearForwardingTableRecord::Desc().attribute_id == LinearForwardingTableRecord::kAttributeId,
+      LinearForwardingTableRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(LinearForwardingTableRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(LinearForwardingTableRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     LinearForwardingTableRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     LinearForwardingTableRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), LinearForwardingTableRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, LinearForwardingTableRecord::kName,
+                   "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, LinearForwardingTableRecord::kName,
+                   "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, LinearForwardingTableRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(LinearForwardingTableRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), LinearForwardingTableRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(LinearForwardingTableRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -1366,15 +1378,14 @@ TEST(LinearForwardingTableRecordCodec, Validate) {
     LinearForwardingTableRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), LinearForwardingTableRecord::kName)) break;
   }
   {
     LinearForwardingTableRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), LinearForwardingTableRecord::kName, "Reserved1",
+                     "reserved, set to 1");
   }
 }
 
@@ -1384,10 +1395,13 @@ TEST(LinearForwardingTableRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const LinearForwardingTableRecord before = v;
   std::vector<uint8_t> short_bytes(LinearForwardingTableRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(LinearForwardingTableRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), LinearForwardingTableRecord::kName,
+           "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, LinearForwardingTableRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), LinearForwardingTableRecord::kName,
+           "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(LinearForwardingTableRecord::kSize - 1, 0xA5),
+           LinearForwardingTableRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(LinearForwardingTableRecord::Desc());
 }
 
@@ -1433,25 +1447,31 @@ bool ExpectMatches(const MulticastForwardingTableRecord& v,
 TEST(MulticastForwardingTableRecordCodec, Descriptor) {
   t::CheckDescriptor(MulticastForwardingTableRecord::Desc(), MulticastForwardingTableRecord::kName,
                      MulticastForwardingTableRecord::kSize);
-  EXPECT_EQ(MulticastForwardingTableRecord::Desc().attribute_id,
-            MulticastForwardingTableRecord::kAttributeId);
+  t::Check(MulticastForwardingTableRecord::Desc().attribute_id ==
+               MulticastForwardingTableRecord::kAttributeId,
+           MulticastForwardingTableRecord::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(MulticastForwardingTableRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(MulticastForwardingTableRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     MulticastForwardingTableRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     MulticastForwardingTableRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &=
+        t::Check(back.Unpack(bytes), MulticastForwardingTableRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, MulticastForwardingTableRecord::kName,
+                   "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, MulticastForwardingTableRecord::kName,
+                   "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, MulticastForwardingTableRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(MulticastForwardingTableRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), MulticastForwardingTableRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(MulticastForwardingTableRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -1519,22 +1539,21 @@ TEST(MulticastForwardingTableRecordCodec, Validate) {
     MulticastForwardingTableRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), MulticastForwardingTableRecord::kName)) break;
   }
   {
     MulticastForwardingTableRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), MulticastForwardingTableRecord::kName, "Reserved1",
+                     "reserved, set to 1");
   }
   {
     MulticastForwardingTableRecord v;
     MakeValid(v);
     v.Position = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Position"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), MulticastForwardingTableRecord::kName, "Position",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -1544,10 +1563,13 @@ TEST(MulticastForwardingTableRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const MulticastForwardingTableRecord before = v;
   std::vector<uint8_t> short_bytes(MulticastForwardingTableRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(MulticastForwardingTableRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), MulticastForwardingTableRecord::kName,
+           "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, MulticastForwardingTableRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), MulticastForwardingTableRecord::kName,
+           "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(MulticastForwardingTableRecord::kSize - 1, 0xA5),
+           MulticastForwardingTableRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(MulticastForwardingTableRecord::Desc());
 }
 
@@ -1592,24 +1614,26 @@ bool ExpectMatches(const SMInfoRecord& v, const std::vector<codec::FieldValue>& 
 
 TEST(SMInfoRecordCodec, Descriptor) {
   t::CheckDescriptor(SMInfoRecord::Desc(), SMInfoRecord::kName, SMInfoRecord::kSize);
-  EXPECT_EQ(SMInfoRecord::Desc().attribute_id, SMInfoRecord::kAttributeId);
+  t::Check(SMInfoRecord::Desc().attribute_id == SMInfoRecord::kAttributeId, SMInfoRecord::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(SMInfoRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SMInfoRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SMInfoRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SMInfoRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SMInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SMInfoRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SMInfoRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SMInfoRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SMInfoRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SMInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SMInfoRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -1681,29 +1705,25 @@ TEST(SMInfoRecordCodec, Validate) {
     SMInfoRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SMInfoRecord::kName)) break;
   }
   {
     SMInfoRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), SMInfoRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     SMInfoRecord v;
     MakeValid(v);
     v.SMState = static_cast<uint8_t>(0x4ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "SMState"))
-        << "0x4 is not a SMState but was not reported";
+    t::ExpectProblem(v.Validate(), SMInfoRecord::kName, "SMState", "0x4 is not a SMState");
   }
   {
     SMInfoRecord v;
     MakeValid(v);
     v.Priority = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Priority"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SMInfoRecord::kName, "Priority", "0x10 does not fit in 4 bits");
   }
 }
 
@@ -1713,10 +1733,11 @@ TEST(SMInfoRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SMInfoRecord before = v;
   std::vector<uint8_t> short_bytes(SMInfoRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SMInfoRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SMInfoRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SMInfoRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SMInfoRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SMInfoRecord::kSize - 1, 0xA5), SMInfoRecord::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(SMInfoRecord::Desc());
 }
 
@@ -1773,24 +1794,26 @@ bool ExpectMatches(const InformInfo& v, const std::vector<codec::FieldValue>& va
 
 TEST(InformInfoCodec, Descriptor) {
   t::CheckDescriptor(InformInfo::Desc(), InformInfo::kName, InformInfo::kSize);
-  EXPECT_EQ(InformInfo::Desc().attribute_id, InformInfo::kAttributeId);
+  t::Check(InformInfo::Desc().attribute_id == InformInfo::kAttributeId, InformInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(InformInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(InformInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     InformInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     InformInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), InformInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, InformInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, InformInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, InformInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(InformInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), InformInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(InformInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -1899,22 +1922,19 @@ TEST(InformInfoCodec, Validate) {
     InformInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), InformInfo::kName)) break;
   }
   {
     InformInfo v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), InformInfo::kName, "Reserved1", "reserved, set to 1");
   }
   {
     InformInfo v;
     MakeValid(v);
     v.QPN = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "QPN"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), InformInfo::kName, "QPN", "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -1924,10 +1944,11 @@ TEST(InformInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const InformInfo before = v;
   std::vector<uint8_t> short_bytes(InformInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(InformInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), InformInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, InformInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), InformInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(InformInfo::kSize - 1, 0xA5), InformInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(InformInfo::Desc());
 }
 
@@ -1991,24 +2012,27 @@ bool ExpectMatches(const InformInfoRecord& v, const std::vector<codec::FieldValu
 
 TEST(InformInfoRecordCodec, Descriptor) {
   t::CheckDescriptor(InformInfoRecord::Desc(), InformInfoRecord::kName, InformInfoRecord::kSize);
-  EXPECT_EQ(InformInfoRecord::Desc().attribute_id, InformInfoRecord::kAttributeId);
+  t::Check(InformInfoRecord::Desc().attribute_id == InformInfoRecord::kAttributeId,
+           InformInfoRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(InformInfoRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(InformInfoRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     InformInfoRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     InformInfoRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), InformInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, InformInfoRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &=
+        t::Check(back.Pack() == bytes, InformInfoRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, InformInfoRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(InformInfoRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), InformInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(InformInfoRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -2135,22 +2159,20 @@ TEST(InformInfoRecordCodec, Validate) {
     InformInfoRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), InformInfoRecord::kName)) break;
   }
   {
     InformInfoRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), InformInfoRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     InformInfoRecord v;
     MakeValid(v);
     v.Reserved1 = static_cast<uint64_t>(0x1000000000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "0x1000000000000 does not fit 48 bits but was not reported";
+    t::ExpectProblem(v.Validate(), InformInfoRecord::kName, "Reserved1",
+                     "0x1000000000000 does not fit in 48 bits");
   }
 }
 
@@ -2160,10 +2182,11 @@ TEST(InformInfoRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const InformInfoRecord before = v;
   std::vector<uint8_t> short_bytes(InformInfoRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(InformInfoRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), InformInfoRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, InformInfoRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), InformInfoRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(InformInfoRecord::kSize - 1, 0xA5),
+           InformInfoRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(InformInfoRecord::Desc());
 }
 
@@ -2198,24 +2221,26 @@ bool ExpectMatches(const LinkRecord& v, const std::vector<codec::FieldValue>& va
 
 TEST(LinkRecordCodec, Descriptor) {
   t::CheckDescriptor(LinkRecord::Desc(), LinkRecord::kName, LinkRecord::kSize);
-  EXPECT_EQ(LinkRecord::Desc().attribute_id, LinkRecord::kAttributeId);
+  t::Check(LinkRecord::Desc().attribute_id == LinkRecord::kAttributeId, LinkRecord::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(LinkRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(LinkRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     LinkRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     LinkRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), LinkRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, LinkRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, LinkRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, LinkRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(LinkRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), LinkRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(LinkRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -2269,8 +2294,7 @@ TEST(LinkRecordCodec, Validate) {
     LinkRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), LinkRecord::kName)) break;
   }
 }
 
@@ -2280,10 +2304,11 @@ TEST(LinkRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const LinkRecord before = v;
   std::vector<uint8_t> short_bytes(LinkRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(LinkRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), LinkRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, LinkRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), LinkRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(LinkRecord::kSize - 1, 0xA5), LinkRecord::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(LinkRecord::Desc());
 }
 
@@ -2337,24 +2362,26 @@ bool ExpectMatches(const GUIDInfoRecord& v, const std::vector<codec::FieldValue>
 
 TEST(GUIDInfoRecordCodec, Descriptor) {
   t::CheckDescriptor(GUIDInfoRecord::Desc(), GUIDInfoRecord::kName, GUIDInfoRecord::kSize);
-  EXPECT_EQ(GUIDInfoRecord::Desc().attribute_id, GUIDInfoRecord::kAttributeId);
+  t::Check(GUIDInfoRecord::Desc().attribute_id == GUIDInfoRecord::kAttributeId,
+           GUIDInfoRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(GUIDInfoRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(GUIDInfoRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     GUIDInfoRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     GUIDInfoRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), GUIDInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, GUIDInfoRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, GUIDInfoRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, GUIDInfoRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(GUIDInfoRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), GUIDInfoRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(GUIDInfoRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -2456,15 +2483,13 @@ TEST(GUIDInfoRecordCodec, Validate) {
     GUIDInfoRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), GUIDInfoRecord::kName)) break;
   }
   {
     GUIDInfoRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), GUIDInfoRecord::kName, "Reserved1", "reserved, set to 1");
   }
 }
 
@@ -2474,10 +2499,11 @@ TEST(GUIDInfoRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const GUIDInfoRecord before = v;
   std::vector<uint8_t> short_bytes(GUIDInfoRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(GUIDInfoRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), GUIDInfoRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, GUIDInfoRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), GUIDInfoRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(GUIDInfoRecord::kSize - 1, 0xA5),
+           GUIDInfoRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(GUIDInfoRecord::Desc());
 }
 
@@ -2578,24 +2604,26 @@ bool ExpectMatches(const ServiceRecord& v, const std::vector<codec::FieldValue>&
 
 TEST(ServiceRecordCodec, Descriptor) {
   t::CheckDescriptor(ServiceRecord::Desc(), ServiceRecord::kName, ServiceRecord::kSize);
-  EXPECT_EQ(ServiceRecord::Desc().attribute_id, ServiceRecord::kAttributeId);
+  t::Check(ServiceRecord::Desc().attribute_id == ServiceRecord::kAttributeId, ServiceRecord::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(ServiceRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ServiceRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ServiceRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ServiceRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ServiceRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ServiceRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ServiceRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ServiceRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ServiceRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ServiceRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ServiceRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -2847,15 +2875,13 @@ TEST(ServiceRecordCodec, Validate) {
     ServiceRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ServiceRecord::kName)) break;
   }
   {
     ServiceRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), ServiceRecord::kName, "Reserved1", "reserved, set to 1");
   }
 }
 
@@ -2865,10 +2891,11 @@ TEST(ServiceRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ServiceRecord before = v;
   std::vector<uint8_t> short_bytes(ServiceRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ServiceRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ServiceRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ServiceRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ServiceRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ServiceRecord::kSize - 1, 0xA5),
+           ServiceRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(ServiceRecord::Desc());
 }
 
@@ -2906,24 +2933,27 @@ bool ExpectMatches(const P_KeyTableRecord& v, const std::vector<codec::FieldValu
 
 TEST(P_KeyTableRecordCodec, Descriptor) {
   t::CheckDescriptor(P_KeyTableRecord::Desc(), P_KeyTableRecord::kName, P_KeyTableRecord::kSize);
-  EXPECT_EQ(P_KeyTableRecord::Desc().attribute_id, P_KeyTableRecord::kAttributeId);
+  t::Check(P_KeyTableRecord::Desc().attribute_id == P_KeyTableRecord::kAttributeId,
+           P_KeyTableRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(P_KeyTableRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(P_KeyTableRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     P_KeyTableRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     P_KeyTableRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), P_KeyTableRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, P_KeyTableRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &=
+        t::Check(back.Pack() == bytes, P_KeyTableRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, P_KeyTableRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(P_KeyTableRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), P_KeyTableRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(P_KeyTableRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -2985,22 +3015,20 @@ TEST(P_KeyTableRecordCodec, Validate) {
     P_KeyTableRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), P_KeyTableRecord::kName)) break;
   }
   {
     P_KeyTableRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), P_KeyTableRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     P_KeyTableRecord v;
     MakeValid(v);
     v.Reserved1 = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), P_KeyTableRecord::kName, "Reserved1",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -3010,10 +3038,11 @@ TEST(P_KeyTableRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const P_KeyTableRecord before = v;
   std::vector<uint8_t> short_bytes(P_KeyTableRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(P_KeyTableRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), P_KeyTableRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, P_KeyTableRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), P_KeyTableRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(P_KeyTableRecord::kSize - 1, 0xA5),
+           P_KeyTableRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(P_KeyTableRecord::Desc());
 }
 
@@ -3099,24 +3128,26 @@ bool ExpectMatches(const PathRecord& v, const std::vector<codec::FieldValue>& va
 
 TEST(PathRecordCodec, Descriptor) {
   t::CheckDescriptor(PathRecord::Desc(), PathRecord::kName, PathRecord::kSize);
-  EXPECT_EQ(PathRecord::Desc().attribute_id, PathRecord::kAttributeId);
+  t::Check(PathRecord::Desc().attribute_id == PathRecord::kAttributeId, PathRecord::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(PathRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(PathRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     PathRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     PathRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), PathRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, PathRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, PathRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, PathRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(PathRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), PathRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(PathRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -3306,22 +3337,20 @@ TEST(PathRecordCodec, Validate) {
     PathRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), PathRecord::kName)) break;
   }
   {
     PathRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), PathRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     PathRecord v;
     MakeValid(v);
     v.ServiceID56LSB = static_cast<uint64_t>(0x100000000000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "ServiceID56LSB"))
-        << "0x100000000000000 does not fit 56 bits but was not reported";
+    t::ExpectProblem(v.Validate(), PathRecord::kName, "ServiceID56LSB",
+                     "0x100000000000000 does not fit in 56 bits");
   }
 }
 
@@ -3331,10 +3360,11 @@ TEST(PathRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const PathRecord before = v;
   std::vector<uint8_t> short_bytes(PathRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(PathRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), PathRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, PathRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), PathRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(PathRecord::kSize - 1, 0xA5), PathRecord::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(PathRecord::Desc());
 }
 
@@ -3404,24 +3434,26 @@ bool ExpectMatches(const MCMemberRecord& v, const std::vector<codec::FieldValue>
 
 TEST(MCMemberRecordCodec, Descriptor) {
   t::CheckDescriptor(MCMemberRecord::Desc(), MCMemberRecord::kName, MCMemberRecord::kSize);
-  EXPECT_EQ(MCMemberRecord::Desc().attribute_id, MCMemberRecord::kAttributeId);
+  t::Check(MCMemberRecord::Desc().attribute_id == MCMemberRecord::kAttributeId,
+           MCMemberRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(MCMemberRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(MCMemberRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     MCMemberRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     MCMemberRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), MCMemberRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, MCMemberRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, MCMemberRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, MCMemberRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(MCMemberRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), MCMemberRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(MCMemberRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -3567,22 +3599,20 @@ TEST(MCMemberRecordCodec, Validate) {
     MCMemberRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), MCMemberRecord::kName)) break;
   }
   {
     MCMemberRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), MCMemberRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     MCMemberRecord v;
     MakeValid(v);
     v.MTUSelector = static_cast<uint8_t>(0x4ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "MTUSelector"))
-        << "0x4 does not fit 2 bits but was not reported";
+    t::ExpectProblem(v.Validate(), MCMemberRecord::kName, "MTUSelector",
+                     "0x4 does not fit in 2 bits");
   }
 }
 
@@ -3592,10 +3622,11 @@ TEST(MCMemberRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const MCMemberRecord before = v;
   std::vector<uint8_t> short_bytes(MCMemberRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(MCMemberRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), MCMemberRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, MCMemberRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), MCMemberRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(MCMemberRecord::kSize - 1, 0xA5),
+           MCMemberRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(MCMemberRecord::Desc());
 }
 
@@ -3673,24 +3704,26 @@ bool ExpectMatches(const MultiPathRecord& v, const std::vector<codec::FieldValue
 
 TEST(MultiPathRecordCodec, Descriptor) {
   t::CheckDescriptor(MultiPathRecord::Desc(), MultiPathRecord::kName, MultiPathRecord::kSize);
-  EXPECT_EQ(MultiPathRecord::Desc().attribute_id, MultiPathRecord::kAttributeId);
+  t::Check(MultiPathRecord::Desc().attribute_id == MultiPathRecord::kAttributeId,
+           MultiPathRecord::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(MultiPathRecordCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(MultiPathRecord::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     MultiPathRecord v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     MultiPathRecord back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), MultiPathRecord::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, MultiPathRecord::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, MultiPathRecord::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, MultiPathRecord::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(MultiPathRecord::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), MultiPathRecord::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(MultiPathRecord::Desc(), raw, back.Pack());
   }
 }
 
@@ -3860,22 +3893,20 @@ TEST(MultiPathRecordCodec, Validate) {
     MultiPathRecord v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), MultiPathRecord::kName)) break;
   }
   {
     MultiPathRecord v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), MultiPathRecord::kName, "Reserved1", "reserved, set to 1");
   }
   {
     MultiPathRecord v;
     MakeValid(v);
     v.RawTraffic = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "RawTraffic"))
-        << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), MultiPathRecord::kName, "RawTraffic",
+                     "0x2 does not fit in 1 bits");
   }
 }
 
@@ -3885,10 +3916,11 @@ TEST(MultiPathRecordCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const MultiPathRecord before = v;
   std::vector<uint8_t> short_bytes(MultiPathRecord::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(MultiPathRecord::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), MultiPathRecord::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, MultiPathRecord::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), MultiPathRecord::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(MultiPathRecord::kSize - 1, 0xA5),
+           MultiPathRecord::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(MultiPathRecord::Desc());
 }
 

@@ -35,24 +35,26 @@ bool ExpectMatches(const NodeDescription& v, const std::vector<codec::FieldValue
 
 TEST(NodeDescriptionCodec, Descriptor) {
   t::CheckDescriptor(NodeDescription::Desc(), NodeDescription::kName, NodeDescription::kSize);
-  EXPECT_EQ(NodeDescription::Desc().attribute_id, NodeDescription::kAttributeId);
+  t::Check(NodeDescription::Desc().attribute_id == NodeDescription::kAttributeId,
+           NodeDescription::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(NodeDescriptionCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(NodeDescription::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     NodeDescription v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     NodeDescription back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), NodeDescription::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, NodeDescription::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, NodeDescription::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, NodeDescription::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(NodeDescription::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), NodeDescription::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(NodeDescription::Desc(), raw, back.Pack());
   }
 }
 
@@ -88,8 +90,7 @@ TEST(NodeDescriptionCodec, Validate) {
     NodeDescription v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), NodeDescription::kName)) break;
   }
 }
 
@@ -99,10 +100,11 @@ TEST(NodeDescriptionCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const NodeDescription before = v;
   std::vector<uint8_t> short_bytes(NodeDescription::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(NodeDescription::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), NodeDescription::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, NodeDescription::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), NodeDescription::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(NodeDescription::kSize - 1, 0xA5),
+           NodeDescription::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(NodeDescription::Desc());
 }
 
@@ -153,24 +155,26 @@ bool ExpectMatches(const NodeInfo& v, const std::vector<codec::FieldValue>& valu
 
 TEST(NodeInfoCodec, Descriptor) {
   t::CheckDescriptor(NodeInfo::Desc(), NodeInfo::kName, NodeInfo::kSize);
-  EXPECT_EQ(NodeInfo::Desc().attribute_id, NodeInfo::kAttributeId);
+  t::Check(NodeInfo::Desc().attribute_id == NodeInfo::kAttributeId, NodeInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(NodeInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(NodeInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     NodeInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     NodeInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), NodeInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, NodeInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, NodeInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, NodeInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(NodeInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), NodeInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(NodeInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -272,22 +276,20 @@ TEST(NodeInfoCodec, Validate) {
     NodeInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), NodeInfo::kName)) break;
   }
   {
     NodeInfo v;
     MakeValid(v);
     v.NodeType = static_cast<uint8_t>(0x0ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "NodeType"))
-        << "0x0 is not a NodeType but was not reported";
+    t::ExpectProblem(v.Validate(), NodeInfo::kName, "NodeType", "0x0 is not a NodeType");
   }
   {
     NodeInfo v;
     MakeValid(v);
     v.VendorID = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "VendorID"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), NodeInfo::kName, "VendorID",
+                     "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -297,10 +299,11 @@ TEST(NodeInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const NodeInfo before = v;
   std::vector<uint8_t> short_bytes(NodeInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(NodeInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), NodeInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, NodeInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), NodeInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(NodeInfo::kSize - 1, 0xA5), NodeInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(NodeInfo::Desc());
 }
 
@@ -368,24 +371,26 @@ bool ExpectMatches(const SwitchInfo& v, const std::vector<codec::FieldValue>& va
 
 TEST(SwitchInfoCodec, Descriptor) {
   t::CheckDescriptor(SwitchInfo::Desc(), SwitchInfo::kName, SwitchInfo::kSize);
-  EXPECT_EQ(SwitchInfo::Desc().attribute_id, SwitchInfo::kAttributeId);
+  t::Check(SwitchInfo::Desc().attribute_id == SwitchInfo::kAttributeId, SwitchInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(SwitchInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SwitchInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SwitchInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SwitchInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SwitchInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SwitchInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SwitchInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SwitchInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SwitchInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SwitchInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SwitchInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -540,22 +545,20 @@ TEST(SwitchInfoCodec, Validate) {
     SwitchInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SwitchInfo::kName)) break;
   }
   {
     SwitchInfo v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), SwitchInfo::kName, "Reserved1", "reserved, set to 1");
   }
   {
     SwitchInfo v;
     MakeValid(v);
     v.LifeTimeValue = static_cast<uint8_t>(0x20ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LifeTimeValue"))
-        << "0x20 does not fit 5 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SwitchInfo::kName, "LifeTimeValue",
+                     "0x20 does not fit in 5 bits");
   }
 }
 
@@ -565,10 +568,11 @@ TEST(SwitchInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SwitchInfo before = v;
   std::vector<uint8_t> short_bytes(SwitchInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SwitchInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SwitchInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SwitchInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SwitchInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SwitchInfo::kSize - 1, 0xA5), SwitchInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(SwitchInfo::Desc());
 }
 
@@ -598,24 +602,26 @@ bool ExpectMatches(const GUIDInfo& v, const std::vector<codec::FieldValue>& valu
 
 TEST(GUIDInfoCodec, Descriptor) {
   t::CheckDescriptor(GUIDInfo::Desc(), GUIDInfo::kName, GUIDInfo::kSize);
-  EXPECT_EQ(GUIDInfo::Desc().attribute_id, GUIDInfo::kAttributeId);
+  t::Check(GUIDInfo::Desc().attribute_id == GUIDInfo::kAttributeId, GUIDInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(GUIDInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(GUIDInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     GUIDInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     GUIDInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), GUIDInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, GUIDInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, GUIDInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, GUIDInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(GUIDInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), GUIDInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(GUIDInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -652,8 +658,7 @@ TEST(GUIDInfoCodec, Validate) {
     GUIDInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), GUIDInfo::kName)) break;
   }
 }
 
@@ -663,10 +668,11 @@ TEST(GUIDInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const GUIDInfo before = v;
   std::vector<uint8_t> short_bytes(GUIDInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(GUIDInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), GUIDInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, GUIDInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), GUIDInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(GUIDInfo::kSize - 1, 0xA5), GUIDInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(GUIDInfo::Desc());
 }
 
@@ -817,24 +823,26 @@ bool ExpectMatches(const PortInfo& v, const std::vector<codec::FieldValue>& valu
 
 TEST(PortInfoCodec, Descriptor) {
   t::CheckDescriptor(PortInfo::Desc(), PortInfo::kName, PortInfo::kSize);
-  EXPECT_EQ(PortInfo::Desc().attribute_id, PortInfo::kAttributeId);
+  t::Check(PortInfo::Desc().attribute_id == PortInfo::kAttributeId, PortInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(PortInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(PortInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     PortInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     PortInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), PortInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, PortInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, PortInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, PortInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(PortInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), PortInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(PortInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -1202,29 +1210,26 @@ TEST(PortInfoCodec, Validate) {
     PortInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), PortInfo::kName)) break;
   }
   {
     PortInfo v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), PortInfo::kName, "Reserved1", "reserved, set to 1");
   }
   {
     PortInfo v;
     MakeValid(v);
     v.LinkWidthActive = static_cast<uint8_t>(0x0ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LinkWidthActive"))
-        << "0x0 is not a LinkWidth but was not reported";
+    t::ExpectProblem(v.Validate(), PortInfo::kName, "LinkWidthActive", "0x0 is not a LinkWidth");
   }
   {
     PortInfo v;
     MakeValid(v);
     v.LinkSpeedSupported = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LinkSpeedSupported"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), PortInfo::kName, "LinkSpeedSupported",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -1234,10 +1239,11 @@ TEST(PortInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const PortInfo before = v;
   std::vector<uint8_t> short_bytes(PortInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(PortInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), PortInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, PortInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), PortInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(PortInfo::kSize - 1, 0xA5), PortInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(PortInfo::Desc());
 }
 
@@ -1267,24 +1273,26 @@ bool ExpectMatches(const P_KeyTable& v, const std::vector<codec::FieldValue>& va
 
 TEST(P_KeyTableCodec, Descriptor) {
   t::CheckDescriptor(P_KeyTable::Desc(), P_KeyTable::kName, P_KeyTable::kSize);
-  EXPECT_EQ(P_KeyTable::Desc().attribute_id, P_KeyTable::kAttributeId);
+  t::Check(P_KeyTable::Desc().attribute_id == P_KeyTable::kAttributeId, P_KeyTable::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(P_KeyTableCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(P_KeyTable::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     P_KeyTable v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     P_KeyTable back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), P_KeyTable::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, P_KeyTable::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, P_KeyTable::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, P_KeyTable::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(P_KeyTable::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), P_KeyTable::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(P_KeyTable::Desc(), raw, back.Pack());
   }
 }
 
@@ -1322,8 +1330,7 @@ TEST(P_KeyTableCodec, Validate) {
     P_KeyTable v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), P_KeyTable::kName)) break;
   }
 }
 
@@ -1333,10 +1340,11 @@ TEST(P_KeyTableCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const P_KeyTable before = v;
   std::vector<uint8_t> short_bytes(P_KeyTable::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(P_KeyTable::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), P_KeyTable::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, P_KeyTable::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), P_KeyTable::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(P_KeyTable::kSize - 1, 0xA5), P_KeyTable::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(P_KeyTable::Desc());
 }
 
@@ -1367,24 +1375,28 @@ bool ExpectMatches(const SLtoVLMappingTable& v, const std::vector<codec::FieldVa
 TEST(SLtoVLMappingTableCodec, Descriptor) {
   t::CheckDescriptor(SLtoVLMappingTable::Desc(), SLtoVLMappingTable::kName,
                      SLtoVLMappingTable::kSize);
-  EXPECT_EQ(SLtoVLMappingTable::Desc().attribute_id, SLtoVLMappingTable::kAttributeId);
+  t::Check(SLtoVLMappingTable::Desc().attribute_id == SLtoVLMappingTable::kAttributeId,
+           SLtoVLMappingTable::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(SLtoVLMappingTableCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SLtoVLMappingTable::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SLtoVLMappingTable v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SLtoVLMappingTable back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SLtoVLMappingTable::kName, "Unpack failed", iter);
+    ok &=
+        t::Check(back == v, SLtoVLMappingTable::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SLtoVLMappingTable::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SLtoVLMappingTable::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SLtoVLMappingTable::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SLtoVLMappingTable::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SLtoVLMappingTable::Desc(), raw, back.Pack());
   }
 }
 
@@ -1421,15 +1433,14 @@ TEST(SLtoVLMappingTableCodec, Validate) {
     SLtoVLMappingTable v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SLtoVLMappingTable::kName)) break;
   }
   {
     SLtoVLMappingTable v;
     MakeValid(v);
     v.SLtoVL[0] = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "SLtoVL[0]"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SLtoVLMappingTable::kName, "SLtoVL[0]",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -1439,10 +1450,11 @@ TEST(SLtoVLMappingTableCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SLtoVLMappingTable before = v;
   std::vector<uint8_t> short_bytes(SLtoVLMappingTable::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SLtoVLMappingTable::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SLtoVLMappingTable::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SLtoVLMappingTable::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SLtoVLMappingTable::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SLtoVLMappingTable::kSize - 1, 0xA5),
+           SLtoVLMappingTable::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(SLtoVLMappingTable::Desc());
 }
 
@@ -1479,24 +1491,28 @@ bool ExpectMatches(const VLArbitrationTable& v, const std::vector<codec::FieldVa
 TEST(VLArbitrationTableCodec, Descriptor) {
   t::CheckDescriptor(VLArbitrationTable::Desc(), VLArbitrationTable::kName,
                      VLArbitrationTable::kSize);
-  EXPECT_EQ(VLArbitrationTable::Desc().attribute_id, VLArbitrationTable::kAttributeId);
+  t::Check(VLArbitrationTable::Desc().attribute_id == VLArbitrationTable::kAttributeId,
+           VLArbitrationTable::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(VLArbitrationTableCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(VLArbitrationTable::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     VLArbitrationTable v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     VLArbitrationTable back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), VLArbitrationTable::kName, "Unpack failed", iter);
+    ok &=
+        t::Check(back == v, VLArbitrationTable::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, VLArbitrationTable::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, VLArbitrationTable::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(VLArbitrationTable::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), VLArbitrationTable::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(VLArbitrationTable::Desc(), raw, back.Pack());
   }
 }
 
@@ -1547,22 +1563,20 @@ TEST(VLArbitrationTableCodec, Validate) {
     VLArbitrationTable v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), VLArbitrationTable::kName)) break;
   }
   {
     VLArbitrationTable v;
     MakeValid(v);
     v.Reserved[0] = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved[0]"))
-        << "non-zero reserved Reserved[0] not reported";
+    t::ExpectProblem(v.Validate(), VLArbitrationTable::kName, "Reserved[0]", "reserved, set to 1");
   }
   {
     VLArbitrationTable v;
     MakeValid(v);
     v.Reserved[0] = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved[0]"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), VLArbitrationTable::kName, "Reserved[0]",
+                     "0x10 does not fit in 4 bits");
   }
 }
 
@@ -1572,10 +1586,11 @@ TEST(VLArbitrationTableCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const VLArbitrationTable before = v;
   std::vector<uint8_t> short_bytes(VLArbitrationTable::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(VLArbitrationTable::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), VLArbitrationTable::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, VLArbitrationTable::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), VLArbitrationTable::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(VLArbitrationTable::kSize - 1, 0xA5),
+           VLArbitrationTable::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(VLArbitrationTable::Desc());
 }
 
@@ -1606,24 +1621,28 @@ bool ExpectMatches(const LinearForwardingTable& v, const std::vector<codec::Fiel
 TEST(LinearForwardingTableCodec, Descriptor) {
   t::CheckDescriptor(LinearForwardingTable::Desc(), LinearForwardingTable::kName,
                      LinearForwardingTable::kSize);
-  EXPECT_EQ(LinearForwardingTable::Desc().attribute_id, LinearForwardingTable::kAttributeId);
+  t::Check(LinearForwardingTable::Desc().attribute_id == LinearForwardingTable::kAttributeId,
+           LinearForwardingTable::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(LinearForwardingTableCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(LinearForwardingTable::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     LinearForwardingTable v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     LinearForwardingTable back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), LinearForwardingTable::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, LinearForwardingTable::kName, "Pack then Unpack changed the value",
+                   iter);
+    ok &= t::Check(back.Pack() == bytes, LinearForwardingTable::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, LinearForwardingTable::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(LinearForwardingTable::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), LinearForwardingTable::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(LinearForwardingTable::Desc(), raw, back.Pack());
   }
 }
 
@@ -1660,8 +1679,7 @@ TEST(LinearForwardingTableCodec, Validate) {
     LinearForwardingTable v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), LinearForwardingTable::kName)) break;
   }
 }
 
@@ -1671,10 +1689,11 @@ TEST(LinearForwardingTableCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const LinearForwardingTable before = v;
   std::vector<uint8_t> short_bytes(LinearForwardingTable::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(LinearForwardingTable::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), LinearForwardingTable::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, LinearForwardingTable::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), LinearForwardingTable::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(LinearForwardingTable::kSize - 1, 0xA5),
+           LinearForwardingTable::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(LinearForwardingTable::Desc());
 }
 
@@ -1717,24 +1736,28 @@ bool ExpectMatches(const RandomForwardingTable& v, const std::vector<codec::Fiel
 TEST(RandomForwardingTableCodec, Descriptor) {
   t::CheckDescriptor(RandomForwardingTable::Desc(), RandomForwardingTable::kName,
                      RandomForwardingTable::kSize);
-  EXPECT_EQ(RandomForwardingTable::Desc().attribute_id, RandomForwardingTable::kAttributeId);
+  t::Check(RandomForwardingTable::Desc().attribute_id == RandomForwardingTable::kAttributeId,
+           RandomForwardingTable::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(RandomForwardingTableCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(RandomForwardingTable::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     RandomForwardingTable v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     RandomForwardingTable back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), RandomForwardingTable::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, RandomForwardingTable::kName, "Pack then Unpack changed the value",
+                   iter);
+    ok &= t::Check(back.Pack() == bytes, RandomForwardingTable::kName, "re-Pack changed the bytes",
+                   iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, RandomForwardingTable::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(RandomForwardingTable::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), RandomForwardingTable::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(RandomForwardingTable::Desc(), raw, back.Pack());
   }
 }
 
@@ -1799,22 +1822,21 @@ TEST(RandomForwardingTableCodec, Validate) {
     RandomForwardingTable v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), RandomForwardingTable::kName)) break;
   }
   {
     RandomForwardingTable v;
     MakeValid(v);
     v.Reserved[0] = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved[0]"))
-        << "non-zero reserved Reserved[0] not reported";
+    t::ExpectProblem(v.Validate(), RandomForwardingTable::kName, "Reserved[0]",
+                     "reserved, set to 1");
   }
   {
     RandomForwardingTable v;
     MakeValid(v);
     v.Valid[0] = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Valid[0]"))
-        << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), RandomForwardingTable::kName, "Valid[0]",
+                     "0x2 does not fit in 1 bits");
   }
 }
 
@@ -1824,10 +1846,11 @@ TEST(RandomForwardingTableCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const RandomForwardingTable before = v;
   std::vector<uint8_t> short_bytes(RandomForwardingTable::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(RandomForwardingTable::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), RandomForwardingTable::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, RandomForwardingTable::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), RandomForwardingTable::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(RandomForwardingTable::kSize - 1, 0xA5),
+           RandomForwardingTable::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(RandomForwardingTable::Desc());
 }
 
@@ -1859,24 +1882,28 @@ bool ExpectMatches(const MulticastForwardingTable& v,
 TEST(MulticastForwardingTableCodec, Descriptor) {
   t::CheckDescriptor(MulticastForwardingTable::Desc(), MulticastForwardingTable::kName,
                      MulticastForwardingTable::kSize);
-  EXPECT_EQ(MulticastForwardingTable::Desc().attribute_id, MulticastForwardingTable::kAttributeId);
+  t::Check(MulticastForwardingTable::Desc().attribute_id == MulticastForwardingTable::kAttributeId,
+           MulticastForwardingTable::kName, "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(MulticastForwardingTableCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(MulticastForwardingTable::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     MulticastForwardingTable v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     MulticastForwardingTable back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), MulticastForwardingTable::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, MulticastForwardingTable::kName, "Pack then Unpack changed the value",
+                   iter);
+    ok &= t::Check(back.Pack() == bytes, MulticastForwardingTable::kName,
+                   "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, MulticastForwardingTable::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(MulticastForwardingTable::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), MulticastForwardingTable::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(MulticastForwardingTable::Desc(), raw, back.Pack());
   }
 }
 
@@ -1913,8 +1940,7 @@ TEST(MulticastForwardingTableCodec, Validate) {
     MulticastForwardingTable v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), MulticastForwardingTable::kName)) break;
   }
 }
 
@@ -1924,10 +1950,12 @@ TEST(MulticastForwardingTableCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const MulticastForwardingTable before = v;
   std::vector<uint8_t> short_bytes(MulticastForwardingTable::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(MulticastForwardingTable::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), MulticastForwardingTable::kName,
+           "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, MulticastForwardingTable::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), MulticastForwardingTable::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(MulticastForwardingTable::kSize - 1, 0xA5),
+           MulticastForwardingTable::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(MulticastForwardingTable::Desc());
 }
 
@@ -1965,24 +1993,26 @@ bool ExpectMatches(const SMInfo& v, const std::vector<codec::FieldValue>& values
 
 TEST(SMInfoCodec, Descriptor) {
   t::CheckDescriptor(SMInfo::Desc(), SMInfo::kName, SMInfo::kSize);
-  EXPECT_EQ(SMInfo::Desc().attribute_id, SMInfo::kAttributeId);
+  t::Check(SMInfo::Desc().attribute_id == SMInfo::kAttributeId, SMInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(SMInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SMInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SMInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SMInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SMInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SMInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SMInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SMInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SMInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SMInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SMInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -2042,22 +2072,19 @@ TEST(SMInfoCodec, Validate) {
     SMInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SMInfo::kName)) break;
   }
   {
     SMInfo v;
     MakeValid(v);
     v.SMState = static_cast<uint8_t>(0x4ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "SMState"))
-        << "0x4 is not a SMState but was not reported";
+    t::ExpectProblem(v.Validate(), SMInfo::kName, "SMState", "0x4 is not a SMState");
   }
   {
     SMInfo v;
     MakeValid(v);
     v.Priority = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Priority"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SMInfo::kName, "Priority", "0x10 does not fit in 4 bits");
   }
 }
 
@@ -2067,10 +2094,11 @@ TEST(SMInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SMInfo before = v;
   std::vector<uint8_t> short_bytes(SMInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SMInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SMInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SMInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SMInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SMInfo::kSize - 1, 0xA5), SMInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(SMInfo::Desc());
 }
 
@@ -2103,24 +2131,26 @@ bool ExpectMatches(const VendorDiag& v, const std::vector<codec::FieldValue>& va
 
 TEST(VendorDiagCodec, Descriptor) {
   t::CheckDescriptor(VendorDiag::Desc(), VendorDiag::kName, VendorDiag::kSize);
-  EXPECT_EQ(VendorDiag::Desc().attribute_id, VendorDiag::kAttributeId);
+  t::Check(VendorDiag::Desc().attribute_id == VendorDiag::kAttributeId, VendorDiag::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(VendorDiagCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(VendorDiag::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     VendorDiag v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     VendorDiag back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), VendorDiag::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, VendorDiag::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, VendorDiag::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, VendorDiag::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(VendorDiag::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), VendorDiag::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(VendorDiag::Desc(), raw, back.Pack());
   }
 }
 
@@ -2168,15 +2198,13 @@ TEST(VendorDiagCodec, Validate) {
     VendorDiag v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), VendorDiag::kName)) break;
   }
   {
     VendorDiag v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), VendorDiag::kName, "Reserved1", "reserved, set to 1");
   }
 }
 
@@ -2186,10 +2214,11 @@ TEST(VendorDiagCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const VendorDiag before = v;
   std::vector<uint8_t> short_bytes(VendorDiag::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(VendorDiag::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), VendorDiag::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, VendorDiag::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), VendorDiag::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(VendorDiag::kSize - 1, 0xA5), VendorDiag::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(VendorDiag::Desc());
 }
 
@@ -2220,24 +2249,26 @@ bool ExpectMatches(const LedInfo& v, const std::vector<codec::FieldValue>& value
 
 TEST(LedInfoCodec, Descriptor) {
   t::CheckDescriptor(LedInfo::Desc(), LedInfo::kName, LedInfo::kSize);
-  EXPECT_EQ(LedInfo::Desc().attribute_id, LedInfo::kAttributeId);
+  t::Check(LedInfo::Desc().attribute_id == LedInfo::kAttributeId, LedInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(LedInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(LedInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     LedInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     LedInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), LedInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, LedInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, LedInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, LedInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(LedInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), LedInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(LedInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -2279,22 +2310,19 @@ TEST(LedInfoCodec, Validate) {
     LedInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), LedInfo::kName)) break;
   }
   {
     LedInfo v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), LedInfo::kName, "Reserved1", "reserved, set to 1");
   }
   {
     LedInfo v;
     MakeValid(v);
     v.LedMask = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "LedMask"))
-        << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), LedInfo::kName, "LedMask", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -2304,10 +2332,11 @@ TEST(LedInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const LedInfo before = v;
   std::vector<uint8_t> short_bytes(LedInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(LedInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), LedInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, LedInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), LedInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(LedInfo::kSize - 1, 0xA5), LedInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(LedInfo::Desc());
 }
 
@@ -2350,24 +2379,26 @@ bool ExpectMatches(const SmpNotice& v, const std::vector<codec::FieldValue>& val
 
 TEST(SmpNoticeCodec, Descriptor) {
   t::CheckDescriptor(SmpNotice::Desc(), SmpNotice::kName, SmpNotice::kSize);
-  EXPECT_EQ(SmpNotice::Desc().attribute_id, SmpNotice::kAttributeId);
+  t::Check(SmpNotice::Desc().attribute_id == SmpNotice::kAttributeId, SmpNotice::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(SmpNoticeCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(SmpNotice::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     SmpNotice v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     SmpNotice back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), SmpNotice::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, SmpNotice::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, SmpNotice::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, SmpNotice::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(SmpNotice::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), SmpNotice::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(SmpNotice::Desc(), raw, back.Pack());
   }
 }
 
@@ -2446,22 +2477,19 @@ TEST(SmpNoticeCodec, Validate) {
     SmpNotice v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), SmpNotice::kName)) break;
   }
   {
     SmpNotice v;
     MakeValid(v);
     v.Type = static_cast<uint8_t>(0x5ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Type"))
-        << "0x5 is not a NoticeType but was not reported";
+    t::ExpectProblem(v.Validate(), SmpNotice::kName, "Type", "0x5 is not a NoticeType");
   }
   {
     SmpNotice v;
     MakeValid(v);
     v.IsGeneric = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "IsGeneric"))
-        << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), SmpNotice::kName, "IsGeneric", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -2471,10 +2499,11 @@ TEST(SmpNoticeCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const SmpNotice before = v;
   std::vector<uint8_t> short_bytes(SmpNotice::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(SmpNotice::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), SmpNotice::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, SmpNotice::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), SmpNotice::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(SmpNotice::kSize - 1, 0xA5), SmpNotice::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(SmpNotice::Desc());
 }
 
@@ -2519,24 +2548,26 @@ bool ExpectMatches(const Notice& v, const std::vector<codec::FieldValue>& values
 
 TEST(NoticeCodec, Descriptor) {
   t::CheckDescriptor(Notice::Desc(), Notice::kName, Notice::kSize);
-  EXPECT_EQ(Notice::Desc().attribute_id, Notice::kAttributeId);
+  t::Check(Notice::Desc().attribute_id == Notice::kAttributeId, Notice::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(NoticeCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(Notice::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     Notice v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     Notice back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), Notice::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, Notice::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, Notice::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, Notice::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(Notice::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), Notice::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(Notice::Desc(), raw, back.Pack());
   }
 }
 
@@ -2621,22 +2652,19 @@ TEST(NoticeCodec, Validate) {
     Notice v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), Notice::kName)) break;
   }
   {
     Notice v;
     MakeValid(v);
     v.Type = static_cast<uint8_t>(0x5ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Type"))
-        << "0x5 is not a NoticeType but was not reported";
+    t::ExpectProblem(v.Validate(), Notice::kName, "Type", "0x5 is not a NoticeType");
   }
   {
     Notice v;
     MakeValid(v);
     v.IsGeneric = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "IsGeneric"))
-        << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), Notice::kName, "IsGeneric", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -2646,10 +2674,11 @@ TEST(NoticeCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const Notice before = v;
   std::vector<uint8_t> short_bytes(Notice::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(Notice::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), Notice::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, Notice::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), Notice::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(Notice::kSize - 1, 0xA5), Notice::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(Notice::Desc());
 }
 
@@ -2689,19 +2718,21 @@ TEST(Trap64_65DetailsCodec, Descriptor) {
 
 TEST(Trap64_65DetailsCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(Trap64_65Details::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     Trap64_65Details v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     Trap64_65Details back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), Trap64_65Details::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, Trap64_65Details::kName, "Pack then Unpack changed the value", iter);
+    ok &=
+        t::Check(back.Pack() == bytes, Trap64_65Details::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, Trap64_65Details::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(Trap64_65Details::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), Trap64_65Details::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(Trap64_65Details::Desc(), raw, back.Pack());
   }
 }
 
@@ -2749,22 +2780,20 @@ TEST(Trap64_65DetailsCodec, Validate) {
     Trap64_65Details v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), Trap64_65Details::kName)) break;
   }
   {
     Trap64_65Details v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), Trap64_65Details::kName, "Reserved1", "reserved, set to 1");
   }
   {
     Trap64_65Details v;
     MakeValid(v);
     v.Reserved1 = static_cast<uint64_t>(0x1000000000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "0x1000000000000 does not fit 48 bits but was not reported";
+    t::ExpectProblem(v.Validate(), Trap64_65Details::kName, "Reserved1",
+                     "0x1000000000000 does not fit in 48 bits");
   }
 }
 
@@ -2774,10 +2803,11 @@ TEST(Trap64_65DetailsCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const Trap64_65Details before = v;
   std::vector<uint8_t> short_bytes(Trap64_65Details::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(Trap64_65Details::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), Trap64_65Details::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, Trap64_65Details::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), Trap64_65Details::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(Trap64_65Details::kSize - 1, 0xA5),
+           Trap64_65Details::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(Trap64_65Details::Desc());
 }
 
@@ -2812,19 +2842,20 @@ TEST(Trap128DetailsCodec, Descriptor) {
 
 TEST(Trap128DetailsCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(Trap128Details::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     Trap128Details v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     Trap128Details back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), Trap128Details::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, Trap128Details::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, Trap128Details::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, Trap128Details::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(Trap128Details::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), Trap128Details::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(Trap128Details::Desc(), raw, back.Pack());
   }
 }
 
@@ -2866,15 +2897,13 @@ TEST(Trap128DetailsCodec, Validate) {
     Trap128Details v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), Trap128Details::kName)) break;
   }
   {
     Trap128Details v;
     MakeValid(v);
     v.Reserved1[0] = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), Trap128Details::kName, "Reserved1", "reserved, set to 1");
   }
 }
 
@@ -2884,10 +2913,11 @@ TEST(Trap128DetailsCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const Trap128Details before = v;
   std::vector<uint8_t> short_bytes(Trap128Details::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(Trap128Details::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), Trap128Details::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, Trap128Details::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), Trap128Details::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(Trap128Details::kSize - 1, 0xA5),
+           Trap128Details::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(Trap128Details::Desc());
 }
 
@@ -2951,19 +2981,20 @@ TEST(Trap144DetailsCodec, Descriptor) {
 
 TEST(Trap144DetailsCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(Trap144Details::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     Trap144Details v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     Trap144Details back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), Trap144Details::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, Trap144Details::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, Trap144Details::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, Trap144Details::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(Trap144Details::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), Trap144Details::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(Trap144Details::Desc(), raw, back.Pack());
   }
 }
 
@@ -3083,22 +3114,20 @@ TEST(Trap144DetailsCodec, Validate) {
     Trap144Details v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), Trap144Details::kName)) break;
   }
   {
     Trap144Details v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), Trap144Details::kName, "Reserved1", "reserved, set to 1");
   }
   {
     Trap144Details v;
     MakeValid(v);
     v.Reserved2 = static_cast<uint16_t>(0x8000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved2"))
-        << "0x8000 does not fit 15 bits but was not reported";
+    t::ExpectProblem(v.Validate(), Trap144Details::kName, "Reserved2",
+                     "0x8000 does not fit in 15 bits");
   }
 }
 
@@ -3108,10 +3137,11 @@ TEST(Trap144DetailsCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const Trap144Details before = v;
   std::vector<uint8_t> short_bytes(Trap144Details::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(Trap144Details::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), Trap144Details::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, Trap144Details::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), Trap144Details::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(Trap144Details::kSize - 1, 0xA5),
+           Trap144Details::kName, "a failed Pack wrote bytes");
   t::CheckShortBuffers(Trap144Details::Desc());
 }
 

@@ -57,19 +57,20 @@ TEST(LRHCodec, Descriptor) { t::CheckDescriptor(LRH::Desc(), LRH::kName, LRH::kS
 
 TEST(LRHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(LRH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     LRH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     LRH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), LRH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, LRH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, LRH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, LRH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(LRH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), LRH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(LRH::Desc(), raw, back.Pack());
   }
 }
 
@@ -153,22 +154,19 @@ TEST(LRHCodec, Validate) {
     LRH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), LRH::kName)) break;
   }
   {
     LRH v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), LRH::kName, "Reserved1", "reserved, set to 1");
   }
   {
     LRH v;
     MakeValid(v);
     v.VL = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "VL"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), LRH::kName, "VL", "0x10 does not fit in 4 bits");
   }
 }
 
@@ -178,10 +176,11 @@ TEST(LRHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const LRH before = v;
   std::vector<uint8_t> short_bytes(LRH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(LRH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), LRH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, LRH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), LRH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(LRH::kSize - 1, 0xA5), LRH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(LRH::Desc());
 }
 
@@ -224,19 +223,20 @@ TEST(GRHCodec, Descriptor) { t::CheckDescriptor(GRH::Desc(), GRH::kName, GRH::kS
 
 TEST(GRHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(GRH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     GRH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     GRH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), GRH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, GRH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, GRH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, GRH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(GRH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), GRH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(GRH::Desc(), raw, back.Pack());
   }
 }
 
@@ -314,15 +314,13 @@ TEST(GRHCodec, Validate) {
     GRH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), GRH::kName)) break;
   }
   {
     GRH v;
     MakeValid(v);
     v.IPVer = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "IPVer"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), GRH::kName, "IPVer", "0x10 does not fit in 4 bits");
   }
 }
 
@@ -332,10 +330,11 @@ TEST(GRHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const GRH before = v;
   std::vector<uint8_t> short_bytes(GRH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(GRH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), GRH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, GRH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), GRH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(GRH::kSize - 1, 0xA5), GRH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(GRH::Desc());
 }
 
@@ -388,19 +387,20 @@ TEST(BTHCodec, Descriptor) { t::CheckDescriptor(BTH::Desc(), BTH::kName, BTH::kS
 
 TEST(BTHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(BTH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     BTH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     BTH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), BTH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, BTH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, BTH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, BTH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(BTH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), BTH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(BTH::Desc(), raw, back.Pack());
   }
 }
 
@@ -496,29 +496,25 @@ TEST(BTHCodec, Validate) {
     BTH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), BTH::kName)) break;
   }
   {
     BTH v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), BTH::kName, "Reserved1", "reserved, set to 1");
   }
   {
     BTH v;
     MakeValid(v);
     v.OpCode = static_cast<uint8_t>(0x15ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "OpCode"))
-        << "0x15 is not a BthOpcode but was not reported";
+    t::ExpectProblem(v.Validate(), BTH::kName, "OpCode", "0x15 is not a BthOpcode");
   }
   {
     BTH v;
     MakeValid(v);
     v.SE = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "SE"))
-        << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), BTH::kName, "SE", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -528,10 +524,11 @@ TEST(BTHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const BTH before = v;
   std::vector<uint8_t> short_bytes(BTH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(BTH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), BTH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, BTH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), BTH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(BTH::kSize - 1, 0xA5), BTH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(BTH::Desc());
 }
 
@@ -562,19 +559,20 @@ TEST(RDETHCodec, Descriptor) { t::CheckDescriptor(RDETH::Desc(), RDETH::kName, R
 
 TEST(RDETHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(RDETH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     RDETH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     RDETH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), RDETH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, RDETH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, RDETH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, RDETH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(RDETH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), RDETH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(RDETH::Desc(), raw, back.Pack());
   }
 }
 
@@ -616,22 +614,19 @@ TEST(RDETHCodec, Validate) {
     RDETH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), RDETH::kName)) break;
   }
   {
     RDETH v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), RDETH::kName, "Reserved1", "reserved, set to 1");
   }
   {
     RDETH v;
     MakeValid(v);
     v.EECnxt = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "EECnxt"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), RDETH::kName, "EECnxt", "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -641,10 +636,11 @@ TEST(RDETHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const RDETH before = v;
   std::vector<uint8_t> short_bytes(RDETH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(RDETH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), RDETH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, RDETH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), RDETH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(RDETH::kSize - 1, 0xA5), RDETH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(RDETH::Desc());
 }
 
@@ -677,19 +673,20 @@ TEST(DETHCodec, Descriptor) { t::CheckDescriptor(DETH::Desc(), DETH::kName, DETH
 
 TEST(DETHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(DETH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     DETH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     DETH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), DETH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, DETH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, DETH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, DETH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(DETH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), DETH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(DETH::Desc(), raw, back.Pack());
   }
 }
 
@@ -737,22 +734,19 @@ TEST(DETHCodec, Validate) {
     DETH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), DETH::kName)) break;
   }
   {
     DETH v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), DETH::kName, "Reserved1", "reserved, set to 1");
   }
   {
     DETH v;
     MakeValid(v);
     v.SrcQP = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "SrcQP"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), DETH::kName, "SrcQP", "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -762,10 +756,11 @@ TEST(DETHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const DETH before = v;
   std::vector<uint8_t> short_bytes(DETH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(DETH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), DETH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, DETH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), DETH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(DETH::kSize - 1, 0xA5), DETH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(DETH::Desc());
 }
 
@@ -798,19 +793,20 @@ TEST(RETHCodec, Descriptor) { t::CheckDescriptor(RETH::Desc(), RETH::kName, RETH
 
 TEST(RETHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(RETH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     RETH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     RETH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), RETH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, RETH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, RETH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, RETH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(RETH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), RETH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(RETH::Desc(), raw, back.Pack());
   }
 }
 
@@ -858,8 +854,7 @@ TEST(RETHCodec, Validate) {
     RETH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), RETH::kName)) break;
   }
 }
 
@@ -869,10 +864,11 @@ TEST(RETHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const RETH before = v;
   std::vector<uint8_t> short_bytes(RETH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(RETH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), RETH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, RETH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), RETH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(RETH::kSize - 1, 0xA5), RETH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(RETH::Desc());
 }
 
@@ -909,19 +905,20 @@ TEST(AtomicETHCodec, Descriptor) {
 
 TEST(AtomicETHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(AtomicETH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     AtomicETH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     AtomicETH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), AtomicETH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, AtomicETH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, AtomicETH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, AtomicETH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(AtomicETH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), AtomicETH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(AtomicETH::Desc(), raw, back.Pack());
   }
 }
 
@@ -975,8 +972,7 @@ TEST(AtomicETHCodec, Validate) {
     AtomicETH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), AtomicETH::kName)) break;
   }
 }
 
@@ -986,10 +982,11 @@ TEST(AtomicETHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const AtomicETH before = v;
   std::vector<uint8_t> short_bytes(AtomicETH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(AtomicETH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), AtomicETH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, AtomicETH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), AtomicETH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(AtomicETH::kSize - 1, 0xA5), AtomicETH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(AtomicETH::Desc());
 }
 
@@ -1022,19 +1019,20 @@ TEST(AETHCodec, Descriptor) { t::CheckDescriptor(AETH::Desc(), AETH::kName, AETH
 
 TEST(AETHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(AETH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     AETH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     AETH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), AETH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, AETH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, AETH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, AETH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(AETH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), AETH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(AETH::Desc(), raw, back.Pack());
   }
 }
 
@@ -1076,15 +1074,13 @@ TEST(AETHCodec, Validate) {
     AETH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), AETH::kName)) break;
   }
   {
     AETH v;
     MakeValid(v);
     v.MSN = static_cast<uint32_t>(0x1000000ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "MSN"))
-        << "0x1000000 does not fit 24 bits but was not reported";
+    t::ExpectProblem(v.Validate(), AETH::kName, "MSN", "0x1000000 does not fit in 24 bits");
   }
 }
 
@@ -1094,10 +1090,11 @@ TEST(AETHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const AETH before = v;
   std::vector<uint8_t> short_bytes(AETH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(AETH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), AETH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, AETH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), AETH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(AETH::kSize - 1, 0xA5), AETH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(AETH::Desc());
 }
 
@@ -1128,19 +1125,20 @@ TEST(AtomicAckETHCodec, Descriptor) {
 
 TEST(AtomicAckETHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(AtomicAckETH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     AtomicAckETH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     AtomicAckETH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), AtomicAckETH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, AtomicAckETH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, AtomicAckETH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, AtomicAckETH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(AtomicAckETH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), AtomicAckETH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(AtomicAckETH::Desc(), raw, back.Pack());
   }
 }
 
@@ -1176,8 +1174,7 @@ TEST(AtomicAckETHCodec, Validate) {
     AtomicAckETH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), AtomicAckETH::kName)) break;
   }
 }
 
@@ -1187,10 +1184,11 @@ TEST(AtomicAckETHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const AtomicAckETH before = v;
   std::vector<uint8_t> short_bytes(AtomicAckETH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(AtomicAckETH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), AtomicAckETH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, AtomicAckETH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), AtomicAckETH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(AtomicAckETH::kSize - 1, 0xA5), AtomicAckETH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(AtomicAckETH::Desc());
 }
 
@@ -1221,19 +1219,20 @@ TEST(ImmDtCodec, Descriptor) { t::CheckDescriptor(ImmDt::Desc(), ImmDt::kName, I
 
 TEST(ImmDtCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(ImmDt::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     ImmDt v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     ImmDt back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), ImmDt::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, ImmDt::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, ImmDt::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, ImmDt::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(ImmDt::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), ImmDt::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(ImmDt::Desc(), raw, back.Pack());
   }
 }
 
@@ -1269,8 +1268,7 @@ TEST(ImmDtCodec, Validate) {
     ImmDt v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), ImmDt::kName)) break;
   }
 }
 
@@ -1280,10 +1278,11 @@ TEST(ImmDtCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const ImmDt before = v;
   std::vector<uint8_t> short_bytes(ImmDt::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(ImmDt::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), ImmDt::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, ImmDt::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), ImmDt::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(ImmDt::kSize - 1, 0xA5), ImmDt::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(ImmDt::Desc());
 }
 
@@ -1312,19 +1311,20 @@ TEST(IETHCodec, Descriptor) { t::CheckDescriptor(IETH::Desc(), IETH::kName, IETH
 
 TEST(IETHCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(IETH::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     IETH v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     IETH back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), IETH::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, IETH::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, IETH::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, IETH::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(IETH::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), IETH::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(IETH::Desc(), raw, back.Pack());
   }
 }
 
@@ -1360,8 +1360,7 @@ TEST(IETHCodec, Validate) {
     IETH v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), IETH::kName)) break;
   }
 }
 
@@ -1371,10 +1370,11 @@ TEST(IETHCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const IETH before = v;
   std::vector<uint8_t> short_bytes(IETH::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(IETH::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), IETH::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, IETH::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), IETH::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(IETH::kSize - 1, 0xA5), IETH::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(IETH::Desc());
 }
 

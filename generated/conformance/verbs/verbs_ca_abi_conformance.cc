@@ -338,8 +338,8 @@ namespace {
 [[maybe_unused]] void Fill(abi::CiCallIn& v, Rng& r) {
   v.ca.value = r.Int<uint64_t>();
   v.command = r.Int<uint32_t>();
-  v.output_capacity = r.Int<uint32_t>();
-  v.input_length = r.Int<uint32_t>();
+  v.response_capacity = r.Int<uint32_t>();
+  v.request_length = r.Int<uint32_t>();
 }
 
 [[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::CiCallIn& v,
@@ -347,22 +347,23 @@ namespace {
   int n = 0;
   n += ExpectField(buf, base + 0, v.ca, w.ca, "CiCallIn.ca");
   n += ExpectField(buf, base + 8, v.command, w.command, "CiCallIn.command");
-  n +=
-      ExpectField(buf, base + 12, v.output_capacity, w.output_capacity, "CiCallIn.output_capacity");
-  n += ExpectField(buf, base + 16, v.input_length, w.input_length, "CiCallIn.input_length");
+  n += ExpectField(buf, base + 12, v.response_capacity, w.response_capacity,
+                   "CiCallIn.response_capacity");
+  n += ExpectField(buf, base + 16, v.request_length, w.request_length, "CiCallIn.request_length");
   n += ExpectField(buf, base + 20, v.reserved0, w.reserved0, "CiCallIn.reserved0");
   return n;
 }
 
 [[maybe_unused]] void Fill(abi::CiCallOut& v, Rng& r) {
-  v.output_length = r.Int<uint32_t>();
+  v.response_length = r.Int<uint32_t>();
   v.vendor_status = r.Int<uint32_t>();
 }
 
 [[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::CiCallOut& v,
                            const abi::CiCallOut& w) {
   int n = 0;
-  n += ExpectField(buf, base + 0, v.output_length, w.output_length, "CiCallOut.output_length");
+  n +=
+      ExpectField(buf, base + 0, v.response_length, w.response_length, "CiCallOut.response_length");
   n += ExpectField(buf, base + 4, v.vendor_status, w.vendor_status, "CiCallOut.vendor_status");
   return n;
 }
@@ -675,12 +676,12 @@ TEST(VerbsCaAbi, CiCallIn) {
   static constexpr FieldOffset kFields[] = {
       {"ca", offsetof(abi::CiCallIn, ca), 0},
       {"command", offsetof(abi::CiCallIn, command), 8},
-      {"output_capacity", offsetof(abi::CiCallIn, output_capacity), 12},
-      {"input_length", offsetof(abi::CiCallIn, input_length), 16},
+      {"response_capacity", offsetof(abi::CiCallIn, response_capacity), 12},
+      {"request_length", offsetof(abi::CiCallIn, request_length), 16},
       {"reserved0", offsetof(abi::CiCallIn, reserved0), 20},
   };
   int n = ExpectLayout("CiCallIn", sizeof(abi::CiCallIn), 24, kFields);
-  // The trailing input array starts right after the fixed part.
+  // The trailing request_data array starts right after the fixed part.
   EXPECT_EQ(sizeof(abi::CiCallIn), 24u);
   EXPECT_EQ(sizeof(uint8_t), 1u);
   n += 2;
@@ -700,11 +701,11 @@ TEST(VerbsCaAbi, CiCallIn) {
 
 TEST(VerbsCaAbi, CiCallOut) {
   static constexpr FieldOffset kFields[] = {
-      {"output_length", offsetof(abi::CiCallOut, output_length), 0},
+      {"response_length", offsetof(abi::CiCallOut, response_length), 0},
       {"vendor_status", offsetof(abi::CiCallOut, vendor_status), 4},
   };
   int n = ExpectLayout("CiCallOut", sizeof(abi::CiCallOut), 8, kFields);
-  // The trailing output array starts right after the fixed part.
+  // The trailing response_data array starts right after the fixed part.
   EXPECT_EQ(sizeof(abi::CiCallOut), 8u);
   EXPECT_EQ(sizeof(uint8_t), 1u);
   n += 2;

@@ -267,6 +267,7 @@ constexpr VerbCase kCepGetEvent{"CepGetEvent",
                                 0};
 constexpr HandleField kCepGetEventHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
+constexpr OutputMask kCepGetEventMasks[] = {{8, 8}};
 
 }  // namespace
 
@@ -415,7 +416,7 @@ TEST(VerbsCmDispatch, CepGetEvent) {
   DispatchCases c(kCepGetEvent);
   c.Lengths();
   c.Handles(kCepGetEventHandles);
-  c.Paths({});
+  c.Paths(kCepGetEventMasks);
   Count("CepGetEvent", c.cases());
 }
 

@@ -36,6 +36,7 @@ constexpr VerbCase kRegPhys{
 constexpr FlagField kRegPhysFlags[] = {{32, 4, 0x5Fu, "access", false}};
 constexpr HandleField kRegPhysHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
+constexpr OutputMask kRegPhysMasks[] = {{16, 8}};
 
 constexpr VerbCase kQueryMr{"QueryMr",
                             0x0702,
@@ -103,6 +104,7 @@ constexpr FlagField kRegSharedFlags[] = {{16, 4, 0x5Fu, "access", false}};
 constexpr HandleField kRegSharedHandles[] = {
     {0, abi::ObjectType::Mr, false, abi::Status::INVALID_MR_HANDLE, "mr"},
     {8, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
+constexpr OutputMask kRegSharedMasks[] = {{16, 8}};
 
 constexpr VerbCase kDeregMr{"DeregMr",
                             0x0706,
@@ -180,7 +182,7 @@ TEST(VerbsMrMwDispatch, RegPhys) {
   c.Lengths();
   c.Flags(kRegPhysFlags);
   c.Handles(kRegPhysHandles);
-  c.Paths({});
+  c.Paths(kRegPhysMasks);
   Count("RegPhys", c.cases());
 }
 
@@ -218,7 +220,7 @@ TEST(VerbsMrMwDispatch, RegShared) {
   c.Reserved(kRegSharedReserved);
   c.Flags(kRegSharedFlags);
   c.Handles(kRegSharedHandles);
-  c.Paths({});
+  c.Paths(kRegSharedMasks);
   Count("RegShared", c.cases());
 }
 

@@ -54,6 +54,7 @@ constexpr HandleField kGetSpecialQpHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"},
     {8, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "send_cq"},
     {16, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "recv_cq"}};
+constexpr OutputMask kGetSpecialQpMasks[] = {{0, 8}};
 
 constexpr VerbCase kQueryQp{"QueryQp",
                             0x0402,
@@ -125,7 +126,7 @@ TEST(VerbsQpDispatch, GetSpecialQp) {
   c.Reserved(kGetSpecialQpReserved);
   c.Enums(kGetSpecialQpEnums);
   c.Handles(kGetSpecialQpHandles);
-  c.Paths({});
+  c.Paths(kGetSpecialQpMasks);
   Count("GetSpecialQp", c.cases());
 }
 

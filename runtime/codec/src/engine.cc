@@ -6,6 +6,7 @@
 
 #include "softib/codec/bits.h"
 #include "softib/codec/format_desc.h"
+#include "str_cat.h"
 
 namespace softib::codec {
 namespace {
@@ -25,7 +26,7 @@ bool IsByteKind(FieldKind kind) {
 
 std::string ElementName(const FieldDesc& field, uint32_t index) {
   std::string name(field.name);
-  if (field.repeat > 1) name += "[" + std::to_string(index) + "]";
+  if (field.repeat > 1) name = StrCat({name, "[", std::to_string(index), "]"});
   return name;
 }
 
@@ -93,25 +94,25 @@ std::vector<FieldValue> DecodeFields(const FormatDesc& desc, std::span<const uin
 std::vector<Problem> ValidateBytes(const FormatDesc& desc, std::span<const uint8_t> bytes) {
   std::vector<Problem> problems;
   if (bytes.size() < desc.size) {
-    problems.push_back({"", "need " + std::to_string(desc.size) + " bytes, have " +
-                                std::to_string(bytes.size())});
+    problems.push_back({"", StrCat({"need ", std::to_string(desc.size), " bytes, have ",
+                                    std::to_string(bytes.size())})});
     return problems;
   }
   for (const FieldValue& v : DecodeFields(desc, bytes)) {
     const FieldDesc& field = *v.desc;
     if (field.reserved) {
       const bool zero = v.value == 0 && std::all_of(v.bytes.begin(), v.bytes.end(),
-                                                     [](uint8_t b) { return b == 0; });
+                                                    [](uint8_t b) { return b == 0; });
       if (!zero) {
-        problems.push_back(
-            {v.name, IsByteKind(field.kind) ? "reserved field is not zero"
-                                            : "reserved field is not zero (" + Hex(v.value) + ")"});
+        problems.push_back({v.name, IsByteKind(field.kind) ? "reserved field is not zero"
+                                                           : StrCat({"reserved field is not zero (",
+                                                                     Hex(v.value), ")"})});
       }
     }
     if (field.kind == FieldKind::kEnum && field.enum_desc != nullptr &&
         field.enum_desc->NameOf(v.value).empty()) {
-      problems.push_back({v.name, std::to_string(v.value) + " is not a member of enum " +
-                                      std::string(field.enum_desc->name)});
+      problems.push_back({v.name, StrCat({std::to_string(v.value), " is not a member of enum ",
+                                          field.enum_desc->name})});
     }
   }
   return problems;
@@ -120,14 +121,14 @@ std::vector<Problem> ValidateBytes(const FormatDesc& desc, std::span<const uint8
 void CheckFits(std::vector<Problem>& problems, std::string_view field, uint64_t value,
                uint32_t width) {
   if (width >= 64 || (value >> width) == 0) return;
-  problems.push_back({std::string(field), "value " + Hex(value) + " does not fit in " +
-                                              std::to_string(width) + " bits"});
+  problems.push_back({std::string(field), StrCat({"value ", Hex(value), " does not fit in ",
+                                                  std::to_string(width), " bits"})});
 }
 
 void CheckFits(std::vector<Problem>& problems, std::string_view field, std::size_t index,
                uint64_t value, uint32_t width) {
   if (width >= 64 || (value >> width) == 0) return;
-  CheckFits(problems, std::string(field) + "[" + std::to_string(index) + "]", value, width);
+  CheckFits(problems, StrCat({field, "[", std::to_string(index), "]"}), value, width);
 }
 
 }  // namespace softib::codec

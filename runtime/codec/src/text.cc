@@ -7,6 +7,7 @@
 
 #include "softib/codec/bits.h"
 #include "softib/codec/engine.h"
+#include "str_cat.h"
 
 namespace softib::codec {
 namespace {
@@ -157,15 +158,16 @@ std::string FormatString(const std::vector<uint8_t>& bytes) {
     if (b >= 0x20 && b < 0x7f && b != '\\') {
       text += static_cast<char>(b);
     } else {
-      text += "\\x" + HexDigits(b, 2);
+      text += "\\x";
+      text += HexDigits(b, 2);
     }
   }
   return text;
 }
 
 std::string FitError(uint64_t value, uint32_t width) {
-  return "value " + std::to_string(value) + " does not fit in " + std::to_string(width) +
-         " bits";
+  return StrCat(
+      {"value ", std::to_string(value), " does not fit in ", std::to_string(width), " bits"});
 }
 
 // Parses `text` for one scalar (<= 64-bit) element of `field`.
@@ -181,9 +183,9 @@ std::string ParseScalar(const FieldDesc& field, std::string_view text, uint64_t&
   }
   if (!parsed) parsed = ParseUnsigned(text);
   if (!parsed) {
-    std::string error = "'" + std::string(text) + "' is not a number";
+    std::string error = StrCat({"'", text, "' is not a number"});
     if (field.kind == FieldKind::kEnum && field.enum_desc != nullptr)
-      error += " or a member of enum " + std::string(field.enum_desc->name);
+      error += StrCat({" or a member of enum ", field.enum_desc->name});
     return error;
   }
   if (field.bit_width < 64 && (*parsed >> field.bit_width) != 0)
@@ -198,18 +200,19 @@ std::string ParseByteField(const FieldDesc& field, std::string_view text,
   std::optional<std::vector<uint8_t>> parsed;
   if (field.kind == FieldKind::kString) {
     if (text.size() > size)
-      return "text of " + std::to_string(text.size()) + " bytes does not fit in " +
-             std::to_string(size);
+      return StrCat({"text of ", std::to_string(text.size()), " bytes does not fit in ",
+                     std::to_string(size)});
     parsed.emplace(text.begin(), text.end());
   } else if (field.kind == FieldKind::kGid && Trim(text).find(':') != std::string_view::npos &&
              size == 16) {
     parsed = ParseGid(text);
-    if (!parsed) return "'" + std::string(text) + "' is not a GID";
+    if (!parsed) return StrCat({"'", text, "' is not a GID"});
   } else {
     parsed = ParseHexBytes(text);
-    if (!parsed) return "'" + std::string(text) + "' is not hex bytes";
+    if (!parsed) return StrCat({"'", text, "' is not hex bytes"});
     if (parsed->size() > size)
-      return std::to_string(parsed->size()) + " bytes do not fit in " + std::to_string(size);
+      return StrCat(
+          {std::to_string(parsed->size()), " bytes do not fit in ", std::to_string(size)});
   }
   out = std::move(*parsed);
   out.resize(size, 0);
@@ -234,15 +237,15 @@ std::string FormatFieldValue(const FieldValue& v) {
     case FieldKind::kEnum:
       if (field.enum_desc != nullptr) {
         const std::string_view name = field.enum_desc->NameOf(v.value);
-        if (!name.empty()) return std::string(name) + " (" + std::to_string(v.value) + ")";
+        if (!name.empty()) return StrCat({name, " (", std::to_string(v.value), ")"});
       }
-      return std::to_string(v.value) + " (unknown)";
+      return StrCat({std::to_string(v.value), " (unknown)"});
     case FieldKind::kUInt:
     case FieldKind::kBool:
       break;
   }
   if (field.bit_width <= 16) return std::to_string(v.value);
-  return "0x" + HexDigits(v.value, static_cast<int>((field.bit_width + 3) / 4));
+  return StrCat({"0x", HexDigits(v.value, static_cast<int>((field.bit_width + 3) / 4))});
 }
 
 void PrintFields(std::ostream& os, const FormatDesc& desc, std::span<const uint8_t> bytes,
@@ -264,13 +267,14 @@ void PrintFields(std::ostream& os, const FormatDesc& desc, std::span<const uint8
 std::string SetField(const FormatDesc& desc, std::span<uint8_t> bytes, std::string_view name,
                      std::string_view text) {
   if (bytes.size() < desc.size)
-    return "need " + std::to_string(desc.size) + " bytes, have " + std::to_string(bytes.size());
+    return StrCat(
+        {"need ", std::to_string(desc.size), " bytes, have ", std::to_string(bytes.size())});
   name = Trim(name);
   std::optional<uint32_t> index;
   if (const std::size_t open = name.find('['); open != std::string_view::npos) {
-    if (name.back() != ']') return "bad field name '" + std::string(name) + "'";
+    if (name.back() != ']') return StrCat({"bad field name '", name, "'"});
     const auto parsed = ParseUnsigned(name.substr(open + 1, name.size() - open - 2));
-    if (!parsed) return "bad index in '" + std::string(name) + "'";
+    if (!parsed) return StrCat({"bad index in '", name, "'"});
     index = static_cast<uint32_t>(*parsed);
     name = name.substr(0, open);
   }
@@ -280,15 +284,14 @@ std::string SetField(const FormatDesc& desc, std::span<uint8_t> bytes, std::stri
   if (field == nullptr)
     for (const FieldDesc& f : desc.fields)
       if (EqualsIgnoreCase(f.name, name)) field = &f;
-  if (field == nullptr)
-    return "no field '" + std::string(name) + "' in " + std::string(desc.name);
+  if (field == nullptr) return StrCat({"no field '", name, "' in ", desc.name});
   if (!index && field->repeat > 1)
-    return "field '" + std::string(field->name) + "' has " + std::to_string(field->repeat) +
-           " elements; name one as " + std::string(field->name) + "[i]";
+    return StrCat({"field '", field->name, "' has ", std::to_string(field->repeat),
+                   " elements; name one as ", field->name, "[i]"});
   const uint32_t element = index.value_or(0);
   if (element >= field->repeat)
-    return "index " + std::to_string(element) + " out of range for '" +
-           std::string(field->name) + "' (" + std::to_string(field->repeat) + " elements)";
+    return StrCat({"index ", std::to_string(element), " out of range for '", field->name, "' (",
+                   std::to_string(field->repeat), " elements)"});
   const uint32_t offset = field->bit_offset + element * field->stride_bits;
   if (field->kind == FieldKind::kGid || field->kind == FieldKind::kBytes ||
       field->kind == FieldKind::kString) {

@@ -13,7 +13,11 @@ namespace {
 
 std::string Label(std::string_view name, int index) {
   std::string label(name);
-  if (index >= 0) label += "[" + std::to_string(index) + "]";
+  if (index >= 0) {
+    label += '[';
+    label += std::to_string(index);
+    label += ']';
+  }
   return label;
 }
 
@@ -43,8 +47,7 @@ std::string Parseable(const FieldValue& v, const std::string& text) {
 
 // Makes every string field element a printable prefix then NULs, the only
 // strings whose printed text is the whole content.
-void MakeStringsPrintable(const FormatDesc& desc, std::span<uint8_t> bytes,
-                          std::mt19937_64& rng) {
+void MakeStringsPrintable(const FormatDesc& desc, std::span<uint8_t> bytes, std::mt19937_64& rng) {
   for (const FieldDesc& f : desc.fields) {
     if (f.kind != FieldKind::kString) continue;
     for (uint32_t i = 0; i < f.repeat; ++i) {
@@ -87,16 +90,16 @@ bool ExpectElement(const std::vector<FieldValue>& values, std::size_t k, std::st
   return true;
 }
 
-bool ExpectElementBytes(const std::vector<FieldValue>& values, std::size_t k,
-                        std::string_view name, int index, std::span<const uint8_t> expected) {
+bool ExpectElementBytes(const std::vector<FieldValue>& values, std::size_t k, std::string_view name,
+                        int index, std::span<const uint8_t> expected) {
   const std::string label = Label(name, index);
   if (k >= values.size()) {
     ADD_FAILURE() << label << ": DecodeFields returned only " << values.size() << " values";
     return false;
   }
   const auto& got = values[k].bytes;
-  if (values[k].name != label || !std::equal(got.begin(), got.end(), expected.begin(),
-                                             expected.end())) {
+  if (values[k].name != label ||
+      !std::equal(got.begin(), got.end(), expected.begin(), expected.end())) {
     ADD_FAILURE() << "DecodeFields value " << k << " is " << values[k].name << " = "
                   << HexBytes(got) << ", the struct has " << label << " = " << HexBytes(expected);
     return false;
@@ -123,8 +126,8 @@ bool ExpectBytesAt(std::span<const uint8_t> got, std::span<const uint8_t> bytes,
   return false;
 }
 
-bool ExpectFlipped(std::span<const uint8_t> before, std::span<const uint8_t> after,
-                   uint32_t offset, uint32_t width, std::string_view name, int index) {
+bool ExpectFlipped(std::span<const uint8_t> before, std::span<const uint8_t> after, uint32_t offset,
+                   uint32_t width, std::string_view name, int index) {
   for (uint32_t bit = 0; bit < before.size() * 8; ++bit) {
     const bool inside = bit >= offset && bit < offset + width;
     if ((Bit(before, bit) != Bit(after, bit)) != inside) {
@@ -171,7 +174,12 @@ bool HasProblem(const std::vector<Problem>& problems, std::string_view field) {
 
 std::string Describe(const std::vector<Problem>& problems) {
   std::string out;
-  for (const Problem& p : problems) out += p.field + ": " + p.message + "\n";
+  for (const Problem& p : problems) {
+    out += p.field;
+    out += ": ";
+    out += p.message;
+    out += '\n';
+  }
   return out;
 }
 
@@ -226,8 +234,8 @@ void CheckDescriptor(const FormatDesc& desc, std::string_view name, std::size_t 
     EXPECT_EQ(f.kind == FieldKind::kEnum, f.enum_desc != nullptr) << f.name;
     for (uint32_t i = 0; i < f.repeat; ++i) {
       const uint32_t offset = f.bit_offset + i * f.stride_bits;
-      ASSERT_LE(offset + f.bit_width, desc.size * 8) << Label(f.name, int(i)) << " runs past "
-                                                     << desc.name;
+      ASSERT_LE(offset + f.bit_width, desc.size * 8)
+          << Label(f.name, int(i)) << " runs past " << desc.name;
       for (uint32_t b = offset; b < offset + f.bit_width; ++b) {
         ASSERT_TRUE(owner[b].empty())
             << Label(f.name, int(i)) << " overlaps " << owner[b] << " at bit " << b;
@@ -251,7 +259,7 @@ void CheckTextRoundTrip(const FormatDesc& desc, uint64_t seed) {
       const std::string error = SetField(desc, rebuilt, v.name, Parseable(v, text));
       ASSERT_EQ(error, "") << desc.name << "." << v.name << " = '" << text << "'";
       const bool zero = v.value == 0 && std::all_of(v.bytes.begin(), v.bytes.end(),
-                                                     [](uint8_t b) { return b == 0; });
+                                                    [](uint8_t b) { return b == 0; });
       if (!v.desc->reserved || !zero) ++shown;
     }
     const std::vector<FieldValue> again = DecodeFields(desc, rebuilt);

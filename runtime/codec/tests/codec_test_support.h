@@ -19,8 +19,8 @@
 
 namespace softib::codec::testing {
 
-inline constexpr int kIterations = 200;     // random values per layout
-inline constexpr int kFlipIterations = 4;   // random backgrounds for the view test
+inline constexpr int kIterations = 200;    // random values per layout
+inline constexpr int kFlipIterations = 4;  // random backgrounds for the view test
 inline constexpr int kValidIterations = 16;
 
 // A stable per-layout seed, so a failure reproduces.
@@ -47,8 +47,8 @@ std::array<uint8_t, N> Inverted(std::span<T, N> bytes) {
 // values[k] is element `index` (-1: a scalar) of `name` and holds `expected`.
 bool ExpectElement(const std::vector<FieldValue>& values, std::size_t k, std::string_view name,
                    int index, uint64_t expected);
-bool ExpectElementBytes(const std::vector<FieldValue>& values, std::size_t k,
-                        std::string_view name, int index, std::span<const uint8_t> expected);
+bool ExpectElementBytes(const std::vector<FieldValue>& values, std::size_t k, std::string_view name,
+                        int index, std::span<const uint8_t> expected);
 // `got` (read through a view) equals the bits at `offset` of `bytes`.
 bool ExpectGetter(uint64_t got, std::span<const uint8_t> bytes, uint32_t offset, uint32_t width,
                   std::string_view name, int index = -1);
@@ -56,8 +56,8 @@ bool ExpectGetter(uint64_t got, std::span<const uint8_t> bytes, uint32_t offset,
 bool ExpectBytesAt(std::span<const uint8_t> got, std::span<const uint8_t> bytes, uint32_t offset,
                    std::string_view name, int index = -1);
 // `after` is `before` with exactly the bits [offset, offset + width) inverted.
-bool ExpectFlipped(std::span<const uint8_t> before, std::span<const uint8_t> after,
-                   uint32_t offset, uint32_t width, std::string_view name, int index = -1);
+bool ExpectFlipped(std::span<const uint8_t> before, std::span<const uint8_t> after, uint32_t offset,
+                   uint32_t width, std::string_view name, int index = -1);
 
 // Records a failure saying `what` when `ok` is false. The generated tests use
 // these instead of EXPECT_* macros, which would be expanded once per layout.

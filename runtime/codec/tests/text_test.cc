@@ -85,8 +85,8 @@ TEST_F(SetFieldTest, Gid) {
   EXPECT_EQ(Slice(12, 16), (std::vector<uint8_t>{0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xC9,
                                                  0x03, 0x00, 0x00, 0x12, 0x34}));
   EXPECT_EQ(Set("G", "::ffff:192.168.0.1"), "");
-  EXPECT_EQ(Slice(12, 16), (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 192,
-                                                 168, 0, 1}));
+  EXPECT_EQ(Slice(12, 16),
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 192, 168, 0, 1}));
   EXPECT_EQ(Set("G", "1:2:3:4:5:6:7:8"), "");
   EXPECT_EQ(Slice(12, 4), (std::vector<uint8_t>{0, 1, 0, 2}));
   EXPECT_EQ(Set("G", "::"), "");

@@ -12,7 +12,7 @@ namespace softib::abi {
 enum class ObjectType : uint16_t {
   kNone = 0,
   /// An open instance of the Access Layer. A user process gets one per opened AL file;
-a kernel client creates one with OpenAl.
+  /// a kernel client creates one with OpenAl.
   Al = 1,
   /// An opened channel adapter.
   Ca = 2,  // parent Al
@@ -35,9 +35,10 @@ a kernel client creates one with OpenAl.
   /// A pool of MAD buffers owned by an AL client.
   MadPool = 11,  // parent Al
   /// A MAD service: a registration for a management class on a MAD-capable QP, receiving
-into buffers of a MAD pool.
+  /// into buffers of a MAD pool.
   MadSvc = 12,  // parent Qp
-  /// A communication-manager endpoint (one connection or one listen).
+  /// A communication-manager endpoint (one connection or one listen). A REQ or SIDR_REQ
+  /// arriving on a listening endpoint creates one, which CepGetEvent hands over.
   Cep = 13,  // parent Al
   /// A registration for plug-and-play notifications.
   PnpReg = 14,  // parent Al
@@ -46,7 +47,7 @@ into buffers of a MAD pool.
   /// A service registered with the subnet administrator (ServiceRecord).
   SaReg = 16,  // parent Al
   /// A multicast group membership joined through the SA (MCMemberRecord), with the
-QP attached to the group for the membership's lifetime.
+  /// QP attached to the group for the membership's lifetime.
   McastJoin = 17,  // parent Qp
 };
 

@@ -406,7 +406,8 @@ static_assert(kIoctlResolveCaDevice == 0x003B6300);
 inline constexpr uint32_t kOrdinalResolveCaDevice = 0x0F00;
 
 /// Resolve a CA GUID to its device, which the runtime then opens (the redirect that
-makes the CA's usage visible in its open files). struct ResolveCaDeviceVerb {
+/// makes the CA's usage visible in its open files).
+struct ResolveCaDeviceVerb {
   static constexpr const char* kName = "ResolveCaDevice";
   static constexpr uint32_t kOrdinal = 0x0F00;
   static constexpr uint32_t kIoctlCode = 0x003B6300;  // 0: no IOCTL
@@ -432,7 +433,8 @@ static_assert(kIoctlMapCqRing == 0x003BE304);
 inline constexpr uint32_t kOrdinalMapCqRing = 0x0F01;
 
 /// Map a CQ's ring: the shared memory object travels with the reply (SCM_RIGHTS) and
-`shm_id` names it.struct MapCqRingVerb {
+/// `shm_id` names it.
+struct MapCqRingVerb {
   static constexpr const char* kName = "MapCqRing";
   static constexpr uint32_t kOrdinal = 0x0F01;
   static constexpr uint32_t kIoctlCode = 0x003BE304;  // 0: no IOCTL
@@ -536,7 +538,8 @@ static_assert(kIoctlGetCompletionEvent == 0x003B6314);
 inline constexpr uint32_t kOrdinalGetCompletionEvent = 0x0F05;
 
 /// Wait for a completion notification of a CQ armed with RearmCq/RearmNCq.
-`event_count` notifications were merged into this one.struct GetCompletionEventVerb {
+/// `event_count` notifications were merged into this one.
+struct GetCompletionEventVerb {
   static constexpr const char* kName = "GetCompletionEvent";
   static constexpr uint32_t kOrdinal = 0x0F05;
   static constexpr uint32_t kIoctlCode = 0x003B6314;  // 0: no IOCTL
@@ -588,7 +591,8 @@ static_assert(kIoctlCancelPending == 0x003BE31C);
 inline constexpr uint32_t kOrdinalCancelPending = 0x0F07;
 
 /// Cancel this file's pending requests of IOCTL function `function` (0: all) that wait
-on the object whose raw handle value is `object_id` (0 : any object).struct CancelPendingVerb {
+/// on the object whose raw handle value is `object_id` (0: any object).
+struct CancelPendingVerb {
   static constexpr const char* kName = "CancelPending";
   static constexpr uint32_t kOrdinal = 0x0F07;
   static constexpr uint32_t kIoctlCode = 0x003BE31C;  // 0: no IOCTL

@@ -111,10 +111,8 @@ enum class Status : uint32_t {
   INVALID_SA_REQ_HANDLE = 59,
   INVALID_SA_REG_HANDLE = 60,
   INVALID_MCAST_JOIN_HANDLE = 61,
-  /// The request was rejected by the remote side (CM REJ, SA/MAD status in the response).
-  REJECTED = 62,
   /// The channel adapter was removed while the call was outstanding or the object lived.
-  CA_REMOVED = 63,
+  CA_REMOVED = 62,
 };
 
 constexpr bool IsValid(Status v) {
@@ -181,7 +179,6 @@ constexpr bool IsValid(Status v) {
     case Status::INVALID_SA_REQ_HANDLE:
     case Status::INVALID_SA_REG_HANDLE:
     case Status::INVALID_MCAST_JOIN_HANDLE:
-    case Status::REJECTED:
     case Status::CA_REMOVED:
       return true;
   }
@@ -314,8 +311,6 @@ constexpr const char* ToString(Status v) {
       return "INVALID_SA_REG_HANDLE";
     case Status::INVALID_MCAST_JOIN_HANDLE:
       return "INVALID_MCAST_JOIN_HANDLE";
-    case Status::REJECTED:
-      return "REJECTED";
     case Status::CA_REMOVED:
       return "CA_REMOVED";
   }
@@ -390,7 +385,6 @@ struct EnumTraits<Status> {
       Status::INVALID_SA_REQ_HANDLE,
       Status::INVALID_SA_REG_HANDLE,
       Status::INVALID_MCAST_JOIN_HANDLE,
-      Status::REJECTED,
       Status::CA_REMOVED,
   };
 };
@@ -475,8 +469,8 @@ struct EnumTraits<QpType> {
 };
 
 /// Queue pair state. IBTA's states as ordinals 0..6 (IBAL encodes them as bits,
-RESET=0x1 ... ERROR=0x100): ordinals index the transition table and a zeroed
-structure reads RESET. A draining SQD is reported by QpAttributes.sq_draining.
+/// RESET=0x1 ... ERROR=0x100): ordinals index the transition table and a zeroed
+/// structure reads RESET. A draining SQD is reported by QpAttributes.sq_draining.
 enum class QpState : uint32_t {
   RESET = 0,
   INIT = 1,
@@ -738,7 +732,8 @@ struct EnumTraits<WrType> {
 };
 
 /// Work completion status: IBAL's ib_wc_status_t values (0..16), then the IBTA
-statuses IBAL folds into others.enum class WcStatus : uint32_t {
+/// statuses IBAL folds into others.
+enum class WcStatus : uint32_t {
   SUCCESS = 0,
   LOCAL_LENGTH_ERR = 1,
   LOCAL_QP_OP_ERR = 2,
@@ -1684,38 +1679,38 @@ struct EnumTraits<CmFailover> {
 };
 
 /// Which attributes a ModifyQp carries (QpModifyAttributes). The QP state machine in
-qp_state.idl says which are required,
-    optional or forbidden per transition.enum class QpAttrMask : uint32_t {
-      /// The next state (`state`); every transition requires it.
-      STATE = 0x1,
-      /// The state the caller believes the QP is in (`current_state`).
-      CUR_STATE = 0x2,
-      EN_SQD_ASYNC_NOTIFY = 0x4,
-      ACCESS_FLAGS = 0x8,
-      PKEY_INDEX = 0x10,
-      PORT = 0x20,
-      QKEY = 0x40,
-      /// The primary path address vector (`av`).
-      AV = 0x80,
-      PATH_MTU = 0x100,
-      /// Local ACK timeout of the primary path.
-      TIMEOUT = 0x200,
-      RETRY_COUNT = 0x400,
-      RNR_RETRY = 0x800,
-      RQ_PSN = 0x1000,
-      /// Initiator depth: RDMA reads and atomics outstanding as requester.
-      MAX_RD_ATOMIC = 0x2000,
-      /// The alternate path: alt_av, alt_port_num, alt_pkey_index, alt_timeout.
-      ALT_PATH = 0x4000,
-      MIN_RNR_TIMER = 0x8000,
-      SQ_PSN = 0x10000,
-      /// Responder resources: RDMA reads and atomics accepted as responder.
-      MAX_DEST_RD_ATOMIC = 0x20000,
-      PATH_MIG_STATE = 0x40000,
-      /// Work queue sizes (`caps`); needs CaCapabilities.MODIFY_WR_DEPTH.
-      CAP = 0x80000,
-      DEST_QPN = 0x100000,
-    };
+/// qp_state.idl says which are required, optional or forbidden per transition.
+enum class QpAttrMask : uint32_t {
+  /// The next state (`state`); every transition requires it.
+  STATE = 0x1,
+  /// The state the caller believes the QP is in (`current_state`).
+  CUR_STATE = 0x2,
+  EN_SQD_ASYNC_NOTIFY = 0x4,
+  ACCESS_FLAGS = 0x8,
+  PKEY_INDEX = 0x10,
+  PORT = 0x20,
+  QKEY = 0x40,
+  /// The primary path address vector (`av`).
+  AV = 0x80,
+  PATH_MTU = 0x100,
+  /// Local ACK timeout of the primary path.
+  TIMEOUT = 0x200,
+  RETRY_COUNT = 0x400,
+  RNR_RETRY = 0x800,
+  RQ_PSN = 0x1000,
+  /// Initiator depth: RDMA reads and atomics outstanding as requester.
+  MAX_RD_ATOMIC = 0x2000,
+  /// The alternate path: alt_av, alt_port_num, alt_pkey_index, alt_timeout.
+  ALT_PATH = 0x4000,
+  MIN_RNR_TIMER = 0x8000,
+  SQ_PSN = 0x10000,
+  /// Responder resources: RDMA reads and atomics accepted as responder.
+  MAX_DEST_RD_ATOMIC = 0x20000,
+  PATH_MIG_STATE = 0x40000,
+  /// Work queue sizes (`caps`); needs CaCapabilities.MODIFY_WR_DEPTH.
+  CAP = 0x80000,
+  DEST_QPN = 0x100000,
+};
 inline constexpr uint32_t kQpAttrMaskValidMask = 0x1FFFFF;
 SOFTIB_ABI_FLAG_OPERATORS(QpAttrMask)
 
@@ -2077,10 +2072,9 @@ static_assert(std::is_standard_layout_v<LocalDataSegment> &&
 inline bool IsValid(const LocalDataSegment&) { return true; }
 
 /// A send work request: one entry of a send-queue ring (user speed path) and the
-element of PostSend.With SendFlags
-    .INLINE the `sge` area holds `inline_length` data bytes instead of
-    segments(up to MAX_INLINE_DATA)
-    .struct SendWorkRequest {
+/// element of PostSend. With SendFlags.INLINE the `sge` area holds `inline_length`
+/// data bytes instead of segments (up to MAX_INLINE_DATA).
+struct SendWorkRequest {
   uint64_t wr_id;
   WrType wr_type;
   SendFlags send_flags;
@@ -2269,7 +2263,8 @@ inline bool IsValid(const GlobalRoute& v) {
 }
 
 /// Where a packet goes: IBAL's ib_av_attr_t without the connection fields, which
-QpModifyAttributes carries separately.struct AddressVector {
+/// QpModifyAttributes carries separately.
+struct AddressVector {
   uint8_t port_num;
   /// Service level, 4 bits.
   uint8_t sl;
@@ -2353,8 +2348,9 @@ inline bool IsValid(const QpCreateParams& v) {
 }
 
 /// Attributes for ModifyQp: `mask` says which fields apply. The HCA ignores the
-others, but the dispatch still range - checks every enum and flag field,
-    so leave unused ones zero.struct QpModifyAttributes {
+/// others, but the dispatch still range-checks every enum and flag field, so leave
+/// unused ones zero.
+struct QpModifyAttributes {
   QpAttrMask mask;
   QpState state;
   QpState current_state;
@@ -2628,7 +2624,8 @@ inline bool IsValid(const MwBindParams& v) {
 }
 
 /// The fixed part of a channel adapter's attributes (IBAL's ib_ca_attr_t); the ports
-follow as PortAttributes in QueryCa's output. struct CaAttributes {
+/// follow as PortAttributes in QueryCa's output.
+struct CaAttributes {
   /// Network order.
   uint64_t ca_guid;
   /// Network order.
@@ -2731,7 +2728,7 @@ inline bool IsValid(const CaAttributes& v) {
 }
 
 /// Attributes of one port (IBAL's ib_port_attr_t; tables through QueryGidTable and
-QueryPkeyTable).
+/// QueryPkeyTable).
 struct PortAttributes {
   /// Network order.
   uint64_t port_guid;
@@ -2805,7 +2802,8 @@ inline bool IsValid(const PortAttributes& v) {
 }
 
 /// An asynchronous event (IBAL's ib_async_event_rec_t); the handle of the affected
-object is set, the others are zero.struct AsyncEventRecord {
+/// object is set, the others are zero.
+struct AsyncEventRecord {
   AsyncEventType code;
   /// Port events: the port.
   uint8_t port_num;

@@ -509,8 +509,9 @@ static_assert(kIoctlOpenAl == 0x003BE1C0);
 inline constexpr uint32_t kOrdinalOpenAl = 0x0A00;
 
 /// Open the Access Layer for a kernel client. The runtime's IbOpenAl also takes a
-reference on the client's device object, which this IDL cannot name; a user process gets its Al by
-    opening the AL device.struct OpenAlVerb {
+/// reference on the client's device object, which this IDL cannot name; a user process
+/// gets its Al by opening the AL device.
+struct OpenAlVerb {
   static constexpr const char* kName = "OpenAl";
   static constexpr uint32_t kOrdinal = 0x0A00;
   static constexpr uint32_t kIoctlCode = 0x003BE1C0;  // 0: no IOCTL
@@ -561,7 +562,8 @@ static_assert(kIoctlRegisterPnp == 0x003BE180);
 inline constexpr uint32_t kOrdinalRegisterPnp = 0x0A02;
 
 /// Register for plug-and-play events of one class. Events for the current state are
-queued at once(with PnpRegFlags.SYNC the call returns after their delivery).struct RegisterPnpVerb {
+/// queued at once (with PnpRegFlags.SYNC the call returns after their delivery).
+struct RegisterPnpVerb {
   static constexpr const char* kName = "RegisterPnp";
   static constexpr uint32_t kOrdinal = 0x0A02;
   static constexpr uint32_t kIoctlCode = 0x003BE180;  // 0: no IOCTL
@@ -665,8 +667,8 @@ static_assert(kIoctlRegMadSvc == 0x003BE190);
 inline constexpr uint32_t kOrdinalRegMadSvc = 0x0A12;
 
 /// Register a MAD service for a management class on a QP of type MAD, SMI_ALIAS or
-GSI_ALIAS.RESOURCE_BUSY
-    : another service already receives that class and method.struct RegMadSvcVerb {
+/// GSI_ALIAS. RESOURCE_BUSY: another service already receives that class and method.
+struct RegMadSvcVerb {
   static constexpr const char* kName = "RegMadSvc";
   static constexpr uint32_t kOrdinal = 0x0A12;
   static constexpr uint32_t kIoctlCode = 0x003BE190;  // 0: no IOCTL
@@ -717,7 +719,8 @@ static_assert(kIoctlSendMad == 0x003BE198);
 inline constexpr uint32_t kOrdinalSendMad = 0x0A14;
 
 /// Send a MAD (or an RMPP transfer) through a MAD service. The completion and any
-response arrive through GetMadEvent with `send_id`.struct SendMadVerb {
+/// response arrive through GetMadEvent with `send_id`.
+struct SendMadVerb {
   static constexpr const char* kName = "SendMad";
   static constexpr uint32_t kOrdinal = 0x0A14;
   static constexpr uint32_t kIoctlCode = 0x003BE198;  // 0: no IOCTL
@@ -769,8 +772,8 @@ static_assert(kIoctlGetMadEvent == 0x003B61A0);
 inline constexpr uint32_t kOrdinalGetMadEvent = 0x0A16;
 
 /// Wait for the next event of a MAD service: a send completion or a received MAD.
-INSUFFICIENT_MEMORY : the output buffer cannot hold the MAD(the event stays queued)
-                          .struct GetMadEventVerb {
+/// INSUFFICIENT_MEMORY: the output buffer cannot hold the MAD (the event stays queued).
+struct GetMadEventVerb {
   static constexpr const char* kName = "GetMadEvent";
   static constexpr uint32_t kOrdinal = 0x0A16;
   static constexpr uint32_t kIoctlCode = 0x003B61A0;  // 0: no IOCTL
@@ -796,8 +799,8 @@ static_assert(kIoctlSendSaRequest == 0x003BE1A4);
 inline constexpr uint32_t kOrdinalSendSaRequest = 0x0A20;
 
 /// Start a query of the subnet administrator (IBAL ib_query with a raw SA request).
-The response arrives through GetSaResponse;
-CancelSaRequest releases the request.struct SendSaRequestVerb {
+/// The response arrives through GetSaResponse; CancelSaRequest releases the request.
+struct SendSaRequestVerb {
   static constexpr const char* kName = "SendSaRequest";
   static constexpr uint32_t kOrdinal = 0x0A20;
   static constexpr uint32_t kIoctlCode = 0x003BE1A4;  // 0: no IOCTL
@@ -823,10 +826,9 @@ static_assert(kIoctlGetSaResponse == 0x003B61A8);
 inline constexpr uint32_t kOrdinalGetSaResponse = 0x0A21;
 
 /// Wait for the response of an SA request. SUCCESS: a response arrived; `mad_status`
-is its MAD status(non - zero
-                  : the SA refused and `data` is empty)
-    . `data` holds the records,
-    each `record_size` bytes apart(the SA AttributeOffset * 8).struct GetSaResponseVerb {
+/// is its MAD status (non-zero: the SA refused and `data` is empty). `data` holds the
+/// records, each `record_size` bytes apart (the SA AttributeOffset * 8).
+struct GetSaResponseVerb {
   static constexpr const char* kName = "GetSaResponse";
   static constexpr uint32_t kOrdinal = 0x0A21;
   static constexpr uint32_t kIoctlCode = 0x003B61A8;  // 0: no IOCTL
@@ -878,7 +880,8 @@ static_assert(kIoctlRegisterService == 0x003BE1B0);
 inline constexpr uint32_t kOrdinalRegisterService = 0x0A23;
 
 /// Register a service with the SA (ServiceRecord Set); completes with the SA's answer.
-REMOTE_ERROR : the SA refused(no registration is created).struct RegisterServiceVerb {
+/// REMOTE_ERROR: the SA refused (no registration is created).
+struct RegisterServiceVerb {
   static constexpr const char* kName = "RegisterService";
   static constexpr uint32_t kOrdinal = 0x0A23;
   static constexpr uint32_t kIoctlCode = 0x003BE1B0;  // 0: no IOCTL
@@ -904,7 +907,8 @@ static_assert(kIoctlDeregisterService == 0x003BE1B4);
 inline constexpr uint32_t kOrdinalDeregisterService = 0x0A24;
 
 /// Deregister a service (ServiceRecord Delete); completes when the SA answered or the
-retries ran out(the registration is gone either way).struct DeregisterServiceVerb {
+/// retries ran out (the registration is gone either way).
+struct DeregisterServiceVerb {
   static constexpr const char* kName = "DeregisterService";
   static constexpr uint32_t kOrdinal = 0x0A24;
   static constexpr uint32_t kIoctlCode = 0x003BE1B4;  // 0: no IOCTL
@@ -930,8 +934,8 @@ static_assert(kIoctlJoinMcast == 0x003BE1B8);
 inline constexpr uint32_t kOrdinalJoinMcast = 0x0A30;
 
 /// Join a multicast group through the SA (MCMemberRecord Set) and attach the UD QP to
-it;
-completes with the SA's answer. struct JoinMcastVerb {
+/// it; completes with the SA's answer.
+struct JoinMcastVerb {
   static constexpr const char* kName = "JoinMcast";
   static constexpr uint32_t kOrdinal = 0x0A30;
   static constexpr uint32_t kIoctlCode = 0x003BE1B8;  // 0: no IOCTL

@@ -245,18 +245,18 @@ inline bool IsValid(const CloseCaIn&) { return true; }
 struct CiCallIn {
   Handle<ObjectType::Ca> ca;
   uint32_t command;
-  /// Room the caller has for `output`.
-  uint32_t output_capacity;
-  uint32_t input_length;
+  /// Room the caller has for `response_data`.
+  uint32_t response_capacity;
+  uint32_t request_length;
   uint32_t reserved0;  // reserved: must be zero
-  // Followed at offset 24 by uint8_t input[input_length]
+  // Followed at offset 24 by uint8_t request_data[request_length]
   // (1 bytes each, at most 4096).
 };
 static_assert(sizeof(CiCallIn) == 24);
 static_assert(offsetof(CiCallIn, ca) == 0);
 static_assert(offsetof(CiCallIn, command) == 8);
-static_assert(offsetof(CiCallIn, output_capacity) == 12);
-static_assert(offsetof(CiCallIn, input_length) == 16);
+static_assert(offsetof(CiCallIn, response_capacity) == 12);
+static_assert(offsetof(CiCallIn, request_length) == 16);
 static_assert(offsetof(CiCallIn, reserved0) == 20);
 static_assert(std::is_standard_layout_v<CiCallIn> && std::is_trivially_copyable_v<CiCallIn>);
 
@@ -268,14 +268,14 @@ inline bool IsValid(const CiCallIn& v) {
 
 /// Output of verb CiCall.
 struct CiCallOut {
-  uint32_t output_length;
+  uint32_t response_length;
   /// Status of the vendor operation itself.
   uint32_t vendor_status;
-  // Followed at offset 8 by uint8_t output[output_length]
+  // Followed at offset 8 by uint8_t response_data[response_length]
   // (1 bytes each, at most 4096).
 };
 static_assert(sizeof(CiCallOut) == 8);
-static_assert(offsetof(CiCallOut, output_length) == 0);
+static_assert(offsetof(CiCallOut, response_length) == 0);
 static_assert(offsetof(CiCallOut, vendor_status) == 4);
 static_assert(std::is_standard_layout_v<CiCallOut> && std::is_trivially_copyable_v<CiCallOut>);
 
@@ -345,7 +345,8 @@ static_assert(kIoctlOpenCa == 0x003BE044);
 inline constexpr uint32_t kOrdinalOpenCa = 0x0101;
 
 /// Open a channel adapter by GUID. A user process reaches the CA's own device first
-(runtime_ioctls ResolveCaDevice) and sends this request there.struct OpenCaVerb {
+/// (runtime_ioctls ResolveCaDevice) and sends this request there.
+struct OpenCaVerb {
   static constexpr const char* kName = "OpenCa";
   static constexpr uint32_t kOrdinal = 0x0101;
   static constexpr uint32_t kIoctlCode = 0x003BE044;  // 0: no IOCTL
@@ -370,7 +371,8 @@ static_assert(kIoctlQueryCa == 0x003B6048);
 inline constexpr uint32_t kOrdinalQueryCa = 0x0102;
 
 /// Attributes of a CA and of each of its ports. INSUFFICIENT_MEMORY: the output buffer
-cannot hold every port.struct QueryCaVerb {
+/// cannot hold every port.
+struct QueryCaVerb {
   static constexpr const char* kName = "QueryCa";
   static constexpr uint32_t kOrdinal = 0x0102;
   static constexpr uint32_t kIoctlCode = 0x003B6048;  // 0: no IOCTL
@@ -448,7 +450,8 @@ static_assert(kIoctlModifyCa == 0x003BE054);
 inline constexpr uint32_t kOrdinalModifyCa = 0x0105;
 
 /// Change port capabilities, counters or CA settings (IBAL ib_modify_ca); `flags`
-selects what changes.Completes once the port's SMA applied the change. struct ModifyCaVerb {
+/// selects what changes. Completes once the port's SMA applied the change.
+struct ModifyCaVerb {
   static constexpr const char* kName = "ModifyCa";
   static constexpr uint32_t kOrdinal = 0x0105;
   static constexpr uint32_t kIoctlCode = 0x003BE054;  // 0: no IOCTL
@@ -498,7 +501,8 @@ static_assert(kIoctlCiCall == 0x003BE05C);
 inline constexpr uint32_t kOrdinalCiCall = 0x0107;
 
 /// A vendor-specific call into the HCA driver (IBAL ib_ci_call). softib defines no
-command yet, so every command answers UNSUPPORTED.struct CiCallVerb {
+/// command yet, so every command answers UNSUPPORTED.
+struct CiCallVerb {
   static constexpr const char* kName = "CiCall";
   static constexpr uint32_t kOrdinal = 0x0107;
   static constexpr uint32_t kIoctlCode = 0x003BE05C;  // 0: no IOCTL
@@ -524,8 +528,8 @@ static_assert(kIoctlLocalMad == 0x003BE060);
 inline constexpr uint32_t kOrdinalLocalMad = 0x0108;
 
 /// Process a MAD by the port's own agents (SMA, PMA) without sending it on the wire
-(IBAL ib_local_mad);
-returns the response MAD.struct LocalMadVerb {
+/// (IBAL ib_local_mad); returns the response MAD.
+struct LocalMadVerb {
   static constexpr const char* kName = "LocalMad";
   static constexpr uint32_t kOrdinal = 0x0108;
   static constexpr uint32_t kIoctlCode = 0x003BE060;  // 0: no IOCTL

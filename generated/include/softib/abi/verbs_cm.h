@@ -514,8 +514,9 @@ static_assert(kIoctlDestroyCep == 0x003BE204);
 inline constexpr uint32_t kOrdinalDestroyCep = 0x0B01;
 
 /// Destroy an endpoint: a listen stops; a connection not yet established is rejected;
-an established one is disconnected with DREQ.Completes after the endpoint left time - wait or
-    was released.struct DestroyCepVerb {
+/// an established one is disconnected with DREQ. Completes after the endpoint left
+/// time-wait or was released.
+struct DestroyCepVerb {
   static constexpr const char* kName = "DestroyCep";
   static constexpr uint32_t kOrdinal = 0x0B01;
   static constexpr uint32_t kIoctlCode = 0x003BE204;  // 0: no IOCTL
@@ -541,7 +542,7 @@ static_assert(kIoctlCepListen == 0x003BE208);
 inline constexpr uint32_t kOrdinalCepListen = 0x0B02;
 
 /// Listen for REQs and SIDR_REQs to `service_id` whose private data matches
-`compare_data` over [compare_offset, compare_offset + compare_length).
+/// `compare_data` over [compare_offset, compare_offset + compare_length).
 struct CepListenVerb {
   static constexpr const char* kName = "CepListen";
   static constexpr uint32_t kOrdinal = 0x0B02;
@@ -854,7 +855,7 @@ static_assert(kIoctlCepGetRtrAttributes == 0x003B6238);
 inline constexpr uint32_t kOrdinalCepGetRtrAttributes = 0x0B0E;
 
 /// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-received).
+/// received).
 struct CepGetRtrAttributesVerb {
   static constexpr const char* kName = "CepGetRtrAttributes";
   static constexpr uint32_t kOrdinal = 0x0B0E;
@@ -907,8 +908,8 @@ static_assert(kIoctlCepGetEvent == 0x003B6240);
 inline constexpr uint32_t kOrdinalCepGetEvent = 0x0B10;
 
 /// Wait for the next event of an endpoint. `mad` is the received CM message in wire
-format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
-SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
+/// format (zero for timeouts and TIMEWAIT_EXIT); `new_cep` is the endpoint a REQ or
+/// SIDR_REQ on a listening CEP created (null otherwise), with `context` the listen's.
 struct CepGetEventVerb {
   static constexpr const char* kName = "CepGetEvent";
   static constexpr uint32_t kOrdinal = 0x0B10;

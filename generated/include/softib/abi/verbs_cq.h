@@ -266,7 +266,8 @@ static_assert(kIoctlModifyCq == 0x003BE108);
 inline constexpr uint32_t kOrdinalModifyCq = 0x0602;
 
 /// Resize a CQ; `size` returns the size granted. INVALID_CQ_SIZE: smaller than the
-completions it holds.struct ModifyCqVerb {
+/// completions it holds.
+struct ModifyCqVerb {
   static constexpr const char* kName = "ModifyCq";
   static constexpr uint32_t kOrdinal = 0x0602;
   static constexpr uint32_t kIoctlCode = 0x003BE108;  // 0: no IOCTL
@@ -338,7 +339,8 @@ struct PeekCqVerb {
 inline constexpr uint32_t kOrdinalPollCq = 0x0611;
 
 /// Take up to `max_wcs` completions (speed path: the CQ ring). NOT_FOUND: the CQ was
-empty, as in IBAL.struct PollCqVerb {
+/// empty, as in IBAL.
+struct PollCqVerb {
   static constexpr const char* kName = "PollCq";
   static constexpr uint32_t kOrdinal = 0x0611;
   static constexpr uint32_t kIoctlCode = 0x00000000;  // 0: no IOCTL

@@ -77,7 +77,6 @@ struct RegPhysOut {
   uint64_t iova;
   uint32_t lkey;
   uint32_t rkey;
-  /// A new MR (see the module comment).
   Handle<ObjectType::Mr> mr;
 };
 static_assert(sizeof(RegPhysOut) == 24);
@@ -235,7 +234,6 @@ struct RegSharedOut {
   uint64_t vaddr;
   uint32_t lkey;
   uint32_t rkey;
-  /// A new MR (see the module comment).
   Handle<ObjectType::Mr> shared_mr;
 };
 static_assert(sizeof(RegSharedOut) == 24);
@@ -374,7 +372,8 @@ static_assert(kIoctlRegMem == 0x003BE120);
 inline constexpr uint32_t kOrdinalRegMem = 0x0700;
 
 /// Register a range of the caller's virtual memory. Passive: the pages are faulted in
-and pinned.INVALID_PERMISSION : remote write or atomic without local write.struct RegMemVerb {
+/// and pinned. INVALID_PERMISSION: remote write or atomic without local write.
+struct RegMemVerb {
   static constexpr const char* kName = "RegMem";
   static constexpr uint32_t kOrdinal = 0x0700;
   static constexpr uint32_t kIoctlCode = 0x003BE120;  // 0: no IOCTL
@@ -399,7 +398,8 @@ static_assert(kIoctlRegPhys == 0x003BE134);
 inline constexpr uint32_t kOrdinalRegPhys = 0x0701;
 
 /// Register kernel ("physical") buffers; kernel clients only. `iova` is the requested
-virtual address of the region and returns the one assigned.struct RegPhysVerb {
+/// virtual address of the region and returns the one assigned.
+struct RegPhysVerb {
   static constexpr const char* kName = "RegPhys";
   static constexpr uint32_t kOrdinal = 0x0701;
   static constexpr uint32_t kIoctlCode = 0x003BE134;  // 0: no IOCTL
@@ -450,7 +450,8 @@ static_assert(kIoctlReregMem == 0x003BE128);
 inline constexpr uint32_t kOrdinalReregMem = 0x0703;
 
 /// Change the range, PD or access of a virtual-memory region; new keys are returned.
-RESOURCE_BUSY while windows are bound to it.struct ReregMemVerb {
+/// RESOURCE_BUSY while windows are bound to it.
+struct ReregMemVerb {
   static constexpr const char* kName = "ReregMem";
   static constexpr uint32_t kOrdinal = 0x0703;
   static constexpr uint32_t kIoctlCode = 0x003BE128;  // 0: no IOCTL
@@ -502,7 +503,8 @@ static_assert(kIoctlRegShared == 0x003BE12C);
 inline constexpr uint32_t kOrdinalRegShared = 0x0705;
 
 /// Register the memory of an existing region again, possibly in another PD, with its
-own keys. `vaddr` is the requested address and returns the one assigned.struct RegSharedVerb {
+/// own keys. `vaddr` is the requested address and returns the one assigned.
+struct RegSharedVerb {
   static constexpr const char* kName = "RegShared";
   static constexpr uint32_t kOrdinal = 0x0705;
   static constexpr uint32_t kIoctlCode = 0x003BE12C;  // 0: no IOCTL
@@ -627,7 +629,7 @@ struct DestroyMwVerb {
 inline constexpr uint32_t kOrdinalBindMw = 0x0810;
 
 /// Bind a type 1 window to part of a region (speed path: a BIND_MW entry on the QP's
-send ring, completed like a send). `rkey` is the window's new R_Key.
+/// send ring, completed like a send). `rkey` is the window's new R_Key.
 struct BindMwVerb {
   static constexpr const char* kName = "BindMw";
   static constexpr uint32_t kOrdinal = 0x0810;

@@ -251,8 +251,8 @@ static_assert(kIoctlCreateQp == 0x003BE0C0);
 inline constexpr uint32_t kOrdinalCreateQp = 0x0400;
 
 /// Create a QP of type RC, UC, UD or MAD, in RESET. The special QPs come from
-GetSpecialQp;
-RD and the raw types answer UNSUPPORTED.struct CreateQpVerb {
+/// GetSpecialQp; RD and the raw types answer UNSUPPORTED.
+struct CreateQpVerb {
   static constexpr const char* kName = "CreateQp";
   static constexpr uint32_t kOrdinal = 0x0400;
   static constexpr uint32_t kIoctlCode = 0x003BE0C0;  // 0: no IOCTL
@@ -278,10 +278,9 @@ static_assert(kIoctlGetSpecialQp == 0x003BE0C4);
 inline constexpr uint32_t kOrdinalGetSpecialQp = 0x0401;
 
 /// Get a special QP of a port: SMI (QP0), GSI (QP1) or their AL aliases (IBAL
-ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
-DestroyQp. Its handle is marked `read` because the IDL allows one creating verb per
-object (CreateQp);
-it is nonetheless a new object.struct GetSpecialQpVerb {
+/// ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
+/// DestroyQp.
+struct GetSpecialQpVerb {
   static constexpr const char* kName = "GetSpecialQp";
   static constexpr uint32_t kOrdinal = 0x0401;
   static constexpr uint32_t kIoctlCode = 0x003BE0C4;  // 0: no IOCTL
@@ -332,9 +331,10 @@ static_assert(kIoctlModifyQp == 0x003BE0CC);
 inline constexpr uint32_t kOrdinalModifyQp = 0x0403;
 
 /// Move a QP to `attributes.state` applying the attributes `attributes.mask` selects.
-An illegal transition answers INVALID_STATE;
-a missing required or present forbidden attribute INVALID_SETTING(qp_state.idl);
-a CUR_STATE that is not the QP's state INVALID_QP_STATE. struct ModifyQpVerb {
+/// An illegal transition answers INVALID_STATE; a missing required or present
+/// forbidden attribute INVALID_SETTING (qp_state.idl); a CUR_STATE that is not the
+/// QP's state INVALID_QP_STATE.
+struct ModifyQpVerb {
   static constexpr const char* kName = "ModifyQp";
   static constexpr uint32_t kOrdinal = 0x0403;
   static constexpr uint32_t kIoctlCode = 0x003BE0CC;  // 0: no IOCTL
@@ -360,9 +360,9 @@ static_assert(kIoctlDestroyQp == 0x003BE0D0);
 inline constexpr uint32_t kOrdinalDestroyQp = 0x0404;
 
 /// Destroy a QP; outstanding work is flushed without completions. RESOURCE_BUSY while
-multicast attachments,
-    joins or MAD services use it.Completes once the HCA stopped every transfer of the
-                 QP.struct DestroyQpVerb {
+/// multicast attachments, joins or MAD services use it. Completes once the HCA stopped
+/// every transfer of the QP.
+struct DestroyQpVerb {
   static constexpr const char* kName = "DestroyQp";
   static constexpr uint32_t kOrdinal = 0x0404;
   static constexpr uint32_t kIoctlCode = 0x003BE0D0;  // 0: no IOCTL
@@ -385,8 +385,8 @@ multicast attachments,
 inline constexpr uint32_t kOrdinalPostSend = 0x0410;
 
 /// Post send work requests (speed path: the send-queue ring). `num_posted` is how many
-were accepted;
-the first refused one gave the status.struct PostSendVerb {
+/// were accepted; the first refused one gave the status.
+struct PostSendVerb {
   static constexpr const char* kName = "PostSend";
   static constexpr uint32_t kOrdinal = 0x0410;
   static constexpr uint32_t kIoctlCode = 0x00000000;  // 0: no IOCTL
@@ -409,7 +409,8 @@ the first refused one gave the status.struct PostSendVerb {
 inline constexpr uint32_t kOrdinalPostRecv = 0x0411;
 
 /// Post receive work requests (speed path: the receive-queue ring). INVALID_SETTING: the
-QP receives from an SRQ.struct PostRecvVerb {
+/// QP receives from an SRQ.
+struct PostRecvVerb {
   static constexpr const char* kName = "PostRecv";
   static constexpr uint32_t kOrdinal = 0x0411;
   static constexpr uint32_t kIoctlCode = 0x00000000;  // 0: no IOCTL

@@ -10,8 +10,7 @@ namespace softib::codec {
 
 // Reads `width` (1..64) bits starting at `bit_offset`. The caller guarantees
 // (bit_offset + width) <= 8 * bytes.size().
-constexpr uint64_t GetBits(std::span<const uint8_t> bytes, uint32_t bit_offset,
-                           uint32_t width) {
+constexpr uint64_t GetBits(std::span<const uint8_t> bytes, uint32_t bit_offset, uint32_t width) {
   uint64_t value = 0;
   uint32_t bit = bit_offset;
   uint32_t remaining = width;
@@ -19,8 +18,7 @@ constexpr uint64_t GetBits(std::span<const uint8_t> bytes, uint32_t bit_offset,
     const uint32_t in_byte = bit % 8;  // 0 = MSB of the byte
     const uint32_t take = (8 - in_byte) < remaining ? (8 - in_byte) : remaining;
     const uint32_t shift = 8 - in_byte - take;
-    const uint8_t chunk =
-        static_cast<uint8_t>((bytes[bit / 8] >> shift) & ((1u << take) - 1u));
+    const uint8_t chunk = static_cast<uint8_t>((bytes[bit / 8] >> shift) & ((1u << take) - 1u));
     value = (value << take) | chunk;
     bit += take;
     remaining -= take;
@@ -29,8 +27,8 @@ constexpr uint64_t GetBits(std::span<const uint8_t> bytes, uint32_t bit_offset,
 }
 
 // Writes the low `width` bits of `value` at `bit_offset`; other bits are kept.
-constexpr void SetBits(std::span<uint8_t> bytes, uint32_t bit_offset,
-                       uint32_t width, uint64_t value) {
+constexpr void SetBits(std::span<uint8_t> bytes, uint32_t bit_offset, uint32_t width,
+                       uint64_t value) {
   uint32_t bit = bit_offset;
   uint32_t remaining = width;
   while (remaining > 0) {
@@ -38,8 +36,8 @@ constexpr void SetBits(std::span<uint8_t> bytes, uint32_t bit_offset,
     const uint32_t take = (8 - in_byte) < remaining ? (8 - in_byte) : remaining;
     const uint32_t shift = 8 - in_byte - take;
     const uint8_t mask = static_cast<uint8_t>(((1u << take) - 1u) << shift);
-    const uint8_t chunk = static_cast<uint8_t>(
-        ((value >> (remaining - take)) & ((1u << take) - 1u)) << shift);
+    const uint8_t chunk =
+        static_cast<uint8_t>(((value >> (remaining - take)) & ((1u << take) - 1u)) << shift);
     uint8_t& b = bytes[bit / 8];
     b = static_cast<uint8_t>((b & ~mask) | chunk);
     bit += take;

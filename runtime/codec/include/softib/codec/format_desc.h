@@ -43,9 +43,9 @@ struct FieldDesc {
   uint32_t repeat;       // number of elements (1 for a scalar)
   uint32_t stride_bits;  // distance between elements
   FieldKind kind;
-  bool reserved;             // must be zero
-  const EnumDesc* enum_desc; // kEnum only
-  int16_t component;         // SA ComponentMask bit, or -1
+  bool reserved;              // must be zero
+  const EnumDesc* enum_desc;  // kEnum only
+  int16_t component;          // SA ComponentMask bit, or -1
 };
 
 enum class FormatKind : uint8_t { kFormat, kHeader, kAttribute };
