@@ -78,14 +78,15 @@ constexpr uint8_t kConnectRequestClasses[] = {
 };
 extern const FormatDesc kConnectRequestFormat;
 constinit const FormatDesc kConnectRequestFormat = {
-    "ConnectRequest",
-    FormatKind::kAttribute,
-    232,
-    kConnectRequestFields,
-    0x0010,
-    kConnectRequestClasses,
-    "0",
-    "REQ, ConnectRequest: request for communication (IBA 12.6.5)."};
+    .name = "ConnectRequest",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kConnectRequestFields,
+    .attribute_id = 0x0010,
+    .mgmt_classes = kConnectRequestClasses,
+    .modifier = "0",
+    .doc = "REQ, ConnectRequest: request for communication (IBA 12.6.5).",
+};
 
 constexpr FieldDesc kMsgRcptAckFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -101,14 +102,15 @@ constexpr uint8_t kMsgRcptAckClasses[] = {
 };
 extern const FormatDesc kMsgRcptAckFormat;
 constinit const FormatDesc kMsgRcptAckFormat = {
-    "MsgRcptAck",
-    FormatKind::kAttribute,
-    232,
-    kMsgRcptAckFields,
-    0x0011,
-    kMsgRcptAckClasses,
-    "0",
-    "MRA, MsgRcptAck: message receipt acknowledgement, asks for more time (IBA 12.6.6)."};
+    .name = "MsgRcptAck",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kMsgRcptAckFields,
+    .attribute_id = 0x0011,
+    .mgmt_classes = kMsgRcptAckClasses,
+    .modifier = "0",
+    .doc = "MRA, MsgRcptAck: message receipt acknowledgement, asks for more time (IBA 12.6.6).",
+};
 
 constexpr FieldDesc kConnectRejectFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -126,8 +128,15 @@ constexpr uint8_t kConnectRejectClasses[] = {
 };
 extern const FormatDesc kConnectRejectFormat;
 constinit const FormatDesc kConnectRejectFormat = {
-    "ConnectReject", FormatKind::kAttribute, 232, kConnectRejectFields,
-    0x0012,          kConnectRejectClasses,  "0", "REJ, ConnectReject (IBA 12.6.7)."};
+    .name = "ConnectReject",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kConnectRejectFields,
+    .attribute_id = 0x0012,
+    .mgmt_classes = kConnectRejectClasses,
+    .modifier = "0",
+    .doc = "REJ, ConnectReject (IBA 12.6.7).",
+};
 
 constexpr FieldDesc kConnectReplyFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -155,8 +164,15 @@ constexpr uint8_t kConnectReplyClasses[] = {
 };
 extern const FormatDesc kConnectReplyFormat;
 constinit const FormatDesc kConnectReplyFormat = {
-    "ConnectReply", FormatKind::kAttribute, 232, kConnectReplyFields,
-    0x0013,         kConnectReplyClasses,   "0", "REP, ConnectReply (IBA 12.6.8)."};
+    .name = "ConnectReply",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kConnectReplyFields,
+    .attribute_id = 0x0013,
+    .mgmt_classes = kConnectReplyClasses,
+    .modifier = "0",
+    .doc = "REP, ConnectReply (IBA 12.6.8).",
+};
 
 constexpr FieldDesc kReadyToUseFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -168,8 +184,15 @@ constexpr uint8_t kReadyToUseClasses[] = {
 };
 extern const FormatDesc kReadyToUseFormat;
 constinit const FormatDesc kReadyToUseFormat = {
-    "ReadyToUse", FormatKind::kAttribute, 232, kReadyToUseFields,
-    0x0014,       kReadyToUseClasses,     "0", "RTU, ReadyToUse (IBA 12.6.9)."};
+    .name = "ReadyToUse",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kReadyToUseFields,
+    .attribute_id = 0x0014,
+    .mgmt_classes = kReadyToUseClasses,
+    .modifier = "0",
+    .doc = "RTU, ReadyToUse (IBA 12.6.9).",
+};
 
 constexpr FieldDesc kDisconnectRequestFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -182,14 +205,16 @@ constexpr uint8_t kDisconnectRequestClasses[] = {
     0x07,
 };
 extern const FormatDesc kDisconnectRequestFormat;
-constinit const FormatDesc kDisconnectRequestFormat = {"DisconnectRequest",
-                                                       FormatKind::kAttribute,
-                                                       232,
-                                                       kDisconnectRequestFields,
-                                                       0x0015,
-                                                       kDisconnectRequestClasses,
-                                                       "0",
-                                                       "DREQ, DisconnectRequest (IBA 12.6.10)."};
+constinit const FormatDesc kDisconnectRequestFormat = {
+    .name = "DisconnectRequest",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kDisconnectRequestFields,
+    .attribute_id = 0x0015,
+    .mgmt_classes = kDisconnectRequestClasses,
+    .modifier = "0",
+    .doc = "DREQ, DisconnectRequest (IBA 12.6.10).",
+};
 
 constexpr FieldDesc kDisconnectReplyFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -200,14 +225,16 @@ constexpr uint8_t kDisconnectReplyClasses[] = {
     0x07,
 };
 extern const FormatDesc kDisconnectReplyFormat;
-constinit const FormatDesc kDisconnectReplyFormat = {"DisconnectReply",
-                                                     FormatKind::kAttribute,
-                                                     232,
-                                                     kDisconnectReplyFields,
-                                                     0x0016,
-                                                     kDisconnectReplyClasses,
-                                                     "0",
-                                                     "DREP, DisconnectReply (IBA 12.6.11)."};
+constinit const FormatDesc kDisconnectReplyFormat = {
+    .name = "DisconnectReply",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kDisconnectReplyFields,
+    .attribute_id = 0x0016,
+    .mgmt_classes = kDisconnectReplyClasses,
+    .modifier = "0",
+    .doc = "DREP, DisconnectReply (IBA 12.6.11).",
+};
 
 constexpr FieldDesc kServiceIDResReqFields[] = {
     {"RequestID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -221,14 +248,15 @@ constexpr uint8_t kServiceIDResReqClasses[] = {
 };
 extern const FormatDesc kServiceIDResReqFormat;
 constinit const FormatDesc kServiceIDResReqFormat = {
-    "ServiceIDResReq",
-    FormatKind::kAttribute,
-    232,
-    kServiceIDResReqFields,
-    0x0017,
-    kServiceIDResReqClasses,
-    "0",
-    "SIDR_REQ, ServiceIDResReq: service ID resolution request (IBA 12.11.1)."};
+    .name = "ServiceIDResReq",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kServiceIDResReqFields,
+    .attribute_id = 0x0017,
+    .mgmt_classes = kServiceIDResReqClasses,
+    .modifier = "0",
+    .doc = "SIDR_REQ, ServiceIDResReq: service ID resolution request (IBA 12.11.1).",
+};
 
 constexpr FieldDesc kServiceIDResReqRespFields[] = {
     {"RequestID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -247,14 +275,15 @@ constexpr uint8_t kServiceIDResReqRespClasses[] = {
 };
 extern const FormatDesc kServiceIDResReqRespFormat;
 constinit const FormatDesc kServiceIDResReqRespFormat = {
-    "ServiceIDResReqResp",
-    FormatKind::kAttribute,
-    232,
-    kServiceIDResReqRespFields,
-    0x0018,
-    kServiceIDResReqRespClasses,
-    "0",
-    "SIDR_REP, ServiceIDResReqResp: service ID resolution response (IBA 12.11.2)."};
+    .name = "ServiceIDResReqResp",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kServiceIDResReqRespFields,
+    .attribute_id = 0x0018,
+    .mgmt_classes = kServiceIDResReqRespClasses,
+    .modifier = "0",
+    .doc = "SIDR_REP, ServiceIDResReqResp: service ID resolution response (IBA 12.11.2).",
+};
 
 constexpr FieldDesc kLoadAlternatePathFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -285,14 +314,16 @@ constexpr uint8_t kLoadAlternatePathClasses[] = {
     0x07,
 };
 extern const FormatDesc kLoadAlternatePathFormat;
-constinit const FormatDesc kLoadAlternatePathFormat = {"LoadAlternatePath",
-                                                       FormatKind::kAttribute,
-                                                       232,
-                                                       kLoadAlternatePathFields,
-                                                       0x0019,
-                                                       kLoadAlternatePathClasses,
-                                                       "0",
-                                                       "LAP, LoadAlternatePath (IBA 12.8.1)."};
+constinit const FormatDesc kLoadAlternatePathFormat = {
+    .name = "LoadAlternatePath",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kLoadAlternatePathFields,
+    .attribute_id = 0x0019,
+    .mgmt_classes = kLoadAlternatePathClasses,
+    .modifier = "0",
+    .doc = "LAP, LoadAlternatePath (IBA 12.8.1).",
+};
 
 constexpr FieldDesc kAlternatePathResponseFields[] = {
     {"LocalCommunicationID", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -308,14 +339,15 @@ constexpr uint8_t kAlternatePathResponseClasses[] = {
 };
 extern const FormatDesc kAlternatePathResponseFormat;
 constinit const FormatDesc kAlternatePathResponseFormat = {
-    "AlternatePathResponse",
-    FormatKind::kAttribute,
-    232,
-    kAlternatePathResponseFields,
-    0x001a,
-    kAlternatePathResponseClasses,
-    "0",
-    "APR, AlternatePathResponse (IBA 12.8.2)."};
+    .name = "AlternatePathResponse",
+    .kind = FormatKind::kAttribute,
+    .size = 232,
+    .fields = kAlternatePathResponseFields,
+    .attribute_id = 0x001a,
+    .mgmt_classes = kAlternatePathResponseClasses,
+    .modifier = "0",
+    .doc = "APR, AlternatePathResponse (IBA 12.8.2).",
+};
 
 constexpr FieldDesc kCmaIpPrivateDataFields[] = {
     {"CmaVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -327,17 +359,19 @@ constexpr FieldDesc kCmaIpPrivateDataFields[] = {
 };
 extern const FormatDesc kCmaIpPrivateDataFormat;
 constinit const FormatDesc kCmaIpPrivateDataFormat = {
-    "CmaIpPrivateData",
-    FormatKind::kFormat,
-    36,
-    kCmaIpPrivateDataFields,
-    0x0000,
-    {},
-    "",
-    "The header rdma_cm puts at the start of the PrivateData of a REQ for a service ID in "
-    "the\nRDMA IP CM range 0x0000000001xxxxxx (Linux rdma_cm \"cma_hdr\"; the same layout as "
-    "IBA\nAnnex A11's IP addressing header with MajV/MinV as one byte). An IPv4 address occupies "
-    "the\nlast 4 bytes of its 16-byte field, the first 12 being zero."};
+    .name = "CmaIpPrivateData",
+    .kind = FormatKind::kFormat,
+    .size = 36,
+    .fields = kCmaIpPrivateDataFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "The header rdma_cm puts at the start of the PrivateData of a REQ for a service ID in "
+        "the\nRDMA IP CM range 0x0000000001xxxxxx (Linux rdma_cm \"cma_hdr\"; the same layout as "
+        "IBA\nAnnex A11's IP addressing header with MajV/MinV as one byte). An IPv4 address "
+        "occupies the\nlast 4 bytes of its 16-byte field, the first 12 being zero.",
+};
 
 }  // namespace softib::codec::gen
 

@@ -24,10 +24,15 @@ constexpr FieldDesc kMadHeaderFields[] = {
 };
 extern const FormatDesc kMadHeaderFormat;
 constinit const FormatDesc kMadHeaderFormat = {
-    "MadHeader", FormatKind::kFormat,
-    24,          kMadHeaderFields,
-    0x0000,      {},
-    "",          "The common MAD header, bytes 0..23 of every MAD (IBA 13.4.3)."};
+    .name = "MadHeader",
+    .kind = FormatKind::kFormat,
+    .size = 24,
+    .fields = kMadHeaderFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "The common MAD header, bytes 0..23 of every MAD (IBA 13.4.3).",
+};
 
 constexpr FieldDesc kSmpLidFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -48,10 +53,15 @@ constexpr FieldDesc kSmpLidFields[] = {
 };
 extern const FormatDesc kSmpLidFormat;
 constinit const FormatDesc kSmpLidFormat = {
-    "SmpLid", FormatKind::kFormat,
-    256,      kSmpLidFields,
-    0x0000,   {},
-    "",       "A LID-routed SMP, the whole 256-byte MAD (IBA 14.2.1.1)."};
+    .name = "SmpLid",
+    .kind = FormatKind::kFormat,
+    .size = 256,
+    .fields = kSmpLidFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "A LID-routed SMP, the whole 256-byte MAD (IBA 14.2.1.1).",
+};
 
 constexpr FieldDesc kSmpDrFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -77,15 +87,17 @@ constexpr FieldDesc kSmpDrFields[] = {
 };
 extern const FormatDesc kSmpDrFormat;
 constinit const FormatDesc kSmpDrFormat = {
-    "SmpDr",
-    FormatKind::kFormat,
-    256,
-    kSmpDrFields,
-    0x0000,
-    {},
-    "",
-    "A directed-route SMP, the whole 256-byte MAD (IBA 14.2.1.2). Status is 15 bits:\nits top bit "
-    "is D, the direction (0 outbound, 1 returning)."};
+    .name = "SmpDr",
+    .kind = FormatKind::kFormat,
+    .size = 256,
+    .fields = kSmpDrFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "A directed-route SMP, the whole 256-byte MAD (IBA 14.2.1.2). Status is 15 bits:\nits top "
+        "bit is D, the direction (0 outbound, 1 returning).",
+};
 
 constexpr FieldDesc kRmppHeaderFields[] = {
     {"RMPPVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -98,16 +110,18 @@ constexpr FieldDesc kRmppHeaderFields[] = {
 };
 extern const FormatDesc kRmppHeaderFormat;
 constinit const FormatDesc kRmppHeaderFormat = {
-    "RmppHeader",
-    FormatKind::kFormat,
-    12,
-    kRmppHeaderFields,
-    0x0000,
-    {},
-    "",
-    "The RMPP header: bytes 24..35 of an RMPP-capable MAD (SA, and vendor classes); offsets "
-    "here\nare relative to MAD byte 24 (IBA 13.6.2.1). Data1 is SegmentNumber (DATA, ACK),\nData2 "
-    "is PayloadLength (DATA) or NewWindowLast (ACK)."};
+    .name = "RmppHeader",
+    .kind = FormatKind::kFormat,
+    .size = 12,
+    .fields = kRmppHeaderFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "The RMPP header: bytes 24..35 of an RMPP-capable MAD (SA, and vendor classes); offsets "
+        "here\nare relative to MAD byte 24 (IBA 13.6.2.1). Data1 is SegmentNumber (DATA, "
+        "ACK),\nData2 is PayloadLength (DATA) or NewWindowLast (ACK).",
+};
 
 constexpr FieldDesc kSaHeaderFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -136,15 +150,17 @@ constexpr FieldDesc kSaHeaderFields[] = {
 };
 extern const FormatDesc kSaHeaderFormat;
 constinit const FormatDesc kSaHeaderFormat = {
-    "SaHeader",
-    FormatKind::kFormat,
-    256,
-    kSaHeaderFields,
-    0x0000,
-    {},
-    "",
-    "An SA MAD, the whole 256 bytes: common header, RMPP header, SA header and "
-    "SubnetAdminData\n(IBA 15.2.1.1)."};
+    .name = "SaHeader",
+    .kind = FormatKind::kFormat,
+    .size = 256,
+    .fields = kSaHeaderFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "An SA MAD, the whole 256 bytes: common header, RMPP header, SA header and "
+        "SubnetAdminData\n(IBA 15.2.1.1).",
+};
 
 constexpr FieldDesc kPerfMgtMadFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -163,10 +179,15 @@ constexpr FieldDesc kPerfMgtMadFields[] = {
 };
 extern const FormatDesc kPerfMgtMadFormat;
 constinit const FormatDesc kPerfMgtMadFormat = {
-    "PerfMgtMad", FormatKind::kFormat,
-    256,          kPerfMgtMadFields,
-    0x0000,       {},
-    "",           "A PerfMgt MAD, the whole 256 bytes (IBA 16.1.1)."};
+    .name = "PerfMgtMad",
+    .kind = FormatKind::kFormat,
+    .size = 256,
+    .fields = kPerfMgtMadFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "A PerfMgt MAD, the whole 256 bytes (IBA 16.1.1).",
+};
 
 constexpr FieldDesc kDevMgtMadFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -185,10 +206,15 @@ constexpr FieldDesc kDevMgtMadFields[] = {
 };
 extern const FormatDesc kDevMgtMadFormat;
 constinit const FormatDesc kDevMgtMadFormat = {
-    "DevMgtMad", FormatKind::kFormat,
-    256,         kDevMgtMadFields,
-    0x0000,      {},
-    "",          "A DevMgt MAD, the whole 256 bytes (IBA 16.3.1)."};
+    .name = "DevMgtMad",
+    .kind = FormatKind::kFormat,
+    .size = 256,
+    .fields = kDevMgtMadFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "A DevMgt MAD, the whole 256 bytes (IBA 16.3.1).",
+};
 
 constexpr FieldDesc kCmMadFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -206,14 +232,17 @@ constexpr FieldDesc kCmMadFields[] = {
 };
 extern const FormatDesc kCmMadFormat;
 constinit const FormatDesc kCmMadFormat = {
-    "CmMad",
-    FormatKind::kFormat,
-    256,
-    kCmMadFields,
-    0x0000,
-    {},
-    "",
-    "A CM MAD, the whole 256 bytes: the message starts right after the common header (IBA 12.6)."};
+    .name = "CmMad",
+    .kind = FormatKind::kFormat,
+    .size = 256,
+    .fields = kCmMadFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "A CM MAD, the whole 256 bytes: the message starts right after the common header (IBA "
+        "12.6).",
+};
 
 constexpr FieldDesc kClassPortInfoFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -245,15 +274,17 @@ constexpr uint8_t kClassPortInfoClasses[] = {
 };
 extern const FormatDesc kClassPortInfoFormat;
 constinit const FormatDesc kClassPortInfoFormat = {
-    "ClassPortInfo",
-    FormatKind::kAttribute,
-    72,
-    kClassPortInfoFields,
-    0x0001,
-    kClassPortInfoClasses,
-    "0",
-    "ClassPortInfo: where a class agent is and where it sends traps (IBA 13.4.8.1).\nOne "
-    "declaration serves every GSI class that has it (SA, PerfMgt, BM, DevMgt, CM)."};
+    .name = "ClassPortInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 72,
+    .fields = kClassPortInfoFields,
+    .attribute_id = 0x0001,
+    .mgmt_classes = kClassPortInfoClasses,
+    .modifier = "0",
+    .doc =
+        "ClassPortInfo: where a class agent is and where it sends traps (IBA 13.4.8.1).\nOne "
+        "declaration serves every GSI class that has it (SA, PerfMgt, BM, DevMgt, CM).",
+};
 
 }  // namespace softib::codec::gen
 

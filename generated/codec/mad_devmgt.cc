@@ -21,16 +21,18 @@ constexpr uint8_t kIOUnitInfoClasses[] = {
 };
 extern const FormatDesc kIOUnitInfoFormat;
 constinit const FormatDesc kIOUnitInfoFormat = {
-    "IOUnitInfo",
-    FormatKind::kAttribute,
-    132,
-    kIOUnitInfoFields,
-    0x0010,
-    kIOUnitInfoClasses,
-    "0",
-    "IOUnitInfo: the I/O controllers of an I/O unit (IBA 16.3.3.3). ControllerList has one\n4-bit "
-    "entry per slot, slot 1 in the high nibble of byte 4: 0 not installed, 1 present,\n0xF slot "
-    "does not exist."};
+    .name = "IOUnitInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 132,
+    .fields = kIOUnitInfoFields,
+    .attribute_id = 0x0010,
+    .mgmt_classes = kIOUnitInfoClasses,
+    .modifier = "0",
+    .doc =
+        "IOUnitInfo: the I/O controllers of an I/O unit (IBA 16.3.3.3). ControllerList has "
+        "one\n4-bit entry per slot, slot 1 in the high nibble of byte 4: 0 not installed, 1 "
+        "present,\n0xF slot does not exist.",
+};
 
 constexpr FieldDesc kIOControllerProfileFields[] = {
     {"GUID", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, -1},
@@ -63,14 +65,15 @@ constexpr uint8_t kIOControllerProfileClasses[] = {
 };
 extern const FormatDesc kIOControllerProfileFormat;
 constinit const FormatDesc kIOControllerProfileFormat = {
-    "IOControllerProfile",
-    FormatKind::kAttribute,
-    128,
-    kIOControllerProfileFields,
-    0x0011,
-    kIOControllerProfileClasses,
-    "controller slot number (1..MaxControllers)",
-    "IOControllerProfile: what one I/O controller is and can do (IBA 16.3.3.4)."};
+    .name = "IOControllerProfile",
+    .kind = FormatKind::kAttribute,
+    .size = 128,
+    .fields = kIOControllerProfileFields,
+    .attribute_id = 0x0011,
+    .mgmt_classes = kIOControllerProfileClasses,
+    .modifier = "controller slot number (1..MaxControllers)",
+    .doc = "IOControllerProfile: what one I/O controller is and can do (IBA 16.3.3.4).",
+};
 
 constexpr FieldDesc kServiceEntriesFields[] = {
     {"ServiceName", 0, 320, 4, 384, FieldKind::kString, false, nullptr, -1},
@@ -81,15 +84,19 @@ constexpr uint8_t kServiceEntriesClasses[] = {
 };
 extern const FormatDesc kServiceEntriesFormat;
 constinit const FormatDesc kServiceEntriesFormat = {
-    "ServiceEntries",
-    FormatKind::kAttribute,
-    192,
-    kServiceEntriesFields,
-    0x0012,
-    kServiceEntriesClasses,
-    "bits 31:16 controller slot; bits 15:8 last entry; bits 7:0 first entry (at most 4 entries)",
-    "ServiceEntries: up to four (ServiceName, ServiceID) pairs of one controller\n(IBA 16.3.3.5); "
-    "each entry is 48 bytes."};
+    .name = "ServiceEntries",
+    .kind = FormatKind::kAttribute,
+    .size = 192,
+    .fields = kServiceEntriesFields,
+    .attribute_id = 0x0012,
+    .mgmt_classes = kServiceEntriesClasses,
+    .modifier =
+        "bits 31:16 controller slot; bits 15:8 last entry; bits 7:0 first entry (at most 4 "
+        "entries)",
+    .doc =
+        "ServiceEntries: up to four (ServiceName, ServiceID) pairs of one controller\n(IBA "
+        "16.3.3.5); each entry is 48 bytes.",
+};
 
 }  // namespace softib::codec::gen
 

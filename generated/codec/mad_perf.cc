@@ -37,14 +37,16 @@ constexpr uint8_t kPortSamplesControlClasses[] = {
 };
 extern const FormatDesc kPortSamplesControlFormat;
 constinit const FormatDesc kPortSamplesControlFormat = {
-    "PortSamplesControl",
-    FormatKind::kAttribute,
-    192,
-    kPortSamplesControlFields,
-    0x0010,
-    kPortSamplesControlClasses,
-    "0",
-    "PortSamplesControl: starts and reads back a sampling of up to 15 counters (IBA 16.1.3.2)."};
+    .name = "PortSamplesControl",
+    .kind = FormatKind::kAttribute,
+    .size = 192,
+    .fields = kPortSamplesControlFields,
+    .attribute_id = 0x0010,
+    .mgmt_classes = kPortSamplesControlClasses,
+    .modifier = "0",
+    .doc =
+        "PortSamplesControl: starts and reads back a sampling of up to 15 counters (IBA 16.1.3.2).",
+};
 
 constexpr FieldDesc kPortCountersFields[] = {
     {"Reserved1", 0, 8, 1, 8, FieldKind::kUInt, true, nullptr, -1},
@@ -75,15 +77,17 @@ constexpr uint8_t kPortCountersClasses[] = {
 };
 extern const FormatDesc kPortCountersFormat;
 constinit const FormatDesc kPortCountersFormat = {
-    "PortCounters",
-    FormatKind::kAttribute,
-    44,
-    kPortCountersFields,
-    0x0012,
-    kPortCountersClasses,
-    "0",
-    "PortCounters: the basic 16/32-bit error and traffic counters of a port (IBA "
-    "16.1.3.5).\nCounterSelect and CounterSelect2 choose the counters a Set clears."};
+    .name = "PortCounters",
+    .kind = FormatKind::kAttribute,
+    .size = 44,
+    .fields = kPortCountersFields,
+    .attribute_id = 0x0012,
+    .mgmt_classes = kPortCountersClasses,
+    .modifier = "0",
+    .doc =
+        "PortCounters: the basic 16/32-bit error and traffic counters of a port (IBA "
+        "16.1.3.5).\nCounterSelect and CounterSelect2 choose the counters a Set clears.",
+};
 
 constexpr FieldDesc kPortCountersExtendedFields[] = {
     {"Reserved1", 0, 8, 1, 8, FieldKind::kUInt, true, nullptr, -1},
@@ -118,16 +122,18 @@ constexpr uint8_t kPortCountersExtendedClasses[] = {
 };
 extern const FormatDesc kPortCountersExtendedFormat;
 constinit const FormatDesc kPortCountersExtendedFormat = {
-    "PortCountersExtended",
-    FormatKind::kAttribute,
-    184,
-    kPortCountersExtendedFields,
-    0x001d,
-    kPortCountersExtendedClasses,
-    "0",
-    "PortCountersExtended: 64-bit counters (IBA 16.1.4.11). Bytes 72..183 hold the 64-bit "
-    "error\ncounters of release 1.3 (ClassPortInfo CapabilityMask2 "
-    "IsAdditionalPortCountersExtended)."};
+    .name = "PortCountersExtended",
+    .kind = FormatKind::kAttribute,
+    .size = 184,
+    .fields = kPortCountersExtendedFields,
+    .attribute_id = 0x001d,
+    .mgmt_classes = kPortCountersExtendedClasses,
+    .modifier = "0",
+    .doc =
+        "PortCountersExtended: 64-bit counters (IBA 16.1.4.11). Bytes 72..183 hold the 64-bit "
+        "error\ncounters of release 1.3 (ClassPortInfo CapabilityMask2 "
+        "IsAdditionalPortCountersExtended).",
+};
 
 }  // namespace softib::codec::gen
 

@@ -35,15 +35,17 @@ constexpr uint8_t kNodeRecordClasses[] = {
 };
 extern const FormatDesc kNodeRecordFormat;
 constinit const FormatDesc kNodeRecordFormat = {
-    "NodeRecord",
-    FormatKind::kAttribute,
-    108,
-    kNodeRecordFields,
-    0x0011,
-    kNodeRecordClasses,
-    "0",
-    "NodeRecord: NodeInfo and NodeDescription of one port (IBA 15.2.5.2).\nNodeInfo (IBA 14.2.5.3) "
-    "starts at byte 4, NodeDescription at byte 44."};
+    .name = "NodeRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 108,
+    .fields = kNodeRecordFields,
+    .attribute_id = 0x0011,
+    .mgmt_classes = kNodeRecordClasses,
+    .modifier = "0",
+    .doc =
+        "NodeRecord: NodeInfo and NodeDescription of one port (IBA 15.2.5.2).\nNodeInfo (IBA "
+        "14.2.5.3) starts at byte 4, NodeDescription at byte 44.",
+};
 
 constexpr FieldDesc kPortInfoRecordFields[] = {
     {"EndportLID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -110,16 +112,18 @@ constexpr uint8_t kPortInfoRecordClasses[] = {
 };
 extern const FormatDesc kPortInfoRecordFormat;
 constinit const FormatDesc kPortInfoRecordFormat = {
-    "PortInfoRecord",
-    FormatKind::kAttribute,
-    68,
-    kPortInfoRecordFields,
-    0x0012,
-    kPortInfoRecordClasses,
-    "0",
-    "PortInfoRecord: the PortInfo of one port (IBA 15.2.5.3). PortInfo (IBA 14.2.5.6) starts "
-    "at\nbyte 4. Enumerated PortInfo fields whose 0 is not a member (MTUs, LinkWidthActive) are "
-    "plain\nintegers here, since a query leaves unselected fields zero."};
+    .name = "PortInfoRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 68,
+    .fields = kPortInfoRecordFields,
+    .attribute_id = 0x0012,
+    .mgmt_classes = kPortInfoRecordClasses,
+    .modifier = "0",
+    .doc =
+        "PortInfoRecord: the PortInfo of one port (IBA 15.2.5.3). PortInfo (IBA 14.2.5.6) starts "
+        "at\nbyte 4. Enumerated PortInfo fields whose 0 is not a member (MTUs, LinkWidthActive) "
+        "are plain\nintegers here, since a query leaves unselected fields zero.",
+};
 
 constexpr FieldDesc kSLtoVLMappingTableRecordFields[] = {
     {"LID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -133,14 +137,15 @@ constexpr uint8_t kSLtoVLMappingTableRecordClasses[] = {
 };
 extern const FormatDesc kSLtoVLMappingTableRecordFormat;
 constinit const FormatDesc kSLtoVLMappingTableRecordFormat = {
-    "SLtoVLMappingTableRecord",
-    FormatKind::kAttribute,
-    16,
-    kSLtoVLMappingTableRecordFields,
-    0x0013,
-    kSLtoVLMappingTableRecordClasses,
-    "0",
-    "SLtoVLMappingTableRecord (IBA 15.2.5.4); the table (IBA 14.2.5.8) starts at byte 8."};
+    .name = "SLtoVLMappingTableRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 16,
+    .fields = kSLtoVLMappingTableRecordFields,
+    .attribute_id = 0x0013,
+    .mgmt_classes = kSLtoVLMappingTableRecordClasses,
+    .modifier = "0",
+    .doc = "SLtoVLMappingTableRecord (IBA 15.2.5.4); the table (IBA 14.2.5.8) starts at byte 8.",
+};
 
 constexpr FieldDesc kSwitchInfoRecordFields[] = {
     {"LID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -170,14 +175,15 @@ constexpr uint8_t kSwitchInfoRecordClasses[] = {
 };
 extern const FormatDesc kSwitchInfoRecordFormat;
 constinit const FormatDesc kSwitchInfoRecordFormat = {
-    "SwitchInfoRecord",
-    FormatKind::kAttribute,
-    24,
-    kSwitchInfoRecordFields,
-    0x0014,
-    kSwitchInfoRecordClasses,
-    "0",
-    "SwitchInfoRecord (IBA 15.2.5.5); SwitchInfo (IBA 14.2.5.4) starts at byte 4."};
+    .name = "SwitchInfoRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 24,
+    .fields = kSwitchInfoRecordFields,
+    .attribute_id = 0x0014,
+    .mgmt_classes = kSwitchInfoRecordClasses,
+    .modifier = "0",
+    .doc = "SwitchInfoRecord (IBA 15.2.5.5); SwitchInfo (IBA 14.2.5.4) starts at byte 4.",
+};
 
 constexpr FieldDesc kLinearForwardingTableRecordFields[] = {
     {"LID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -190,14 +196,17 @@ constexpr uint8_t kLinearForwardingTableRecordClasses[] = {
 };
 extern const FormatDesc kLinearForwardingTableRecordFormat;
 constinit const FormatDesc kLinearForwardingTableRecordFormat = {
-    "LinearForwardingTableRecord",
-    FormatKind::kAttribute,
-    72,
-    kLinearForwardingTableRecordFields,
-    0x0015,
-    kLinearForwardingTableRecordClasses,
-    "0",
-    "LinearForwardingTableRecord (IBA 15.2.5.6); the LFT block (IBA 14.2.5.10) starts at byte 8."};
+    .name = "LinearForwardingTableRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 72,
+    .fields = kLinearForwardingTableRecordFields,
+    .attribute_id = 0x0015,
+    .mgmt_classes = kLinearForwardingTableRecordClasses,
+    .modifier = "0",
+    .doc =
+        "LinearForwardingTableRecord (IBA 15.2.5.6); the LFT block (IBA 14.2.5.10) starts at byte "
+        "8.",
+};
 
 constexpr FieldDesc kMulticastForwardingTableRecordFields[] = {
     {"LID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -212,15 +221,17 @@ constexpr uint8_t kMulticastForwardingTableRecordClasses[] = {
 };
 extern const FormatDesc kMulticastForwardingTableRecordFormat;
 constinit const FormatDesc kMulticastForwardingTableRecordFormat = {
-    "MulticastForwardingTableRecord",
-    FormatKind::kAttribute,
-    72,
-    kMulticastForwardingTableRecordFields,
-    0x0017,
-    kMulticastForwardingTableRecordClasses,
-    "0",
-    "MulticastForwardingTableRecord (IBA 15.2.5.8); the MFT block (IBA 14.2.5.12) starts at\nbyte "
-    "8."};
+    .name = "MulticastForwardingTableRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 72,
+    .fields = kMulticastForwardingTableRecordFields,
+    .attribute_id = 0x0017,
+    .mgmt_classes = kMulticastForwardingTableRecordClasses,
+    .modifier = "0",
+    .doc =
+        "MulticastForwardingTableRecord (IBA 15.2.5.8); the MFT block (IBA 14.2.5.12) starts "
+        "at\nbyte 8.",
+};
 
 constexpr FieldDesc kSMInfoRecordFields[] = {
     {"LID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -236,14 +247,15 @@ constexpr uint8_t kSMInfoRecordClasses[] = {
 };
 extern const FormatDesc kSMInfoRecordFormat;
 constinit const FormatDesc kSMInfoRecordFormat = {
-    "SMInfoRecord",
-    FormatKind::kAttribute,
-    25,
-    kSMInfoRecordFields,
-    0x0018,
-    kSMInfoRecordClasses,
-    "0",
-    "SMInfoRecord (IBA 15.2.5.10); SMInfo (IBA 14.2.5.13) starts at byte 4."};
+    .name = "SMInfoRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 25,
+    .fields = kSMInfoRecordFields,
+    .attribute_id = 0x0018,
+    .mgmt_classes = kSMInfoRecordClasses,
+    .modifier = "0",
+    .doc = "SMInfoRecord (IBA 15.2.5.10); SMInfo (IBA 14.2.5.13) starts at byte 4.",
+};
 
 constexpr FieldDesc kInformInfoFields[] = {
     {"GID", 0, 128, 1, 128, FieldKind::kGid, false, nullptr, -1},
@@ -265,17 +277,19 @@ constexpr uint8_t kInformInfoClasses[] = {
 };
 extern const FormatDesc kInformInfoFormat;
 constinit const FormatDesc kInformInfoFormat = {
-    "InformInfo",
-    FormatKind::kAttribute,
-    36,
-    kInformInfoFields,
-    0x0003,
-    kInformInfoClasses,
-    "0",
-    "InformInfo: a subscription to traps/notices, sent with Set to the SA (IBA "
-    "13.4.8.3).\nIsGeneric = 1: TrapNumberDeviceID is the TrapNumber and ProducerTypeVendorID "
-    "the\nProducerType; IsGeneric = 0: DeviceID and VendorID. 0xFFFF in TrapNumber or Type matches "
-    "all."};
+    .name = "InformInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 36,
+    .fields = kInformInfoFields,
+    .attribute_id = 0x0003,
+    .mgmt_classes = kInformInfoClasses,
+    .modifier = "0",
+    .doc =
+        "InformInfo: a subscription to traps/notices, sent with Set to the SA (IBA "
+        "13.4.8.3).\nIsGeneric = 1: TrapNumberDeviceID is the TrapNumber and ProducerTypeVendorID "
+        "the\nProducerType; IsGeneric = 0: DeviceID and VendorID. 0xFFFF in TrapNumber or Type "
+        "matches all.",
+};
 
 constexpr FieldDesc kInformInfoRecordFields[] = {
     {"SubscriberGID", 0, 128, 1, 128, FieldKind::kGid, false, nullptr, 0},
@@ -300,14 +314,15 @@ constexpr uint8_t kInformInfoRecordClasses[] = {
 };
 extern const FormatDesc kInformInfoRecordFormat;
 constinit const FormatDesc kInformInfoRecordFormat = {
-    "InformInfoRecord",
-    FormatKind::kAttribute,
-    60,
-    kInformInfoRecordFields,
-    0x00f3,
-    kInformInfoRecordClasses,
-    "0",
-    "InformInfoRecord (IBA 15.2.5.12); InformInfo (IBA 13.4.8.3) starts at byte 24."};
+    .name = "InformInfoRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 60,
+    .fields = kInformInfoRecordFields,
+    .attribute_id = 0x00f3,
+    .mgmt_classes = kInformInfoRecordClasses,
+    .modifier = "0",
+    .doc = "InformInfoRecord (IBA 15.2.5.12); InformInfo (IBA 13.4.8.3) starts at byte 24.",
+};
 
 constexpr FieldDesc kLinkRecordFields[] = {
     {"FromLID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -320,14 +335,15 @@ constexpr uint8_t kLinkRecordClasses[] = {
 };
 extern const FormatDesc kLinkRecordFormat;
 constinit const FormatDesc kLinkRecordFormat = {
-    "LinkRecord",
-    FormatKind::kAttribute,
-    6,
-    kLinkRecordFields,
-    0x0020,
-    kLinkRecordClasses,
-    "0",
-    "LinkRecord: one link between two ports (IBA 15.2.5.13)."};
+    .name = "LinkRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 6,
+    .fields = kLinkRecordFields,
+    .attribute_id = 0x0020,
+    .mgmt_classes = kLinkRecordClasses,
+    .modifier = "0",
+    .doc = "LinkRecord: one link between two ports (IBA 15.2.5.13).",
+};
 
 constexpr FieldDesc kGUIDInfoRecordFields[] = {
     {"LID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -348,15 +364,17 @@ constexpr uint8_t kGUIDInfoRecordClasses[] = {
 };
 extern const FormatDesc kGUIDInfoRecordFormat;
 constinit const FormatDesc kGUIDInfoRecordFormat = {
-    "GUIDInfoRecord",
-    FormatKind::kAttribute,
-    72,
-    kGUIDInfoRecordFields,
-    0x0030,
-    kGUIDInfoRecordClasses,
-    "0",
-    "GUIDInfoRecord (IBA 15.2.5.18); the GUID block (IBA 14.2.5.5) starts at byte 8, "
-    "one\nComponentMask bit per GUID."};
+    .name = "GUIDInfoRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 72,
+    .fields = kGUIDInfoRecordFields,
+    .attribute_id = 0x0030,
+    .mgmt_classes = kGUIDInfoRecordClasses,
+    .modifier = "0",
+    .doc =
+        "GUIDInfoRecord (IBA 15.2.5.18); the GUID block (IBA 14.2.5.5) starts at byte 8, "
+        "one\nComponentMask bit per GUID.",
+};
 
 constexpr FieldDesc kServiceRecordFields[] = {
     {"ServiceID", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, 0},
@@ -402,15 +420,17 @@ constexpr uint8_t kServiceRecordClasses[] = {
 };
 extern const FormatDesc kServiceRecordFormat;
 constinit const FormatDesc kServiceRecordFormat = {
-    "ServiceRecord",
-    FormatKind::kAttribute,
-    176,
-    kServiceRecordFields,
-    0x0031,
-    kServiceRecordClasses,
-    "0",
-    "ServiceRecord: a service registered with the SA (IBA 15.2.5.14). Each ServiceData "
-    "element\nhas its own ComponentMask bit."};
+    .name = "ServiceRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 176,
+    .fields = kServiceRecordFields,
+    .attribute_id = 0x0031,
+    .mgmt_classes = kServiceRecordClasses,
+    .modifier = "0",
+    .doc =
+        "ServiceRecord: a service registered with the SA (IBA 15.2.5.14). Each ServiceData "
+        "element\nhas its own ComponentMask bit.",
+};
 
 constexpr FieldDesc kP_KeyTableRecordFields[] = {
     {"LID", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, 0},
@@ -424,14 +444,15 @@ constexpr uint8_t kP_KeyTableRecordClasses[] = {
 };
 extern const FormatDesc kP_KeyTableRecordFormat;
 constinit const FormatDesc kP_KeyTableRecordFormat = {
-    "P_KeyTableRecord",
-    FormatKind::kAttribute,
-    72,
-    kP_KeyTableRecordFields,
-    0x0033,
-    kP_KeyTableRecordClasses,
-    "0",
-    "P_KeyTableRecord (IBA 15.2.5.11); the P_Key block (IBA 14.2.5.7) starts at byte 8."};
+    .name = "P_KeyTableRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 72,
+    .fields = kP_KeyTableRecordFields,
+    .attribute_id = 0x0033,
+    .mgmt_classes = kP_KeyTableRecordClasses,
+    .modifier = "0",
+    .doc = "P_KeyTableRecord (IBA 15.2.5.11); the P_Key block (IBA 14.2.5.7) starts at byte 8.",
+};
 
 constexpr FieldDesc kPathRecordFields[] = {
     {"ServiceID8MSB", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, 0},
@@ -466,16 +487,19 @@ constexpr uint8_t kPathRecordClasses[] = {
 };
 extern const FormatDesc kPathRecordFormat;
 constinit const FormatDesc kPathRecordFormat = {
-    "PathRecord",
-    FormatKind::kAttribute,
-    64,
-    kPathRecordFields,
-    0x0035,
-    kPathRecordClasses,
-    "0",
-    "PathRecord (IBA 15.2.5.16). ServiceID is two fields of the specification, ServiceID8MSB "
-    "and\nServiceID56LSB, whose ComponentMask bits must be set together. MTU and Rate use the MTU "
-    "and\nRate encodings of mad_common.idl (plain integers here: a query leaves them zero)."};
+    .name = "PathRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kPathRecordFields,
+    .attribute_id = 0x0035,
+    .mgmt_classes = kPathRecordClasses,
+    .modifier = "0",
+    .doc =
+        "PathRecord (IBA 15.2.5.16). ServiceID is two fields of the specification, ServiceID8MSB "
+        "and\nServiceID56LSB, whose ComponentMask bits must be set together. MTU and Rate use the "
+        "MTU and\nRate encodings of mad_common.idl (plain integers here: a query leaves them "
+        "zero).",
+};
 
 constexpr FieldDesc kMCMemberRecordFields[] = {
     {"MGID", 0, 128, 1, 128, FieldKind::kGid, false, nullptr, 0},
@@ -503,15 +527,17 @@ constexpr uint8_t kMCMemberRecordClasses[] = {
 };
 extern const FormatDesc kMCMemberRecordFormat;
 constinit const FormatDesc kMCMemberRecordFormat = {
-    "MCMemberRecord",
-    FormatKind::kAttribute,
-    52,
-    kMCMemberRecordFields,
-    0x0038,
-    kMCMemberRecordClasses,
-    "0",
-    "MCMemberRecord: membership of a port in a multicast group (IBA 15.2.5.17). JoinState is "
-    "a\nset of JoinState bits."};
+    .name = "MCMemberRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 52,
+    .fields = kMCMemberRecordFields,
+    .attribute_id = 0x0038,
+    .mgmt_classes = kMCMemberRecordClasses,
+    .modifier = "0",
+    .doc =
+        "MCMemberRecord: membership of a port in a multicast group (IBA 15.2.5.17). JoinState is "
+        "a\nset of JoinState bits.",
+};
 
 constexpr FieldDesc kMultiPathRecordFields[] = {
     {"RawTraffic", 0, 1, 1, 1, FieldKind::kBool, false, nullptr, 0},
@@ -543,16 +569,19 @@ constexpr uint8_t kMultiPathRecordClasses[] = {
 };
 extern const FormatDesc kMultiPathRecordFormat;
 constinit const FormatDesc kMultiPathRecordFormat = {
-    "MultiPathRecord",
-    FormatKind::kAttribute,
-    200,
-    kMultiPathRecordFields,
-    0x003a,
-    kMultiPathRecordClasses,
-    "0",
-    "MultiPathRecord, the request of a GetMulti (IBA 15.2.5.20): the 24-byte fixed part, "
-    "then\nSGIDCount source GIDs followed by DGIDCount destination GIDs. SDGID holds the first 11 "
-    "GIDs,\nas many as fit in one MAD's SAData; longer lists continue in further RMPP segments."};
+    .name = "MultiPathRecord",
+    .kind = FormatKind::kAttribute,
+    .size = 200,
+    .fields = kMultiPathRecordFields,
+    .attribute_id = 0x003a,
+    .mgmt_classes = kMultiPathRecordClasses,
+    .modifier = "0",
+    .doc =
+        "MultiPathRecord, the request of a GetMulti (IBA 15.2.5.20): the 24-byte fixed part, "
+        "then\nSGIDCount source GIDs followed by DGIDCount destination GIDs. SDGID holds the first "
+        "11 GIDs,\nas many as fit in one MAD's SAData; longer lists continue in further RMPP "
+        "segments.",
+};
 
 }  // namespace softib::codec::gen
 

@@ -25,14 +25,16 @@ constexpr uint8_t kNodeDescriptionClasses[] = {
 };
 extern const FormatDesc kNodeDescriptionFormat;
 constinit const FormatDesc kNodeDescriptionFormat = {
-    "NodeDescription",
-    FormatKind::kAttribute,
-    64,
-    kNodeDescriptionFields,
-    0x0010,
-    kNodeDescriptionClasses,
-    "0",
-    "NodeDescription: a UTF-8 text, NUL-padded, not necessarily NUL-terminated (IBA 14.2.5.2)."};
+    .name = "NodeDescription",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kNodeDescriptionFields,
+    .attribute_id = 0x0010,
+    .mgmt_classes = kNodeDescriptionClasses,
+    .modifier = "0",
+    .doc =
+        "NodeDescription: a UTF-8 text, NUL-padded, not necessarily NUL-terminated (IBA 14.2.5.2).",
+};
 
 constexpr FieldDesc kNodeInfoFields[] = {
     {"BaseVersion", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -54,8 +56,15 @@ constexpr uint8_t kNodeInfoClasses[] = {
 };
 extern const FormatDesc kNodeInfoFormat;
 constinit const FormatDesc kNodeInfoFormat = {
-    "NodeInfo", FormatKind::kAttribute, 40,  kNodeInfoFields,
-    0x0011,     kNodeInfoClasses,       "0", "NodeInfo: generic node data (IBA 14.2.5.3)."};
+    .name = "NodeInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 40,
+    .fields = kNodeInfoFields,
+    .attribute_id = 0x0011,
+    .mgmt_classes = kNodeInfoClasses,
+    .modifier = "0",
+    .doc = "NodeInfo: generic node data (IBA 14.2.5.3).",
+};
 
 constexpr FieldDesc kSwitchInfoFields[] = {
     {"LinearFDBCap", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
@@ -84,8 +93,15 @@ constexpr uint8_t kSwitchInfoClasses[] = {
 };
 extern const FormatDesc kSwitchInfoFormat;
 constinit const FormatDesc kSwitchInfoFormat = {
-    "SwitchInfo", FormatKind::kAttribute, 20,  kSwitchInfoFields,
-    0x0012,       kSwitchInfoClasses,     "0", "SwitchInfo (IBA 14.2.5.4)."};
+    .name = "SwitchInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 20,
+    .fields = kSwitchInfoFields,
+    .attribute_id = 0x0012,
+    .mgmt_classes = kSwitchInfoClasses,
+    .modifier = "0",
+    .doc = "SwitchInfo (IBA 14.2.5.4).",
+};
 
 constexpr FieldDesc kGUIDInfoFields[] = {
     {"GUID", 0, 64, 8, 64, FieldKind::kUInt, false, nullptr, -1},
@@ -96,14 +112,15 @@ constexpr uint8_t kGUIDInfoClasses[] = {
 };
 extern const FormatDesc kGUIDInfoFormat;
 constinit const FormatDesc kGUIDInfoFormat = {
-    "GUIDInfo",
-    FormatKind::kAttribute,
-    64,
-    kGUIDInfoFields,
-    0x0014,
-    kGUIDInfoClasses,
-    "GUID block number (8 GUIDs per block)",
-    "GUIDInfo: one block of 8 port GUIDs (IBA 14.2.5.5)."};
+    .name = "GUIDInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kGUIDInfoFields,
+    .attribute_id = 0x0014,
+    .mgmt_classes = kGUIDInfoClasses,
+    .modifier = "GUID block number (8 GUIDs per block)",
+    .doc = "GUIDInfo: one block of 8 port GUIDs (IBA 14.2.5.5).",
+};
 
 constexpr FieldDesc kPortInfoFields[] = {
     {"M_Key", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, -1},
@@ -168,15 +185,17 @@ constexpr uint8_t kPortInfoClasses[] = {
 };
 extern const FormatDesc kPortInfoFormat;
 constinit const FormatDesc kPortInfoFormat = {
-    "PortInfo",
-    FormatKind::kAttribute,
-    64,
-    kPortInfoFields,
-    0x0015,
-    kPortInfoClasses,
-    "port number; on a CA or router 0 means the port the SMP arrived on, on a switch 0 is the "
-    "management port",
-    "PortInfo (IBA 14.2.5.6), with the release 1.3 fields through LinkSpeedExtEnabled."};
+    .name = "PortInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kPortInfoFields,
+    .attribute_id = 0x0015,
+    .mgmt_classes = kPortInfoClasses,
+    .modifier =
+        "port number; on a CA or router 0 means the port the SMP arrived on, on a switch 0 is the "
+        "management port",
+    .doc = "PortInfo (IBA 14.2.5.6), with the release 1.3 fields through LinkSpeedExtEnabled.",
+};
 
 constexpr FieldDesc kP_KeyTableFields[] = {
     {"P_KeyEntry", 0, 16, 32, 16, FieldKind::kUInt, false, nullptr, -1},
@@ -187,15 +206,19 @@ constexpr uint8_t kP_KeyTableClasses[] = {
 };
 extern const FormatDesc kP_KeyTableFormat;
 constinit const FormatDesc kP_KeyTableFormat = {
-    "P_KeyTable",
-    FormatKind::kAttribute,
-    64,
-    kP_KeyTableFields,
-    0x0016,
-    kP_KeyTableClasses,
-    "bits 15:0 block number (32 P_Keys per block); bits 23:16 port number (switch external ports)",
-    "P_KeyTable: one block of 32 P_Keys; bit 15 of each entry is the membership type\n(1 = full) "
-    "and bits 14..0 the base (IBA 14.2.5.7)."};
+    .name = "P_KeyTable",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kP_KeyTableFields,
+    .attribute_id = 0x0016,
+    .mgmt_classes = kP_KeyTableClasses,
+    .modifier =
+        "bits 15:0 block number (32 P_Keys per block); bits 23:16 port number (switch external "
+        "ports)",
+    .doc =
+        "P_KeyTable: one block of 32 P_Keys; bit 15 of each entry is the membership type\n(1 = "
+        "full) and bits 14..0 the base (IBA 14.2.5.7).",
+};
 
 constexpr FieldDesc kSLtoVLMappingTableFields[] = {
     {"SLtoVL", 0, 4, 16, 4, FieldKind::kUInt, false, nullptr, -1},
@@ -206,14 +229,16 @@ constexpr uint8_t kSLtoVLMappingTableClasses[] = {
 };
 extern const FormatDesc kSLtoVLMappingTableFormat;
 constinit const FormatDesc kSLtoVLMappingTableFormat = {
-    "SLtoVLMappingTable",
-    FormatKind::kAttribute,
-    8,
-    kSLtoVLMappingTableFields,
-    0x0017,
-    kSLtoVLMappingTableClasses,
-    "switch: bits 15:8 input port, bits 7:0 output port; 0 for a CA or router",
-    "SLtoVLMappingTable: the VL of each SL, SL0 in the high nibble of byte 0 (IBA 14.2.5.8)."};
+    .name = "SLtoVLMappingTable",
+    .kind = FormatKind::kAttribute,
+    .size = 8,
+    .fields = kSLtoVLMappingTableFields,
+    .attribute_id = 0x0017,
+    .mgmt_classes = kSLtoVLMappingTableClasses,
+    .modifier = "switch: bits 15:8 input port, bits 7:0 output port; 0 for a CA or router",
+    .doc =
+        "SLtoVLMappingTable: the VL of each SL, SL0 in the high nibble of byte 0 (IBA 14.2.5.8).",
+};
 
 constexpr FieldDesc kVLArbitrationTableFields[] = {
     {"Reserved", 0, 4, 32, 16, FieldKind::kUInt, true, nullptr, -1},
@@ -226,15 +251,17 @@ constexpr uint8_t kVLArbitrationTableClasses[] = {
 };
 extern const FormatDesc kVLArbitrationTableFormat;
 constinit const FormatDesc kVLArbitrationTableFormat = {
-    "VLArbitrationTable",
-    FormatKind::kAttribute,
-    64,
-    kVLArbitrationTableFields,
-    0x0018,
-    kVLArbitrationTableClasses,
-    "bits 31:16 portion (1 low 0-31, 2 low 32-63, 3 high 0-31, 4 high 32-63); bits 15:0 output "
-    "port (switch)",
-    "VLArbitrationTable: 32 (VL, Weight) entries of one table portion (IBA 14.2.5.9)."};
+    .name = "VLArbitrationTable",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kVLArbitrationTableFields,
+    .attribute_id = 0x0018,
+    .mgmt_classes = kVLArbitrationTableClasses,
+    .modifier =
+        "bits 31:16 portion (1 low 0-31, 2 low 32-63, 3 high 0-31, 4 high 32-63); bits 15:0 output "
+        "port (switch)",
+    .doc = "VLArbitrationTable: 32 (VL, Weight) entries of one table portion (IBA 14.2.5.9).",
+};
 
 constexpr FieldDesc kLinearForwardingTableFields[] = {
     {"Port", 0, 8, 64, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -245,14 +272,15 @@ constexpr uint8_t kLinearForwardingTableClasses[] = {
 };
 extern const FormatDesc kLinearForwardingTableFormat;
 constinit const FormatDesc kLinearForwardingTableFormat = {
-    "LinearForwardingTable",
-    FormatKind::kAttribute,
-    64,
-    kLinearForwardingTableFields,
-    0x0019,
-    kLinearForwardingTableClasses,
-    "LID block number (64 LIDs per block)",
-    "LinearForwardingTable: the output port of 64 consecutive LIDs (IBA 14.2.5.10)."};
+    .name = "LinearForwardingTable",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kLinearForwardingTableFields,
+    .attribute_id = 0x0019,
+    .mgmt_classes = kLinearForwardingTableClasses,
+    .modifier = "LID block number (64 LIDs per block)",
+    .doc = "LinearForwardingTable: the output port of 64 consecutive LIDs (IBA 14.2.5.10).",
+};
 
 constexpr FieldDesc kRandomForwardingTableFields[] = {
     {"LID", 0, 16, 16, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -267,14 +295,15 @@ constexpr uint8_t kRandomForwardingTableClasses[] = {
 };
 extern const FormatDesc kRandomForwardingTableFormat;
 constinit const FormatDesc kRandomForwardingTableFormat = {
-    "RandomForwardingTable",
-    FormatKind::kAttribute,
-    64,
-    kRandomForwardingTableFields,
-    0x001a,
-    kRandomForwardingTableClasses,
-    "block number (16 entries per block)",
-    "RandomForwardingTable: 16 LID/port blocks (IBA 14.2.5.11)."};
+    .name = "RandomForwardingTable",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kRandomForwardingTableFields,
+    .attribute_id = 0x001a,
+    .mgmt_classes = kRandomForwardingTableClasses,
+    .modifier = "block number (16 entries per block)",
+    .doc = "RandomForwardingTable: 16 LID/port blocks (IBA 14.2.5.11).",
+};
 
 constexpr FieldDesc kMulticastForwardingTableFields[] = {
     {"PortMask", 0, 16, 32, 16, FieldKind::kUInt, false, nullptr, -1},
@@ -285,16 +314,19 @@ constexpr uint8_t kMulticastForwardingTableClasses[] = {
 };
 extern const FormatDesc kMulticastForwardingTableFormat;
 constinit const FormatDesc kMulticastForwardingTableFormat = {
-    "MulticastForwardingTable",
-    FormatKind::kAttribute,
-    64,
-    kMulticastForwardingTableFields,
-    0x001b,
-    kMulticastForwardingTableClasses,
-    "bits 31:28 port mask position (16 ports each); bits 8:0 block number (32 MLIDs per block from "
-    "0xC000)",
-    "MulticastForwardingTable: port masks of 32 consecutive MLIDs for one group of 16 ports;\nbit "
-    "i of a mask is port position*16 + i (IBA 14.2.5.12)."};
+    .name = "MulticastForwardingTable",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kMulticastForwardingTableFields,
+    .attribute_id = 0x001b,
+    .mgmt_classes = kMulticastForwardingTableClasses,
+    .modifier =
+        "bits 31:28 port mask position (16 ports each); bits 8:0 block number (32 MLIDs per block "
+        "from 0xC000)",
+    .doc =
+        "MulticastForwardingTable: port masks of 32 consecutive MLIDs for one group of 16 "
+        "ports;\nbit i of a mask is port position*16 + i (IBA 14.2.5.12).",
+};
 
 constexpr FieldDesc kSMInfoFields[] = {
     {"GUID", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, -1},
@@ -308,14 +340,16 @@ constexpr uint8_t kSMInfoClasses[] = {
     0x81,
 };
 extern const FormatDesc kSMInfoFormat;
-constinit const FormatDesc kSMInfoFormat = {"SMInfo",
-                                            FormatKind::kAttribute,
-                                            21,
-                                            kSMInfoFields,
-                                            0x0020,
-                                            kSMInfoClasses,
-                                            "Get: 0; Set: the control operation (SMInfoControl)",
-                                            "SMInfo (IBA 14.2.5.13)."};
+constinit const FormatDesc kSMInfoFormat = {
+    .name = "SMInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 21,
+    .fields = kSMInfoFields,
+    .attribute_id = 0x0020,
+    .mgmt_classes = kSMInfoClasses,
+    .modifier = "Get: 0; Set: the control operation (SMInfoControl)",
+    .doc = "SMInfo (IBA 14.2.5.13).",
+};
 
 constexpr FieldDesc kVendorDiagFields[] = {
     {"NextIndex", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
@@ -328,14 +362,15 @@ constexpr uint8_t kVendorDiagClasses[] = {
 };
 extern const FormatDesc kVendorDiagFormat;
 constinit const FormatDesc kVendorDiagFormat = {
-    "VendorDiag",
-    FormatKind::kAttribute,
-    64,
-    kVendorDiagFields,
-    0x0030,
-    kVendorDiagClasses,
-    "diagnostic page index (0 = first; NextIndex gives the next)",
-    "VendorDiag: one page of vendor diagnostic data (IBA 14.2.5.14)."};
+    .name = "VendorDiag",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kVendorDiagFields,
+    .attribute_id = 0x0030,
+    .mgmt_classes = kVendorDiagClasses,
+    .modifier = "diagnostic page index (0 = first; NextIndex gives the next)",
+    .doc = "VendorDiag: one page of vendor diagnostic data (IBA 14.2.5.14).",
+};
 
 constexpr FieldDesc kLedInfoFields[] = {
     {"LedMask", 0, 1, 1, 1, FieldKind::kBool, false, nullptr, -1},
@@ -347,10 +382,15 @@ constexpr uint8_t kLedInfoClasses[] = {
 };
 extern const FormatDesc kLedInfoFormat;
 constinit const FormatDesc kLedInfoFormat = {
-    "LedInfo", FormatKind::kAttribute,
-    4,         kLedInfoFields,
-    0x0031,    kLedInfoClasses,
-    "0",       "LedInfo: the port's identification LED (IBA 14.2.5.15)."};
+    .name = "LedInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 4,
+    .fields = kLedInfoFields,
+    .attribute_id = 0x0031,
+    .mgmt_classes = kLedInfoClasses,
+    .modifier = "0",
+    .doc = "LedInfo: the port's identification LED (IBA 14.2.5.15).",
+};
 
 constexpr FieldDesc kSmpNoticeFields[] = {
     {"IsGeneric", 0, 1, 1, 1, FieldKind::kBool, false, nullptr, -1},
@@ -368,17 +408,19 @@ constexpr uint8_t kSmpNoticeClasses[] = {
 };
 extern const FormatDesc kSmpNoticeFormat;
 constinit const FormatDesc kSmpNoticeFormat = {
-    "SmpNotice",
-    FormatKind::kAttribute,
-    64,
-    kSmpNoticeFields,
-    0x0002,
-    kSmpNoticeClasses,
-    "0",
-    "Notice as an SMP Trap carries it: the first 64 bytes of Notice, since IssuerGID does not "
-    "fit\nin SMPData; the SM adds IssuerGID when it forwards the notice in a Report (IBA "
-    "13.4.8.2,\n14.2.5.1). IsGeneric = 1: ProducerTypeVendorID is the ProducerType and "
-    "TrapNumberDeviceID\nthe TrapNumber; IsGeneric = 0: they are the VendorID and DeviceID."};
+    .name = "SmpNotice",
+    .kind = FormatKind::kAttribute,
+    .size = 64,
+    .fields = kSmpNoticeFields,
+    .attribute_id = 0x0002,
+    .mgmt_classes = kSmpNoticeClasses,
+    .modifier = "0",
+    .doc =
+        "Notice as an SMP Trap carries it: the first 64 bytes of Notice, since IssuerGID does not "
+        "fit\nin SMPData; the SM adds IssuerGID when it forwards the notice in a Report (IBA "
+        "13.4.8.2,\n14.2.5.1). IsGeneric = 1: ProducerTypeVendorID is the ProducerType and "
+        "TrapNumberDeviceID\nthe TrapNumber; IsGeneric = 0: they are the VendorID and DeviceID.",
+};
 
 constexpr FieldDesc kNoticeFields[] = {
     {"IsGeneric", 0, 1, 1, 1, FieldKind::kBool, false, nullptr, -1},
@@ -398,15 +440,17 @@ constexpr uint8_t kNoticeClasses[] = {
 };
 extern const FormatDesc kNoticeFormat;
 constinit const FormatDesc kNoticeFormat = {
-    "Notice",
-    FormatKind::kAttribute,
-    80,
-    kNoticeFields,
-    0x0002,
-    kNoticeClasses,
-    "0",
-    "Notice, the full 80-byte attribute of GMPs (SA Report, BM, DevMgt) (IBA 13.4.8.2).\nFields as "
-    "in SmpNotice, plus IssuerGID."};
+    .name = "Notice",
+    .kind = FormatKind::kAttribute,
+    .size = 80,
+    .fields = kNoticeFields,
+    .attribute_id = 0x0002,
+    .mgmt_classes = kNoticeClasses,
+    .modifier = "0",
+    .doc =
+        "Notice, the full 80-byte attribute of GMPs (SA Report, BM, DevMgt) (IBA "
+        "13.4.8.2).\nFields as in SmpNotice, plus IssuerGID.",
+};
 
 constexpr FieldDesc kTrap64_65DetailsFields[] = {
     {"Reserved1", 0, 48, 1, 48, FieldKind::kUInt, true, nullptr, -1},
@@ -415,15 +459,17 @@ constexpr FieldDesc kTrap64_65DetailsFields[] = {
 };
 extern const FormatDesc kTrap64_65DetailsFormat;
 constinit const FormatDesc kTrap64_65DetailsFormat = {
-    "Trap64_65Details",
-    FormatKind::kFormat,
-    54,
-    kTrap64_65DetailsFields,
-    0x0000,
-    {},
-    "",
-    "DataDetails of traps 64 (GID in service) and 65 (GID out of service); also 66/67 "
-    "(multicast\ngroup created/deleted) use this layout (IBA 14.2.5.1)."};
+    .name = "Trap64_65Details",
+    .kind = FormatKind::kFormat,
+    .size = 54,
+    .fields = kTrap64_65DetailsFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "DataDetails of traps 64 (GID in service) and 65 (GID out of service); also 66/67 "
+        "(multicast\ngroup created/deleted) use this layout (IBA 14.2.5.1).",
+};
 
 constexpr FieldDesc kTrap128DetailsFields[] = {
     {"LIDADDR", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
@@ -431,14 +477,15 @@ constexpr FieldDesc kTrap128DetailsFields[] = {
 };
 extern const FormatDesc kTrap128DetailsFormat;
 constinit const FormatDesc kTrap128DetailsFormat = {
-    "Trap128Details",
-    FormatKind::kFormat,
-    54,
-    kTrap128DetailsFields,
-    0x0000,
-    {},
-    "",
-    "DataDetails of trap 128: link state change on a switch (IBA 14.2.5.1)."};
+    .name = "Trap128Details",
+    .kind = FormatKind::kFormat,
+    .size = 54,
+    .fields = kTrap128DetailsFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "DataDetails of trap 128: link state change on a switch (IBA 14.2.5.1).",
+};
 
 constexpr FieldDesc kTrap144DetailsFields[] = {
     {"Reserved1", 0, 16, 1, 16, FieldKind::kUInt, true, nullptr, -1},
@@ -458,15 +505,17 @@ constexpr FieldDesc kTrap144DetailsFields[] = {
 };
 extern const FormatDesc kTrap144DetailsFormat;
 constinit const FormatDesc kTrap144DetailsFormat = {
-    "Trap144Details",
-    FormatKind::kFormat,
-    54,
-    kTrap144DetailsFields,
-    0x0000,
-    {},
-    "",
-    "DataDetails of trap 144: a port's CapabilityMask or other local state changed\n(IBA 14.2.5.1; "
-    "bits 5..4 of the change flags and CapabilityMask2 from release 1.3)."};
+    .name = "Trap144Details",
+    .kind = FormatKind::kFormat,
+    .size = 54,
+    .fields = kTrap144DetailsFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "DataDetails of trap 144: a port's CapabilityMask or other local state changed\n(IBA "
+        "14.2.5.1; bits 5..4 of the change flags and CapabilityMask2 from release 1.3).",
+};
 
 }  // namespace softib::codec::gen
 

@@ -22,15 +22,18 @@ constexpr FieldDesc kLRHFields[] = {
     {"SLID", 48, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
 };
 extern const FormatDesc kLRHFormat;
-constinit const FormatDesc kLRHFormat = {"LRH",
-                                         FormatKind::kHeader,
-                                         8,
-                                         kLRHFields,
-                                         0x0000,
-                                         {},
-                                         "",
-                                         "Local Route Header (IBA 7.7). PktLen counts 4-byte words "
-                                         "from the LRH to the VCRC,\nexcluding the VCRC."};
+constinit const FormatDesc kLRHFormat = {
+    .name = "LRH",
+    .kind = FormatKind::kHeader,
+    .size = 8,
+    .fields = kLRHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "Local Route Header (IBA 7.7). PktLen counts 4-byte words from the LRH to the "
+        "VCRC,\nexcluding the VCRC.",
+};
 
 constexpr FieldDesc kGRHFields[] = {
     {"IPVer", 0, 4, 1, 4, FieldKind::kUInt, false, nullptr, -1},
@@ -44,7 +47,15 @@ constexpr FieldDesc kGRHFields[] = {
 };
 extern const FormatDesc kGRHFormat;
 constinit const FormatDesc kGRHFormat = {
-    "GRH", FormatKind::kHeader, 40, kGRHFields, 0x0000, {}, "", "Global Route Header (IBA 8.3)."};
+    .name = "GRH",
+    .kind = FormatKind::kHeader,
+    .size = 40,
+    .fields = kGRHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Global Route Header (IBA 8.3).",
+};
 
 constexpr FieldDesc kBTHFields[] = {
     {"OpCode", 0, 8, 1, 8, FieldKind::kEnum, false, &kBthOpcodeEnum, -1},
@@ -61,7 +72,15 @@ constexpr FieldDesc kBTHFields[] = {
 };
 extern const FormatDesc kBTHFormat;
 constinit const FormatDesc kBTHFormat = {
-    "BTH", FormatKind::kHeader, 12, kBTHFields, 0x0000, {}, "", "Base Transport Header (IBA 9.2)."};
+    .name = "BTH",
+    .kind = FormatKind::kHeader,
+    .size = 12,
+    .fields = kBTHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Base Transport Header (IBA 9.2).",
+};
 
 constexpr FieldDesc kRDETHFields[] = {
     {"Reserved1", 0, 8, 1, 8, FieldKind::kUInt, true, nullptr, -1},
@@ -69,10 +88,15 @@ constexpr FieldDesc kRDETHFields[] = {
 };
 extern const FormatDesc kRDETHFormat;
 constinit const FormatDesc kRDETHFormat = {
-    "RDETH", FormatKind::kHeader,
-    4,       kRDETHFields,
-    0x0000,  {},
-    "",      "Reliable Datagram Extended Transport Header (IBA 9.3.1)."};
+    .name = "RDETH",
+    .kind = FormatKind::kHeader,
+    .size = 4,
+    .fields = kRDETHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Reliable Datagram Extended Transport Header (IBA 9.3.1).",
+};
 
 constexpr FieldDesc kDETHFields[] = {
     {"Q_Key", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
@@ -81,10 +105,15 @@ constexpr FieldDesc kDETHFields[] = {
 };
 extern const FormatDesc kDETHFormat;
 constinit const FormatDesc kDETHFormat = {
-    "DETH", FormatKind::kHeader,
-    8,      kDETHFields,
-    0x0000, {},
-    "",     "Datagram Extended Transport Header (IBA 9.3.2)."};
+    .name = "DETH",
+    .kind = FormatKind::kHeader,
+    .size = 8,
+    .fields = kDETHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Datagram Extended Transport Header (IBA 9.3.2).",
+};
 
 constexpr FieldDesc kRETHFields[] = {
     {"VA", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, -1},
@@ -92,10 +121,16 @@ constexpr FieldDesc kRETHFields[] = {
     {"DMALen", 96, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
 };
 extern const FormatDesc kRETHFormat;
-constinit const FormatDesc kRETHFormat = {"RETH", FormatKind::kHeader,
-                                          16,     kRETHFields,
-                                          0x0000, {},
-                                          "",     "RDMA Extended Transport Header (IBA 9.3.3)."};
+constinit const FormatDesc kRETHFormat = {
+    .name = "RETH",
+    .kind = FormatKind::kHeader,
+    .size = 16,
+    .fields = kRETHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "RDMA Extended Transport Header (IBA 9.3.3).",
+};
 
 constexpr FieldDesc kAtomicETHFields[] = {
     {"VA", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, -1},
@@ -105,10 +140,15 @@ constexpr FieldDesc kAtomicETHFields[] = {
 };
 extern const FormatDesc kAtomicETHFormat;
 constinit const FormatDesc kAtomicETHFormat = {
-    "AtomicETH", FormatKind::kHeader,
-    28,          kAtomicETHFields,
-    0x0000,      {},
-    "",          "Atomic Extended Transport Header (IBA 9.3.4)."};
+    .name = "AtomicETH",
+    .kind = FormatKind::kHeader,
+    .size = 28,
+    .fields = kAtomicETHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Atomic Extended Transport Header (IBA 9.3.4).",
+};
 
 constexpr FieldDesc kAETHFields[] = {
     {"Syndrome", 0, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
@@ -116,50 +156,63 @@ constexpr FieldDesc kAETHFields[] = {
 };
 extern const FormatDesc kAETHFormat;
 constinit const FormatDesc kAETHFormat = {
-    "AETH",
-    FormatKind::kHeader,
-    4,
-    kAETHFields,
-    0x0000,
-    {},
-    "",
-    "ACK Extended Transport Header (IBA 9.3.5). Syndrome: bit 7 reserved, bits 6..5 "
-    "the\nAethSyndromeType, bits 4..0 the credit count (ACK), timer (RNR NAK) or AethNakCode "
-    "(NAK)."};
+    .name = "AETH",
+    .kind = FormatKind::kHeader,
+    .size = 4,
+    .fields = kAETHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "ACK Extended Transport Header (IBA 9.3.5). Syndrome: bit 7 reserved, bits 6..5 "
+        "the\nAethSyndromeType, bits 4..0 the credit count (ACK), timer (RNR NAK) or AethNakCode "
+        "(NAK).",
+};
 
 constexpr FieldDesc kAtomicAckETHFields[] = {
     {"OrigRemoteData", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, -1},
 };
 extern const FormatDesc kAtomicAckETHFormat;
 constinit const FormatDesc kAtomicAckETHFormat = {
-    "AtomicAckETH",
-    FormatKind::kHeader,
-    8,
-    kAtomicAckETHFields,
-    0x0000,
-    {},
-    "",
-    "Atomic Acknowledge Extended Transport Header (IBA 9.3)."};
+    .name = "AtomicAckETH",
+    .kind = FormatKind::kHeader,
+    .size = 8,
+    .fields = kAtomicAckETHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Atomic Acknowledge Extended Transport Header (IBA 9.3).",
+};
 
 constexpr FieldDesc kImmDtFields[] = {
     {"ImmediateData", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
 };
 extern const FormatDesc kImmDtFormat;
 constinit const FormatDesc kImmDtFormat = {
-    "ImmDt", FormatKind::kHeader,
-    4,       kImmDtFields,
-    0x0000,  {},
-    "",      "Immediate data extended transport header (IBA 9.3)."};
+    .name = "ImmDt",
+    .kind = FormatKind::kHeader,
+    .size = 4,
+    .fields = kImmDtFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Immediate data extended transport header (IBA 9.3).",
+};
 
 constexpr FieldDesc kIETHFields[] = {
     {"R_Key", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
 };
 extern const FormatDesc kIETHFormat;
 constinit const FormatDesc kIETHFormat = {
-    "IETH", FormatKind::kHeader,
-    4,      kIETHFields,
-    0x0000, {},
-    "",     "Invalidate Extended Transport Header: the R_Key to invalidate (IBA 9.3)."};
+    .name = "IETH",
+    .kind = FormatKind::kHeader,
+    .size = 4,
+    .fields = kIETHFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "Invalidate Extended Transport Header: the R_Key to invalidate (IBA 9.3).",
+};
 
 }  // namespace softib::codec::gen
 

@@ -20,10 +20,15 @@ constexpr FieldDesc kFixHeaderFields[] = {
 };
 extern const FormatDesc kFixHeaderFormat;
 constinit const FormatDesc kFixHeaderFormat = {
-    "FixHeader", FormatKind::kFormat,
-    8,           kFixHeaderFields,
-    0x0000,      {},
-    "",          "A small MAD header with sub-byte fields."};
+    .name = "FixHeader",
+    .kind = FormatKind::kFormat,
+    .size = 8,
+    .fields = kFixHeaderFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "A small MAD header with sub-byte fields.",
+};
 
 constexpr FieldDesc kFixInfoFields[] = {
     {"NodeGUID", 0, 64, 1, 64, FieldKind::kUInt, false, nullptr, 0},
@@ -37,8 +42,15 @@ constexpr uint8_t kFixInfoClasses[] = {
 };
 extern const FormatDesc kFixInfoFormat;
 constinit const FormatDesc kFixInfoFormat = {
-    "FixInfo",     FormatKind::kAttribute, 16, kFixInfoFields, 0x0011, kFixInfoClasses,
-    "port number", "A fixture attribute."};
+    .name = "FixInfo",
+    .kind = FormatKind::kAttribute,
+    .size = 16,
+    .fields = kFixInfoFields,
+    .attribute_id = 0x0011,
+    .mgmt_classes = kFixInfoClasses,
+    .modifier = "port number",
+    .doc = "A fixture attribute.",
+};
 
 constexpr FieldDesc kFixBthFields[] = {
     {"OpCode", 0, 4, 1, 4, FieldKind::kEnum, false, &kFixOpcodeEnum, -1},
@@ -48,14 +60,30 @@ constexpr FieldDesc kFixBthFields[] = {
 };
 extern const FormatDesc kFixBthFormat;
 constinit const FormatDesc kFixBthFormat = {
-    "FixBth", FormatKind::kHeader, 4, kFixBthFields, 0x0000, {}, "", "A fixture wire header."};
+    .name = "FixBth",
+    .kind = FormatKind::kHeader,
+    .size = 4,
+    .fields = kFixBthFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "A fixture wire header.",
+};
 
 constexpr FieldDesc kFixImmFields[] = {
     {"Immediate", 0, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
 };
 extern const FormatDesc kFixImmFormat;
 constinit const FormatDesc kFixImmFormat = {
-    "FixImm", FormatKind::kHeader, 4, kFixImmFields, 0x0000, {}, "", ""};
+    .name = "FixImm",
+    .kind = FormatKind::kHeader,
+    .size = 4,
+    .fields = kFixImmFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc = "",
+};
 
 }  // namespace softib::codec::gen
 

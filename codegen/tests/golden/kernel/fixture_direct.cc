@@ -12,17 +12,16 @@
 
 namespace softib::kernel {
 
-FixStatus IbFixCreateCq(IbAl* al, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out,
-                        Irp* irp) {
+Status IbFixCreateCq(IbAl* al, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbFixCreateCq");
   BeginDirectCall(irp);
   const CallContext ctx = DirectCallContext(al);
   FixCreateCqRefs refs;
-  if (const FixStatus s = ValidateFixCreateCq(ctx, in, refs); s != FixStatus::SUCCESS) {
+  if (const Status s = ValidateFixCreateCq(ctx, in, refs); s != Status::SUCCESS) {
     return FinishDirectCall(irp, s, 0);
   }
   out = abi::FixCreateCqOut{};
-  const FixStatus status = DirectHandlers(al).fixture->FixCreateCq(ctx, in, refs, out, irp);
+  const Status status = DirectHandlers(al).fixture->FixCreateCq(ctx, in, refs, out, irp);
   return FinishDirectCall(irp, status, sizeof(abi::FixCreateCqOut));
 }
 
@@ -37,30 +36,30 @@ Irp* BuildFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixC
   return irp;
 }
 
-FixStatus SendFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
-                             abi::FixCreateCqOut* out, IoCompletionRoutine routine, void* context) {
+Status SendFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
+                          abi::FixCreateCqOut* out, IoCompletionRoutine routine, void* context) {
   Irp* irp = BuildFixCreateCqIrp(target, file, in, out);
-  if (irp == nullptr) return FixStatus::INSUFFICIENT_RESOURCES;
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
   IoSetCompletionRoutine(irp, routine, context, true, true, true);
   return IoCallDriver(target, irp);
 }
 
-FixStatus CallFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
-                             abi::FixCreateCqOut* out) {
+Status CallFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
+                          abi::FixCreateCqOut* out) {
   Irp* irp = BuildFixCreateCqIrp(target, file, in, out);
-  if (irp == nullptr) return FixStatus::INSUFFICIENT_RESOURCES;
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
   return IoCallDriverAndWait(target, irp);
 }
 
-FixStatus IbFixDestroyCq(IbAl* al, const abi::FixDestroyCqIn& in, Irp* irp) {
+Status IbFixDestroyCq(IbAl* al, const abi::FixDestroyCqIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbFixDestroyCq");
   BeginDirectCall(irp);
   const CallContext ctx = DirectCallContext(al);
   FixDestroyCqRefs refs;
-  if (const FixStatus s = ValidateFixDestroyCq(ctx, in, refs); s != FixStatus::SUCCESS) {
+  if (const Status s = ValidateFixDestroyCq(ctx, in, refs); s != Status::SUCCESS) {
     return FinishDirectCall(irp, s, 0);
   }
-  const FixStatus status = DirectHandlers(al).fixture->FixDestroyCq(ctx, in, refs, irp);
+  const Status status = DirectHandlers(al).fixture->FixDestroyCq(ctx, in, refs, irp);
   return FinishDirectCall(irp, status, 0);
 }
 

@@ -14,24 +14,24 @@ namespace softib::kernel {
 /// Create a completion queue.
 // Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
-FixStatus IbFixCreateCq(IbAl* al, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out,
-                        Irp* irp = nullptr);
+Status IbFixCreateCq(IbAl* al, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out,
+                     Irp* irp = nullptr);
 
 // FixCreateCq through an IRP to `target` (the AL device) for the kernel client's open
 // `file`. The output is copied back on completion.
 Irp* BuildFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
                          abi::FixCreateCqOut* out);
 // Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
-FixStatus SendFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
-                             abi::FixCreateCqOut* out, IoCompletionRoutine routine, void* context);
+Status SendFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
+                          abi::FixCreateCqOut* out, IoCompletionRoutine routine, void* context);
 // Builds the IRP, sends it and waits for its completion (PASSIVE level).
-FixStatus CallFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
-                             abi::FixCreateCqOut* out);
+Status CallFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::FixCreateCqIn& in,
+                          abi::FixCreateCqOut* out);
 
 /// Destroy a completion queue.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP,
 // possibly later (the function then returns PENDING and `out` must stay valid).
-FixStatus IbFixDestroyCq(IbAl* al, const abi::FixDestroyCqIn& in, Irp* irp = nullptr);
+Status IbFixDestroyCq(IbAl* al, const abi::FixDestroyCqIn& in, Irp* irp = nullptr);
 
 }  // namespace softib::kernel

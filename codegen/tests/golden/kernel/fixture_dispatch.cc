@@ -9,54 +9,54 @@
 
 namespace softib::kernel {
 
-FixStatus ValidateFixCreateCq([[maybe_unused]] const CallContext& ctx, const abi::FixCreateCqIn& in,
-                              FixCreateCqRefs& refs) {
-  if (!abi::IsValid(in)) return FixStatus::INVALID_PARAMETER;
-  FixStatus s = FixStatus::SUCCESS;
+Status ValidateFixCreateCq([[maybe_unused]] const CallContext& ctx, const abi::FixCreateCqIn& in,
+                           FixCreateCqRefs& refs) {
+  if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
+  Status s = Status::SUCCESS;
   s = ResolveHandle(ctx, in.al.value, abi::ObjectType::FixAl, HandleAccess::kRead, false,
-                    FixStatus::INVALID_HANDLE, &refs.al);
-  if (s != FixStatus::SUCCESS) return s;
-  return FixStatus::SUCCESS;
+                    Status::INVALID_HANDLE, &refs.al);
+  if (s != Status::SUCCESS) return s;
+  return Status::SUCCESS;
 }
 
-FixStatus DispatchFixCreateCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
+Status DispatchFixCreateCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "FixCreateCq");
   const BufferedIoctl io(irp);
-  if (io.in_length != sizeof(abi::FixCreateCqIn)) return io.Fail(FixStatus::INVALID_PARAMETER);
-  if (io.out_length < sizeof(abi::FixCreateCqOut)) return io.Fail(FixStatus::INVALID_PARAMETER);
+  if (io.in_length != sizeof(abi::FixCreateCqIn)) return io.Fail(Status::INVALID_PARAMETER);
+  if (io.out_length < sizeof(abi::FixCreateCqOut)) return io.Fail(Status::INVALID_PARAMETER);
   abi::FixCreateCqIn in;
   io.ReadInput(&in);
   FixCreateCqRefs refs;
-  if (const FixStatus s = ValidateFixCreateCq(ctx, in, refs); s != FixStatus::SUCCESS) {
+  if (const Status s = ValidateFixCreateCq(ctx, in, refs); s != Status::SUCCESS) {
     return io.Fail(s);
   }
   abi::FixCreateCqOut& out = *io.Output<abi::FixCreateCqOut>();
-  const FixStatus status = handlers.FixCreateCq(ctx, in, refs, out, irp);
+  const Status status = handlers.FixCreateCq(ctx, in, refs, out, irp);
   return CompleteVerbIrp(irp, status, sizeof(abi::FixCreateCqOut));
 }
 
-FixStatus ValidateFixDestroyCq([[maybe_unused]] const CallContext& ctx,
-                               const abi::FixDestroyCqIn& in, FixDestroyCqRefs& refs) {
-  if (!abi::IsValid(in)) return FixStatus::INVALID_PARAMETER;
-  FixStatus s = FixStatus::SUCCESS;
+Status ValidateFixDestroyCq([[maybe_unused]] const CallContext& ctx, const abi::FixDestroyCqIn& in,
+                            FixDestroyCqRefs& refs) {
+  if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
+  Status s = Status::SUCCESS;
   s = ResolveHandle(ctx, in.cq.value, abi::ObjectType::FixCq, HandleAccess::kDestroy, false,
-                    FixStatus::INVALID_HANDLE, &refs.cq);
-  if (s != FixStatus::SUCCESS) return s;
-  return FixStatus::SUCCESS;
+                    Status::INVALID_HANDLE, &refs.cq);
+  if (s != Status::SUCCESS) return s;
+  return Status::SUCCESS;
 }
 
-FixStatus DispatchFixDestroyCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
+Status DispatchFixDestroyCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "FixDestroyCq");
   const BufferedIoctl io(irp);
-  if (io.in_length != sizeof(abi::FixDestroyCqIn)) return io.Fail(FixStatus::INVALID_PARAMETER);
+  if (io.in_length != sizeof(abi::FixDestroyCqIn)) return io.Fail(Status::INVALID_PARAMETER);
   abi::FixDestroyCqIn in;
   io.ReadInput(&in);
   FixDestroyCqRefs refs;
-  if (const FixStatus s = ValidateFixDestroyCq(ctx, in, refs); s != FixStatus::SUCCESS) {
+  if (const Status s = ValidateFixDestroyCq(ctx, in, refs); s != Status::SUCCESS) {
     return io.Fail(s);
   }
-  const FixStatus status = handlers.FixDestroyCq(ctx, in, refs, irp);
-  if (status == FixStatus::PENDING) return status;
+  const Status status = handlers.FixDestroyCq(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

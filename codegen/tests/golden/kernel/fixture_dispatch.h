@@ -36,24 +36,24 @@ class FixtureVerbHandlers {
   virtual ~FixtureVerbHandlers() = default;
 
   /// Create a completion queue.
-  virtual FixStatus FixCreateCq(const CallContext& ctx, const abi::FixCreateCqIn& in,
-                                FixCreateCqRefs& refs, abi::FixCreateCqOut& out, Irp* irp) = 0;
+  virtual Status FixCreateCq(const CallContext& ctx, const abi::FixCreateCqIn& in,
+                             FixCreateCqRefs& refs, abi::FixCreateCqOut& out, Irp* irp) = 0;
 
   /// Destroy a completion queue.
-  virtual FixStatus FixDestroyCq(const CallContext& ctx, const abi::FixDestroyCqIn& in,
-                                 FixDestroyCqRefs& refs, Irp* irp) = 0;
+  virtual Status FixDestroyCq(const CallContext& ctx, const abi::FixDestroyCqIn& in,
+                              FixDestroyCqRefs& refs, Irp* irp) = 0;
 };
 
 // FixCreateCq (0x0100): the checks after the lengths, for the dispatch and direct calls.
-FixStatus ValidateFixCreateCq([[maybe_unused]] const CallContext& ctx, const abi::FixCreateCqIn& in,
-                              FixCreateCqRefs& refs);
+Status ValidateFixCreateCq([[maybe_unused]] const CallContext& ctx, const abi::FixCreateCqIn& in,
+                           FixCreateCqRefs& refs);
 // Dispatches the IOCTL of FixCreateCq: validates, calls the handler, completes the IRP.
-FixStatus DispatchFixCreateCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
+Status DispatchFixCreateCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
 
 // FixDestroyCq (0x0101): the checks after the lengths, for the dispatch and direct calls.
-FixStatus ValidateFixDestroyCq([[maybe_unused]] const CallContext& ctx,
-                               const abi::FixDestroyCqIn& in, FixDestroyCqRefs& refs);
+Status ValidateFixDestroyCq([[maybe_unused]] const CallContext& ctx, const abi::FixDestroyCqIn& in,
+                            FixDestroyCqRefs& refs);
 // Dispatches the IOCTL of FixDestroyCq: validates, calls the handler, completes the IRP.
-FixStatus DispatchFixDestroyCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
+Status DispatchFixDestroyCq(FixtureVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
 
 }  // namespace softib::kernel

@@ -15,21 +15,21 @@ bool IsVerbIoctl(uint32_t code) {
   }
 }
 
-FixStatus DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx, Irp* irp) {
+Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx, Irp* irp) {
   const bool from_user = irp->RequestorMode == ProcessorMode::kUserMode;
   const uint32_t code = IoGetCurrentIrpStackLocation(irp)->Parameters.DeviceIoControl.IoControlCode;
   const auto refuse = [irp](Status status) { return CompleteVerbIrp(irp, status, 0); };
   switch (code) {
     case abi::kIoctlFixCreateCq:
-      if (handlers.fixture == nullptr) return refuse(FixStatus::INVALID_PARAMETER);
+      if (handlers.fixture == nullptr) return refuse(Status::INVALID_PARAMETER);
       return DispatchFixCreateCq(*handlers.fixture, ctx, irp);
     case abi::kIoctlFixDestroyCq:
-      if (!from_user) return refuse(FixStatus::INVALID_PARAMETER);
-      if (handlers.fixture == nullptr) return refuse(FixStatus::INVALID_PARAMETER);
+      if (!from_user) return refuse(Status::INVALID_PARAMETER);
+      if (handlers.fixture == nullptr) return refuse(Status::INVALID_PARAMETER);
       return DispatchFixDestroyCq(*handlers.fixture, ctx, irp);
     default:
       (void)from_user;
-      return refuse(FixStatus::INVALID_PARAMETER);
+      return refuse(Status::INVALID_PARAMETER);
   }
 }
 

@@ -21,6 +21,6 @@ bool IsVerbIoctl(uint32_t code);
 // Dispatches a verb IOCTL (IRP_MJ_DEVICE_CONTROL from user files, IRP_MJ_INTERNAL_DEVICE_CONTROL
 // from kernel clients' IRP path): a user request for a verb without the proxy path, or a kernel
 // request for one without the IRP path, is refused. Completes the IRP unless it returns PENDING.
-FixStatus DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx, Irp* irp);
+Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx, Irp* irp);
 
 }  // namespace softib::kernel

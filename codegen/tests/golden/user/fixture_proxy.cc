@@ -7,26 +7,26 @@
 
 namespace softib::user::proxy {
 
-FixStatus FixCreateCq(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out) {
+Status FixCreateCq(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out) {
   uint32_t returned = 0;
   return DeviceIoControl(device, abi::kIoctlFixCreateCq, &in, sizeof(abi::FixCreateCqIn), &out,
                          sizeof(abi::FixCreateCqOut), &returned, nullptr);
 }
 
-FixStatus FixCreateCqAsync(DeviceHandle device, const abi::FixCreateCqIn& in,
-                           abi::FixCreateCqOut& out, Overlapped* overlapped) {
+Status FixCreateCqAsync(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out,
+                        Overlapped* overlapped) {
   return DeviceIoControl(device, abi::kIoctlFixCreateCq, &in, sizeof(abi::FixCreateCqIn), &out,
                          sizeof(abi::FixCreateCqOut), nullptr, overlapped);
 }
 
-FixStatus FixDestroyCq(DeviceHandle device, const abi::FixDestroyCqIn& in) {
+Status FixDestroyCq(DeviceHandle device, const abi::FixDestroyCqIn& in) {
   uint32_t returned = 0;
   return DeviceIoControl(device, abi::kIoctlFixDestroyCq, &in, sizeof(abi::FixDestroyCqIn), nullptr,
                          0, &returned, nullptr);
 }
 
-FixStatus FixDestroyCqAsync(DeviceHandle device, const abi::FixDestroyCqIn& in,
-                            Overlapped* overlapped) {
+Status FixDestroyCqAsync(DeviceHandle device, const abi::FixDestroyCqIn& in,
+                         Overlapped* overlapped) {
   return DeviceIoControl(device, abi::kIoctlFixDestroyCq, &in, sizeof(abi::FixDestroyCqIn), nullptr,
                          0, nullptr, overlapped);
 }

@@ -12,17 +12,17 @@
 namespace softib::user::proxy {
 
 /// Create a completion queue.
-FixStatus FixCreateCq(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out);
+Status FixCreateCq(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.
-FixStatus FixCreateCqAsync(DeviceHandle device, const abi::FixCreateCqIn& in,
-                           abi::FixCreateCqOut& out, Overlapped* overlapped);
+Status FixCreateCqAsync(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out,
+                        Overlapped* overlapped);
 
 /// Destroy a completion queue.
-FixStatus FixDestroyCq(DeviceHandle device, const abi::FixDestroyCqIn& in);
+Status FixDestroyCq(DeviceHandle device, const abi::FixDestroyCqIn& in);
 // Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
 // the request completes.
-FixStatus FixDestroyCqAsync(DeviceHandle device, const abi::FixDestroyCqIn& in,
-                            Overlapped* overlapped);
+Status FixDestroyCqAsync(DeviceHandle device, const abi::FixDestroyCqIn& in,
+                         Overlapped* overlapped);
 
 }  // namespace softib::user::proxy

@@ -55,19 +55,20 @@ TEST(FixHeaderCodec, Descriptor) {
 
 TEST(FixHeaderCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(FixHeader::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     FixHeader v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     FixHeader back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), FixHeader::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, FixHeader::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, FixHeader::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, FixHeader::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(FixHeader::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), FixHeader::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(FixHeader::Desc(), raw, back.Pack());
   }
 }
 
@@ -140,28 +141,25 @@ TEST(FixHeaderCodec, Validate) {
     FixHeader v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), FixHeader::kName)) break;
   }
   {
     FixHeader v;
     MakeValid(v);
     v.Reserved1 = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved1"))
-        << "non-zero reserved Reserved1 not reported";
+    t::ExpectProblem(v.Validate(), FixHeader::kName, "Reserved1", "reserved, set to 1");
   }
   {
     FixHeader v;
     MakeValid(v);
     v.Kind = static_cast<uint8_t>(0x3ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Kind"))
-        << "0x3 is not a FixOpcode but was not reported";
+    t::ExpectProblem(v.Validate(), FixHeader::kName, "Kind", "0x3 is not a FixOpcode");
   }
   {
     FixHeader v;
     MakeValid(v);
     v.R = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "R")) << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), FixHeader::kName, "R", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -171,10 +169,11 @@ TEST(FixHeaderCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const FixHeader before = v;
   std::vector<uint8_t> short_bytes(FixHeader::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(FixHeader::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), FixHeader::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, FixHeader::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), FixHeader::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(FixHeader::kSize - 1, 0xA5), FixHeader::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(FixHeader::Desc());
 }
 
@@ -211,24 +210,26 @@ bool ExpectMatches(const FixInfo& v, const std::vector<codec::FieldValue>& value
 
 TEST(FixInfoCodec, Descriptor) {
   t::CheckDescriptor(FixInfo::Desc(), FixInfo::kName, FixInfo::kSize);
-  EXPECT_EQ(FixInfo::Desc().attribute_id, FixInfo::kAttributeId);
+  t::Check(FixInfo::Desc().attribute_id == FixInfo::kAttributeId, FixInfo::kName,
+           "descriptor attribute id differs from kAttributeId");
 }
 
 TEST(FixInfoCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(FixInfo::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     FixInfo v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     FixInfo back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), FixInfo::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, FixInfo::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, FixInfo::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, FixInfo::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(FixInfo::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), FixInfo::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(FixInfo::Desc(), raw, back.Pack());
   }
 }
 
@@ -288,22 +289,19 @@ TEST(FixInfoCodec, Validate) {
     FixInfo v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), FixInfo::kName)) break;
   }
   {
     FixInfo v;
     MakeValid(v);
     v.Reserved = 1;
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Reserved"))
-        << "non-zero reserved Reserved not reported";
+    t::ExpectProblem(v.Validate(), FixInfo::kName, "Reserved", "reserved, set to 1");
   }
   {
     FixInfo v;
     MakeValid(v);
     v.Enabled = static_cast<uint8_t>(0x2ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "Enabled"))
-        << "0x2 does not fit 1 bits but was not reported";
+    t::ExpectProblem(v.Validate(), FixInfo::kName, "Enabled", "0x2 does not fit in 1 bits");
   }
 }
 
@@ -313,10 +311,11 @@ TEST(FixInfoCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const FixInfo before = v;
   std::vector<uint8_t> short_bytes(FixInfo::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(FixInfo::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), FixInfo::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, FixInfo::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), FixInfo::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(FixInfo::kSize - 1, 0xA5), FixInfo::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(FixInfo::Desc());
 }
 
@@ -353,19 +352,20 @@ TEST(FixBthCodec, Descriptor) { t::CheckDescriptor(FixBth::Desc(), FixBth::kName
 
 TEST(FixBthCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(FixBth::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     FixBth v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     FixBth back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), FixBth::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, FixBth::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, FixBth::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, FixBth::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(FixBth::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), FixBth::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(FixBth::Desc(), raw, back.Pack());
   }
 }
 
@@ -419,22 +419,19 @@ TEST(FixBthCodec, Validate) {
     FixBth v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), FixBth::kName)) break;
   }
   {
     FixBth v;
     MakeValid(v);
     v.OpCode = static_cast<uint8_t>(0x3ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "OpCode"))
-        << "0x3 is not a FixOpcode but was not reported";
+    t::ExpectProblem(v.Validate(), FixBth::kName, "OpCode", "0x3 is not a FixOpcode");
   }
   {
     FixBth v;
     MakeValid(v);
     v.OpCode = static_cast<uint8_t>(0x10ULL);
-    EXPECT_TRUE(t::HasProblem(v.Validate(), "OpCode"))
-        << "0x10 does not fit 4 bits but was not reported";
+    t::ExpectProblem(v.Validate(), FixBth::kName, "OpCode", "0x10 does not fit in 4 bits");
   }
 }
 
@@ -444,10 +441,11 @@ TEST(FixBthCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const FixBth before = v;
   std::vector<uint8_t> short_bytes(FixBth::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(FixBth::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), FixBth::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, FixBth::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), FixBth::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(FixBth::kSize - 1, 0xA5), FixBth::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(FixBth::Desc());
 }
 
@@ -478,19 +476,20 @@ TEST(FixImmCodec, Descriptor) { t::CheckDescriptor(FixImm::Desc(), FixImm::kName
 
 TEST(FixImmCodec, RoundTrip) {
   std::mt19937_64 rng(t::Seed(FixImm::kName));
-  for (int iter = 0; iter < t::kIterations && !HasFailure(); ++iter) {
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
     FixImm v;
     Randomize(v, rng);
     const auto bytes = v.Pack();
     FixImm back;
-    ASSERT_TRUE(back.Unpack(bytes));
-    EXPECT_TRUE(back == v) << "iteration " << iter;
-    EXPECT_TRUE(back.Pack() == bytes) << "iteration " << iter;
+    ok &= t::Check(back.Unpack(bytes), FixImm::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, FixImm::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, FixImm::kName, "re-Pack changed the bytes", iter);
     // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
     std::array<uint8_t, FixImm::kSize> raw;
     t::FillRandom(rng, raw);
-    ASSERT_TRUE(back.Unpack(raw));
-    t::ExpectRepacked(FixImm::Desc(), raw, back.Pack());
+    ok &= t::Check(back.Unpack(raw), FixImm::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(FixImm::Desc(), raw, back.Pack());
   }
 }
 
@@ -526,8 +525,7 @@ TEST(FixImmCodec, Validate) {
     FixImm v;
     Randomize(v, rng);
     MakeValid(v);
-    const auto problems = v.Validate();
-    EXPECT_TRUE(problems.empty()) << t::Describe(problems);
+    if (!t::ExpectNoProblems(v.Validate(), FixImm::kName)) break;
   }
 }
 
@@ -537,10 +535,11 @@ TEST(FixImmCodec, RejectsShortBuffers) {
   Randomize(v, rng);
   const FixImm before = v;
   std::vector<uint8_t> short_bytes(FixImm::kSize - 1, 0xA5);
-  EXPECT_FALSE(v.Unpack(short_bytes));
-  EXPECT_TRUE(v == before);
-  EXPECT_FALSE(v.Pack(short_bytes));
-  EXPECT_EQ(short_bytes, std::vector<uint8_t>(FixImm::kSize - 1, 0xA5));
+  t::Check(!v.Unpack(short_bytes), FixImm::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, FixImm::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), FixImm::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(FixImm::kSize - 1, 0xA5), FixImm::kName,
+           "a failed Pack wrote bytes");
   t::CheckShortBuffers(FixImm::Desc());
 }
 

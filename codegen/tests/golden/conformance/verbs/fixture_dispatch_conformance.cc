@@ -25,7 +25,7 @@ constexpr VerbCase kFixCreateCq{"FixCreateCq",
 constexpr ByteRange kFixCreateCqReserved[] = {{92, 4, false}};
 constexpr FlagField kFixCreateCqFlags[] = {{12, 4, 0x7u, "access", false}};
 constexpr HandleField kFixCreateCqHandles[] = {
-    {0, abi::ObjectType::FixAl, false, abi::FixStatus::INVALID_HANDLE, "al"}};
+    {0, abi::ObjectType::FixAl, false, abi::Status::INVALID_HANDLE, "al"}};
 constexpr OutputMask kFixCreateCqMasks[] = {{0, 8}};
 
 constexpr VerbCase kFixDestroyCq{"FixDestroyCq",
@@ -40,7 +40,7 @@ constexpr VerbCase kFixDestroyCq{"FixDestroyCq",
                                  0,
                                  0};
 constexpr HandleField kFixDestroyCqHandles[] = {
-    {0, abi::ObjectType::FixCq, false, abi::FixStatus::INVALID_HANDLE, "cq"}};
+    {0, abi::ObjectType::FixCq, false, abi::Status::INVALID_HANDLE, "cq"}};
 
 }  // namespace
 
