@@ -22,6 +22,7 @@ set(SOFTIB_GEN_CODEC_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/wire_roundtrip.cc
 )
 set(SOFTIB_GEN_KERNEL_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verb_handlers.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_al_direct.cc

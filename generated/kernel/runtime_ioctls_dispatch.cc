@@ -126,7 +126,7 @@ Status ValidateGetAsyncEvent([[maybe_unused]] const CallContext& ctx,
 
 Status DispatchGetAsyncEvent(RuntimeIoctlsVerbHandlers& handlers, const CallContext& ctx,
                              Irp* irp) {
-  VerifyIrqlAtMost(Irql::kPassive, "GetAsyncEvent");
+  VerifyIrqlAtMost(Irql::kDispatch, "GetAsyncEvent");
   const BufferedIoctl io(irp);
   if (io.in_length != sizeof(abi::GetAsyncEventIn)) return io.Fail(Status::INVALID_PARAMETER);
   if (io.out_length < sizeof(abi::GetAsyncEventOut)) return io.Fail(Status::INVALID_PARAMETER);
@@ -155,7 +155,7 @@ Status ValidateGetCompletionEvent([[maybe_unused]] const CallContext& ctx,
 
 Status DispatchGetCompletionEvent(RuntimeIoctlsVerbHandlers& handlers, const CallContext& ctx,
                                   Irp* irp) {
-  VerifyIrqlAtMost(Irql::kPassive, "GetCompletionEvent");
+  VerifyIrqlAtMost(Irql::kDispatch, "GetCompletionEvent");
   const BufferedIoctl io(irp);
   if (io.in_length != sizeof(abi::GetCompletionEventIn)) return io.Fail(Status::INVALID_PARAMETER);
   if (io.out_length < sizeof(abi::GetCompletionEventOut)) return io.Fail(Status::INVALID_PARAMETER);
@@ -182,7 +182,7 @@ Status ValidateGetPnpEvent([[maybe_unused]] const CallContext& ctx, const abi::G
 }
 
 Status DispatchGetPnpEvent(RuntimeIoctlsVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
-  VerifyIrqlAtMost(Irql::kPassive, "GetPnpEvent");
+  VerifyIrqlAtMost(Irql::kDispatch, "GetPnpEvent");
   const BufferedIoctl io(irp);
   if (io.in_length != sizeof(abi::GetPnpEventIn)) return io.Fail(Status::INVALID_PARAMETER);
   if (io.out_length < sizeof(abi::GetPnpEventOut)) return io.Fail(Status::INVALID_PARAMETER);

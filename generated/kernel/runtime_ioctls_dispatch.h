@@ -90,6 +90,9 @@ class RuntimeIoctlsVerbHandlers {
                             MapSrqRingRefs& refs, abi::MapSrqRingOut& out, Irp* irp) = 0;
 
   /// Wait for the next asynchronous event of any CA, QP, CQ or SRQ of this Al.
+  /// Event verbs are the inverted call for every client: a user process pends the IOCTL,
+  /// a kernel client pends the IRP (callable at DISPATCH, it never blocks: the IRP is
+  /// completed when the event arrives). There is no second callback mechanism.
   virtual Status GetAsyncEvent(const CallContext& ctx, const abi::GetAsyncEventIn& in,
                                GetAsyncEventRefs& refs, abi::GetAsyncEventOut& out, Irp* irp) = 0;
 

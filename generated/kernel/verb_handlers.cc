@@ -119,15 +119,12 @@ Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx,
       if (handlers.runtime_ioctls == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchMapSrqRing(*handlers.runtime_ioctls, ctx, irp);
     case abi::kIoctlGetAsyncEvent:
-      if (!from_user) return refuse(Status::INVALID_PARAMETER);
       if (handlers.runtime_ioctls == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchGetAsyncEvent(*handlers.runtime_ioctls, ctx, irp);
     case abi::kIoctlGetCompletionEvent:
-      if (!from_user) return refuse(Status::INVALID_PARAMETER);
       if (handlers.runtime_ioctls == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchGetCompletionEvent(*handlers.runtime_ioctls, ctx, irp);
     case abi::kIoctlGetPnpEvent:
-      if (!from_user) return refuse(Status::INVALID_PARAMETER);
       if (handlers.runtime_ioctls == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchGetPnpEvent(*handlers.runtime_ioctls, ctx, irp);
     case abi::kIoctlCancelPending:

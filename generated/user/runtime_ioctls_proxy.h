@@ -43,6 +43,9 @@ Status MapSrqRingAsync(DeviceHandle device, const abi::MapSrqRingIn& in, abi::Ma
                        Overlapped* overlapped);
 
 /// Wait for the next asynchronous event of any CA, QP, CQ or SRQ of this Al.
+/// Event verbs are the inverted call for every client: a user process pends the IOCTL,
+/// a kernel client pends the IRP (callable at DISPATCH, it never blocks: the IRP is
+/// completed when the event arrives). There is no second callback mechanism.
 Status GetAsyncEvent(DeviceHandle device, const abi::GetAsyncEventIn& in,
                      abi::GetAsyncEventOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request

@@ -42,16 +42,25 @@ constexpr VerbCase kMapSrqRing{
 constexpr HandleField kMapSrqRingHandles[] = {
     {0, abi::ObjectType::Srq, false, abi::Status::INVALID_SRQ_HANDLE, "srq"}};
 
-constexpr VerbCase kGetAsyncEvent{
-    "GetAsyncEvent", 0x0F04, abi::kIoctlGetAsyncEvent, abi::kPathProxy, false, 8, 56, 0, 0, 0, 0};
+constexpr VerbCase kGetAsyncEvent{"GetAsyncEvent",
+                                  0x0F04,
+                                  abi::kIoctlGetAsyncEvent,
+                                  abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+                                  true,
+                                  8,
+                                  56,
+                                  0,
+                                  0,
+                                  0,
+                                  0};
 constexpr HandleField kGetAsyncEventHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 
 constexpr VerbCase kGetCompletionEvent{"GetCompletionEvent",
                                        0x0F05,
                                        abi::kIoctlGetCompletionEvent,
-                                       abi::kPathProxy,
-                                       false,
+                                       abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+                                       true,
                                        8,
                                        16,
                                        0,
@@ -61,8 +70,17 @@ constexpr VerbCase kGetCompletionEvent{"GetCompletionEvent",
 constexpr HandleField kGetCompletionEventHandles[] = {
     {0, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "cq"}};
 
-constexpr VerbCase kGetPnpEvent{
-    "GetPnpEvent", 0x0F06, abi::kIoctlGetPnpEvent, abi::kPathProxy, false, 8, 96, 0, 0, 0, 0};
+constexpr VerbCase kGetPnpEvent{"GetPnpEvent",
+                                0x0F06,
+                                abi::kIoctlGetPnpEvent,
+                                abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+                                true,
+                                8,
+                                96,
+                                0,
+                                0,
+                                0,
+                                0};
 constexpr HandleField kGetPnpEventHandles[] = {
     {0, abi::ObjectType::PnpReg, false, abi::Status::INVALID_PNP_REG_HANDLE, "reg"}};
 

@@ -512,12 +512,15 @@ static_assert(kIoctlGetAsyncEvent == 0x003B6310);
 inline constexpr uint32_t kOrdinalGetAsyncEvent = 0x0F04;
 
 /// Wait for the next asynchronous event of any CA, QP, CQ or SRQ of this Al.
+/// Event verbs are the inverted call for every client: a user process pends the IOCTL,
+/// a kernel client pends the IRP (callable at DISPATCH, it never blocks: the IRP is
+/// completed when the event arrives). There is no second callback mechanism.
 struct GetAsyncEventVerb {
   static constexpr const char* kName = "GetAsyncEvent";
   static constexpr uint32_t kOrdinal = 0x0F04;
   static constexpr uint32_t kIoctlCode = 0x003B6310;  // 0: no IOCTL
-  static constexpr VerbIrql kIrql = VerbIrql::kPassive;
-  static constexpr uint32_t kPaths = kPathProxy;
+  static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
+  static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
   static constexpr bool kAsync = true;
   using In = GetAsyncEventIn;
   using Out = GetAsyncEventOut;
@@ -543,8 +546,8 @@ struct GetCompletionEventVerb {
   static constexpr const char* kName = "GetCompletionEvent";
   static constexpr uint32_t kOrdinal = 0x0F05;
   static constexpr uint32_t kIoctlCode = 0x003B6314;  // 0: no IOCTL
-  static constexpr VerbIrql kIrql = VerbIrql::kPassive;
-  static constexpr uint32_t kPaths = kPathProxy;
+  static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
+  static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
   static constexpr bool kAsync = true;
   using In = GetCompletionEventIn;
   using Out = GetCompletionEventOut;
@@ -569,8 +572,8 @@ struct GetPnpEventVerb {
   static constexpr const char* kName = "GetPnpEvent";
   static constexpr uint32_t kOrdinal = 0x0F06;
   static constexpr uint32_t kIoctlCode = 0x003B6318;  // 0: no IOCTL
-  static constexpr VerbIrql kIrql = VerbIrql::kPassive;
-  static constexpr uint32_t kPaths = kPathProxy;
+  static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
+  static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
   static constexpr bool kAsync = true;
   using In = GetPnpEventIn;
   using Out = GetPnpEventOut;
