@@ -1,5 +1,6 @@
-// DeviceIoControl and overlapped I/O for user processes, modelled on Win32. Declarations
-// only; runtime/user implements them over the channel to the node's kernel.
+// DeviceIoControl and overlapped I/O for user processes, modelled on Win32, over the
+// channel to the node's kernel (runtime/channel/PROTOCOL.md). Implemented in
+// runtime/user/src/device_io.cc.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,22 @@ using Status = abi::Status;
 class DeviceFile;
 using DeviceHandle = DeviceFile*;
 
-// Signalled when an overlapped request completes (runtime/user).
+// Signalled when an overlapped request completes (softib/user/completion_event.h).
 class CompletionEvent;
+
+// Opens the device whose channel socket is at `path`: NOT_FOUND when nothing listens
+// there, INVALID_PARAMETER for a path too long for a socket address. A handle may be used
+// by several threads at once; it is not inherited across fork.
+Status OpenDevice(const char* path, DeviceHandle* device);
+
+// Closes the file: requests still in flight are cancelled (their overlapped results
+// arrive as usual, before this returns) and the kernel's cleanup of the file has run when
+// it returns. The handle is invalid afterwards.
+Status CloseDevice(DeviceHandle device);
+
+// The status every request gets once the channel to the kernel is broken (the kernel
+// went away, or broke the protocol).
+inline constexpr Status kChannelBroken = Status::ERROR;
 
 // The state of one overlapped request. Zero it before use; it must stay valid (and
 // unmoved) until the request completes.
@@ -33,8 +48,9 @@ struct Overlapped {
 // Without `overlapped`: waits, sets *bytes_returned (when not null) and returns the
 // request's status.
 // With it: returns PENDING (the result comes through GetOverlappedResult or the event), or
-// the final status when the request completed at once. A broken channel to the kernel is
-// reported as a failure status chosen by the runtime.
+// a failure status when the request could not be sent (also stored in Internal; the event
+// is then not signalled). A broken channel to the kernel is reported as kChannelBroken.
+// File descriptors the kernel sends with an answer are closed (see DeviceIoControlWithFds).
 Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input,
                        uint32_t input_length, void* output, uint32_t output_length,
                        uint32_t* bytes_returned, Overlapped* overlapped);
@@ -44,8 +60,17 @@ Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input,
 Status GetOverlappedResult(DeviceHandle device, Overlapped* overlapped, uint32_t* bytes_returned,
                            bool wait);
 
+// DeviceIoControl (synchronous) that also receives the file descriptors the kernel sent
+// with its answer (shared memory of rings): up to `max_fds` go to `fds`, the caller owns
+// them; *fd_count (when not null) gets how many; extra ones are closed.
+Status DeviceIoControlWithFds(DeviceHandle device, uint32_t code, const void* input,
+                              uint32_t input_length, void* output, uint32_t output_length,
+                              uint32_t* bytes_returned, int* fds, uint32_t max_fds,
+                              uint32_t* fd_count);
+
 // Cancels `overlapped` (or, when null, every request this process has in flight on the
-// device). The request still completes, with CANCELED or its normal result.
+// device, synchronous ones included). The request still completes, with CANCELED or its
+// normal result. NOT_FOUND when nothing matching is in flight.
 Status CancelIoEx(DeviceHandle device, Overlapped* overlapped);
 
 }  // namespace softib::user

@@ -1,0 +1,54 @@
+#include "hca/device/dma.h"
+
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace softib::hca {
+
+bool MemcpyDma::Read(uint64_t addr, std::span<uint8_t> data) {
+  if (!data.empty()) std::memcpy(data.data(), reinterpret_cast<const void*>(addr), data.size());
+  return true;
+}
+
+bool MemcpyDma::Write(uint64_t addr, std::span<const uint8_t> data) {
+  if (!data.empty()) std::memcpy(reinterpret_cast<void*>(addr), data.data(), data.size());
+  return true;
+}
+
+namespace {
+
+// process_vm_* may transfer less than asked (it stops at the first unmapped page of the
+// remote range); loop until done or no progress.
+template <typename Call>
+bool TransferAll(uint64_t addr, uint8_t* local, std::size_t size, Call&& call) {
+  std::size_t done = 0;
+  while (done < size) {
+    iovec mine{local + done, size - done};
+    iovec theirs{reinterpret_cast<void*>(addr + done), size - done};
+    const ssize_t n = call(&mine, &theirs);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ProcessVmDma::Read(uint64_t addr, std::span<uint8_t> data) {
+  return TransferAll(addr, data.data(), data.size(), [&](iovec* mine, iovec* theirs) {
+    return process_vm_readv(pid_, mine, 1, theirs, 1, 0);
+  });
+}
+
+bool ProcessVmDma::Write(uint64_t addr, std::span<const uint8_t> data) {
+  // process_vm_writev only reads the local iovec; the cast does not write through it.
+  return TransferAll(addr, const_cast<uint8_t*>(data.data()), data.size(),
+                     [&](iovec* mine, iovec* theirs) {
+                       return process_vm_writev(pid_, mine, 1, theirs, 1, 0);
+                     });
+}
+
+}  // namespace softib::hca

@@ -1,0 +1,43 @@
+// The HCA's DMA engine: the only path by which it touches a consumer's memory. Every
+// access is preceded by a memory-region check (mr.h); an accessor itself only moves bytes.
+//   MemcpyDma     memory of this process (kernel clients, in-process tests): memcpy
+//   ProcessVmDma  memory of another process (user clients): process_vm_readv/writev
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <span>
+
+namespace softib::hca {
+
+class DmaAccessor {
+ public:
+  virtual ~DmaAccessor() = default;
+  // Copy between the address space behind this accessor and `data`. False when any part
+  // of the range could not be transferred (the data may then be partly transferred).
+  virtual bool Read(uint64_t addr, std::span<uint8_t> data) = 0;
+  virtual bool Write(uint64_t addr, std::span<const uint8_t> data) = 0;
+};
+
+// Addresses are pointers of this process.
+class MemcpyDma final : public DmaAccessor {
+ public:
+  bool Read(uint64_t addr, std::span<uint8_t> data) override;
+  bool Write(uint64_t addr, std::span<const uint8_t> data) override;
+};
+
+// Addresses are virtual addresses of process `pid` (needs ptrace rights over it: same user
+// and Yama ptrace_scope permitting, or CAP_SYS_PTRACE).
+class ProcessVmDma final : public DmaAccessor {
+ public:
+  explicit ProcessVmDma(pid_t pid) : pid_(pid) {}
+  bool Read(uint64_t addr, std::span<uint8_t> data) override;
+  bool Write(uint64_t addr, std::span<const uint8_t> data) override;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_;
+};
+
+}  // namespace softib::hca

@@ -1,0 +1,81 @@
+// IBA packets as they travel on a link: LRH, GRH when LRH:LNH says IBA global, BTH, the
+// extension headers the opcode calls for (in the opcode table's order), payload, pad to a
+// 4-byte boundary (BTH:PadCnt), ICRC, VCRC. All headers go through the generated codecs
+// (softib/wire/wire.h); which headers an opcode carries comes from the generated opcode
+// table (softib::codec::FindOpcode), never from a hand-written list.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "softib/codec/format_desc.h"
+#include "softib/wire/wire.h"
+
+namespace softib::hca {
+
+// GRH:NxtHdr of a packet whose GRH is followed by an IBA transport header (IBA 8.3.1).
+inline constexpr uint8_t kGrhNextHeaderIba = 0x1B;
+// GRH:IPVer (IBA 8.3.1: the GRH is an IPv6 header).
+inline constexpr uint8_t kGrhIpVersion = 6;
+// LRH:PktLen is 11 bits of 4-byte words.
+inline constexpr std::size_t kMaxPacketWords = 0x7FF;
+
+// Every header a packet may carry; which ones are on the wire follows from LRH:LNH (GRH)
+// and BTH:OpCode (the rest). Fields of absent headers are ignored.
+struct PacketHeaders {
+  wire::LRH lrh;
+  std::optional<wire::GRH> grh;
+  wire::BTH bth;
+  wire::RDETH rdeth;
+  wire::DETH deth;
+  wire::RETH reth;
+  wire::AtomicETH atomic_eth;
+  wire::AETH aeth;
+  wire::AtomicAckETH atomic_ack_eth;
+  wire::ImmDt immdt;
+  wire::IETH ieth;
+};
+
+// Why a received packet was dropped; kNone for a packet that passed every check.
+enum class DropReason : uint8_t {
+  kNone,
+  kTooShort,         // shorter than LRH + BTH + CRCs, or than its own headers
+  kBadLver,          // LRH:LVer is not 0
+  kUnsupportedLnh,   // raw packets (LNH 0/1) are not IBA transport packets
+  kBadPktLen,        // LRH:PktLen disagrees with the bytes received
+  kBadVcrc,          // link-level CRC mismatch
+  kBadGrh,           // GRH:IPVer, NxtHdr or PayLen wrong
+  kBadTver,          // BTH:TVer is not 0
+  kUnknownOpcode,    // BTH:OpCode not in the opcode table
+  kBadPadCnt,        // more pad than payload, or pad on an opcode without payload
+  kUnexpectedPayload,  // data after the headers of an opcode that carries none
+  kBadIcrc,          // end-to-end CRC mismatch
+};
+const char* ToString(DropReason reason);
+
+struct ParsedPacket {
+  PacketHeaders hdr;
+  const codec::OpcodeDesc* opcode = nullptr;
+  std::span<const uint8_t> payload;  // without pad; points into the parsed bytes
+};
+
+// Bytes of the extension headers `opcode` lists (after the BTH).
+std::size_t ExtensionHeaderBytes(const codec::OpcodeDesc& opcode);
+
+// Bytes on the wire of a packet with these headers and payload, CRCs included.
+std::size_t WireBytes(bool global, const codec::OpcodeDesc& opcode, std::size_t payload_bytes);
+
+// Builds a whole packet. Computes LRH:LNH (from grh presence), LRH:PktLen, GRH:PayLen,
+// GRH:IPVer, GRH:NxtHdr and BTH:PadCnt; every other field is taken from `hdr`.
+// Returns an empty vector when the opcode is unknown, when payload is given to an opcode
+// that carries none, or when the packet would not fit LRH:PktLen.
+std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload);
+
+// Checks a received packet (lengths, versions, VCRC, GRH, opcode, pad, ICRC) and decodes
+// its headers into `out`. `out->payload` views `bytes`, so keep them alive together.
+DropReason ParsePacket(std::span<const uint8_t> bytes, ParsedPacket* out);
+
+}  // namespace softib::hca

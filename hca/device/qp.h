@@ -1,0 +1,64 @@
+// A queue pair: its type, state, attributes and work queues. State changes go through the
+// IDL's modify-QP table (CheckQpTransition, generated from idl/qp_state.idl); this file
+// only adds the value checks the table cannot express (port and P_Key index in range,
+// MTU a known value) and applies the attributes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "hca/device/pd.h"
+#include "softib/abi/types.h"
+
+namespace softib::hca {
+
+// What ModifyQp needs to know about the HCA to range-check attribute values.
+struct QpLimits {
+  uint8_t num_ports = 1;
+  uint16_t num_pkeys = 1;  // of the QP's port
+  abi::PathMtu max_mtu = abi::PathMtu::MTU_4096;
+};
+
+inline constexpr uint32_t kPsnMask = 0xFFFFFF;
+
+struct QueuePair {
+  uint32_t qpn = 0;
+  abi::QpType type = abi::QpType::UD;
+  PdId pd = 0;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  bool sq_signaled = true;
+  abi::QpCaps caps{};
+
+  abi::QpState state = abi::QpState::RESET;
+  abi::AccessFlags access{};
+  uint32_t qkey = 0;  // host order (the verbs carry it in network order)
+  uint32_t sq_psn = 0;
+  uint32_t rq_psn = 0;
+  uint32_t dest_qpn = 0;
+  uint16_t pkey_index = 0;
+  uint8_t port = 1;
+  abi::PathMtu path_mtu{};
+  uint8_t timeout = 0, retry_count = 0, rnr_retry = 0, min_rnr_timer = 0;
+  uint8_t max_rd_atomic = 0, max_dest_rd_atomic = 0;
+  abi::AddressVector av{};
+
+  std::deque<abi::SendWorkRequest> sq;
+  std::deque<abi::RecvWorkRequest> rq;
+
+  // Checks the transition and the attribute values, then applies them; on any error the
+  // QP is unchanged. Leaving the queues alone is the caller's job (reset empties them,
+  // error flushes them: the caller owns the CQs).
+  abi::Status Modify(const abi::QpModifyAttributes& attrs, const QpLimits& limits);
+  abi::QpAttributes Query() const;
+
+  bool CanReceive() const {
+    return state == abi::QpState::RTR || state == abi::QpState::RTS ||
+           state == abi::QpState::SQD || state == abi::QpState::SQE;
+  }
+  bool IsDatagram() const {
+    return type == abi::QpType::UD || type == abi::QpType::GSI || type == abi::QpType::SMI;
+  }
+};
+
+}  // namespace softib::hca

@@ -1,0 +1,280 @@
+// DeviceIoControl over the channel. Each open file has one receiver thread that matches
+// responses to in-flight requests by id, so any number of threads may have requests
+// outstanding on a handle and they may complete in any order.
+#include "softib/user/device_io.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "softib/channel/client.h"
+#include "softib/user/completion_event.h"
+
+namespace softib::user {
+
+namespace {
+
+// One request in flight. A synchronous one lives on its caller's stack; an overlapped one
+// on the heap, deleted by whoever completes it.
+struct Request {
+  uint64_t id = 0;
+  void* output = nullptr;
+  uint32_t output_length = 0;
+  Overlapped* overlapped = nullptr;
+  // Synchronous only:
+  std::condition_variable done_cv;
+  bool done = false;
+  Status status = Status::SUCCESS;
+  uint32_t information = 0;
+  std::vector<int>* fds = nullptr;  // where received fds go (else they are closed)
+};
+
+std::atomic_ref<Status> InternalOf(Overlapped* overlapped) {
+  return std::atomic_ref<Status>(overlapped->Internal);
+}
+
+}  // namespace
+
+class DeviceFile {
+ public:
+  explicit DeviceFile(std::unique_ptr<channel::ClientChannel> channel)
+      : channel_(std::move(channel)), receiver_([this] { Receive(); }) {}
+
+  Status Ioctl(uint32_t code, const void* input, uint32_t input_length, void* output,
+               uint32_t output_length, uint32_t* bytes_returned, Overlapped* overlapped,
+               std::vector<int>* fds);
+  Status Result(Overlapped* overlapped, uint32_t* bytes_returned, bool wait);
+  Status Cancel(Overlapped* overlapped);
+  void Close();
+
+ private:
+  void Receive();
+  // Caller holds mutex_ and removed `request` from in_flight_.
+  void CompleteLocked(Request* request, Status status, std::span<const uint8_t> output,
+                      std::vector<int>& fds);
+
+  std::unique_ptr<channel::ClientChannel> channel_;
+  std::atomic<uint64_t> next_id_{1};
+  std::mutex mutex_;
+  std::condition_variable overlapped_cv_;  // any overlapped request completed
+  std::unordered_map<uint64_t, Request*> in_flight_;
+  bool broken_ = false;
+  std::thread receiver_;  // last member: starts once the others exist
+};
+
+Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length, void* output,
+                         uint32_t output_length, uint32_t* bytes_returned,
+                         Overlapped* overlapped, std::vector<int>* fds) {
+  if ((input_length && !input) || (output_length && !output) ||
+      input_length > channel::kMaxInputBytes || output_length > channel::kMaxOutputBytes) {
+    return Status::INVALID_PARAMETER;
+  }
+  Request sync_request;
+  Request* request = overlapped ? new Request : &sync_request;
+  request->id = next_id_.fetch_add(1);
+  request->output = output;
+  request->output_length = output_length;
+  request->overlapped = overlapped;
+  request->fds = fds;
+  if (overlapped) {
+    overlapped->InternalHigh = 0;
+    overlapped->Runtime = request;
+    InternalOf(overlapped).store(Status::PENDING);
+    if (overlapped->Event) overlapped->Event->Reset();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (broken_) {
+      if (overlapped) {
+        overlapped->Runtime = nullptr;
+        InternalOf(overlapped).store(kChannelBroken);
+        delete request;
+      }
+      return kChannelBroken;
+    }
+    in_flight_[request->id] = request;
+  }
+  if (channel_->SendIoctl(request->id, code, input, input_length, output_length) != 0) {
+    std::lock_guard lock(mutex_);
+    // Unless the receiver already failed it (the channel broke meanwhile), fail it here.
+    if (in_flight_.erase(request->id)) {
+      if (overlapped) {
+        overlapped->Runtime = nullptr;
+        InternalOf(overlapped).store(kChannelBroken);
+        delete request;
+      }
+      return kChannelBroken;
+    }
+  }
+  if (overlapped) return Status::PENDING;
+  std::unique_lock lock(mutex_);
+  sync_request.done_cv.wait(lock, [&] { return sync_request.done; });
+  if (bytes_returned) *bytes_returned = sync_request.information;
+  return sync_request.status;
+}
+
+void DeviceFile::CompleteLocked(Request* request, Status status, std::span<const uint8_t> output,
+                                std::vector<int>& fds) {
+  size_t bytes = std::min<size_t>(output.size(), request->output_length);
+  if (bytes) std::memcpy(request->output, output.data(), bytes);
+  if (request->fds) {
+    request->fds->insert(request->fds->end(), fds.begin(), fds.end());
+  } else {
+    for (int fd : fds) close(fd);
+  }
+  fds.clear();
+  if (Overlapped* overlapped = request->overlapped) {
+    overlapped->InternalHigh = static_cast<uint32_t>(bytes);
+    overlapped->Runtime = nullptr;
+    // The event before the status: once the status is final the caller may free both.
+    if (overlapped->Event) overlapped->Event->Set();
+    InternalOf(overlapped).store(status);
+    delete request;
+    overlapped_cv_.notify_all();
+  } else {
+    request->status = status;
+    request->information = static_cast<uint32_t>(bytes);
+    request->done = true;
+    request->done_cv.notify_one();  // under mutex_: the waiter's frame outlives this call
+  }
+}
+
+void DeviceFile::Receive() {
+  channel::ClientChannel::Response response;
+  while (channel_->Receive(&response)) {
+    const channel::ResponseHeader& h = response.header;
+    auto kind = static_cast<channel::FrameKind>(h.kind);
+    std::lock_guard lock(mutex_);
+    auto it = in_flight_.find(h.request_id);
+    if ((kind != channel::FrameKind::kIoctl && kind != channel::FrameKind::kReject) ||
+        it == in_flight_.end()) {
+      for (int fd : response.fds) close(fd);  // a close answer, or nobody waits for it
+      continue;
+    }
+    Request* request = it->second;
+    in_flight_.erase(it);
+    CompleteLocked(request, static_cast<Status>(h.status), response.output, response.fds);
+  }
+  // Hang-up (after our close frame, or the kernel went away): fail whatever is left.
+  std::lock_guard lock(mutex_);
+  broken_ = true;
+  std::vector<int> none;
+  for (auto& [id, request] : in_flight_) CompleteLocked(request, kChannelBroken, {}, none);
+  in_flight_.clear();
+}
+
+Status DeviceFile::Result(Overlapped* overlapped, uint32_t* bytes_returned, bool wait) {
+  std::unique_lock lock(mutex_);
+  if (wait) {
+    overlapped_cv_.wait(lock, [&] { return InternalOf(overlapped).load() != Status::PENDING; });
+  }
+  Status status = InternalOf(overlapped).load();
+  if (status != Status::PENDING && bytes_returned) *bytes_returned = overlapped->InternalHigh;
+  return status;
+}
+
+Status DeviceFile::Cancel(Overlapped* overlapped) {
+  uint64_t target;
+  {
+    std::lock_guard lock(mutex_);
+    if (overlapped) {
+      // Runtime is cleared under mutex_ when the request completes.
+      auto* request = static_cast<Request*>(overlapped->Runtime);
+      if (!request || InternalOf(overlapped).load() != Status::PENDING) return Status::NOT_FOUND;
+      target = request->id;
+    } else {
+      if (in_flight_.empty()) return Status::NOT_FOUND;
+      target = next_id_.fetch_add(1);  // a cancel-all frame still carries a fresh id
+    }
+  }
+  // Cancelling a request that completes meanwhile is harmless: the kernel ignores the id.
+  int error = channel_->SendCancel(target, overlapped == nullptr);
+  return error == 0 ? Status::SUCCESS : kChannelBroken;
+}
+
+void DeviceFile::Close() {
+  // The kernel answers the close after the file's requests completed and its cleanup ran,
+  // then hangs up; the receiver ends at the hang-up.
+  if (channel_->SendClose(next_id_.fetch_add(1)) != 0) channel_->Shutdown();
+  receiver_.join();
+}
+
+Status OpenDevice(const char* path, DeviceHandle* device) {
+  if (!path || !device) return Status::INVALID_PARAMETER;
+  int error = 0;
+  auto channel = channel::ClientChannel::Connect(path, &error);
+  if (!channel) {
+    switch (error) {
+      case ENOENT:
+      case ECONNREFUSED:
+      case ENOTDIR:
+        return Status::NOT_FOUND;
+      case EACCES:
+      case EPERM:
+        return Status::INVALID_PERMISSION;
+      case ENAMETOOLONG:
+        return Status::INVALID_PARAMETER;
+      default:
+        return Status::ERROR;
+    }
+  }
+  *device = new DeviceFile(std::move(channel));
+  return Status::SUCCESS;
+}
+
+Status CloseDevice(DeviceHandle device) {
+  if (!device) return Status::INVALID_HANDLE;
+  device->Close();
+  delete device;
+  return Status::SUCCESS;
+}
+
+Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input,
+                       uint32_t input_length, void* output, uint32_t output_length,
+                       uint32_t* bytes_returned, Overlapped* overlapped) {
+  if (!device) return Status::INVALID_HANDLE;
+  return device->Ioctl(code, input, input_length, output, output_length, bytes_returned,
+                       overlapped, nullptr);
+}
+
+Status DeviceIoControlWithFds(DeviceHandle device, uint32_t code, const void* input,
+                              uint32_t input_length, void* output, uint32_t output_length,
+                              uint32_t* bytes_returned, int* fds, uint32_t max_fds,
+                              uint32_t* fd_count) {
+  if (!device) return Status::INVALID_HANDLE;
+  if (max_fds && !fds) return Status::INVALID_PARAMETER;
+  std::vector<int> received;
+  Status status = device->Ioctl(code, input, input_length, output, output_length,
+                                bytes_returned, nullptr, &received);
+  uint32_t kept = 0;
+  for (int fd : received) {
+    if (kept < max_fds) {
+      fds[kept++] = fd;
+    } else {
+      close(fd);
+    }
+  }
+  if (fd_count) *fd_count = kept;
+  return status;
+}
+
+Status GetOverlappedResult(DeviceHandle device, Overlapped* overlapped, uint32_t* bytes_returned,
+                           bool wait) {
+  if (!device) return Status::INVALID_HANDLE;
+  if (!overlapped) return Status::INVALID_PARAMETER;
+  return device->Result(overlapped, bytes_returned, wait);
+}
+
+Status CancelIoEx(DeviceHandle device, Overlapped* overlapped) {
+  if (!device) return Status::INVALID_HANDLE;
+  return device->Cancel(overlapped);
+}
+
+}  // namespace softib::user
