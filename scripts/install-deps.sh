@@ -17,6 +17,8 @@ packages=(
   python3 python3-jinja2
   # libraries
   libcli11-dev libfmt-dev nlohmann-json3-dev
+  # fuzzing: clang with libFuzzer
+  clang libclang-rt-14-dev
   # interop oracles
   tshark
 )

@@ -23,6 +23,11 @@ class AhTable {
   abi::Status Destroy(uint32_t number);
   const AddressHandle* Find(uint32_t number) const;
   std::size_t size() const { return ahs_.size(); }
+  bool AnyInPd(PdId pd) const {
+    for (const auto& [number, ah] : ahs_)
+      if (ah.pd == pd) return true;
+    return false;
+  }
 
  private:
   uint32_t next_ = 1;

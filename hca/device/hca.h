@@ -88,15 +88,14 @@ class Hca {
                        std::vector<uint8_t>* payload);
   // responder.cc
   void ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet);
-  abi::WcStatus Scatter(const QueuePair& qp, const abi::RecvWorkRequest& wr, uint64_t offset,
-                        std::span<const uint8_t> data);
   // completer.cc
   void CompleteSend(QueuePair& qp, const abi::SendWorkRequest& wr, abi::WcStatus status,
                     uint32_t length);
   void CompleteRecv(QueuePair& qp, abi::WorkCompletion wc, bool solicited);
   void EnterError(QueuePair& qp);  // QP to ERROR, outstanding work flushed
+  void EnterSqError(QueuePair& qp);  // QP to SQE, outstanding sends flushed
   void Flush(QueuePair& qp);
-  void RaiseQpEvent(const QueuePair& qp, abi::AsyncEventType type);
+  void FlushSend(QueuePair& qp);
 
   HcaConfig config_;
   std::vector<Port> ports_;

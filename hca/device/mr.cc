@@ -76,6 +76,12 @@ const MemoryRegion* MrTable::Find(uint32_t key) const {
   return &slot.mr;
 }
 
+bool MrTable::AnyInPd(PdId pd) const {
+  for (const Slot& slot : slots_)
+    if (slot.in_use && slot.mr.pd == pd) return true;
+  return false;
+}
+
 AccessError MrTable::Check(uint32_t key, PdId pd, uint64_t va, uint64_t len, AccessFlags need,
                            const MemoryRegion** mr) const {
   *mr = nullptr;

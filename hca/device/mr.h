@@ -70,6 +70,7 @@ class MrTable {
 
   const MemoryRegion* Find(uint32_t key) const;
   std::size_t size() const { return live_; }
+  bool AnyInPd(PdId pd) const;
 
  private:
   AccessError Check(uint32_t key, PdId pd, uint64_t va, uint64_t len, abi::AccessFlags need,

@@ -217,7 +217,8 @@ void Server::Loop() {
         std::lock_guard lock(mutex_);
         for (auto& [fd, file] : files_) all.push_back(file);
       }
-      for (auto& file : all) BeginClose(file, 0, /*hung_up=*/true);
+      // Like a close frame nobody asked for: cancellations still reach the clients.
+      for (auto& file : all) BeginClose(file, 0, /*hung_up=*/false);
     }
     RunDeferred();
     if (shut_down) {

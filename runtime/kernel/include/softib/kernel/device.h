@@ -37,6 +37,62 @@ struct FileObject {
   ::softib::kernel::DeviceObject* DeviceObject;
   void* FsContext;   // the driver's per-open state (e.g. the AL instance and handle table)
   void* FsContext2;
+  ProcessorMode RequestorMode;  // who opened it
 };
+
+// ---- Drivers ----
+// DriverEntry: fills MajorFunction and Unload, usually creates devices.
+using DriverInitialize = Status (*)(DriverObject* driver, void* context);
+
+// Creates a driver object on `node` and runs `init` on it; on failure nothing remains.
+Status IoCreateDriver(Node* node, const char* name, DriverInitialize init, void* context,
+                      DriverObject** driver);
+
+// Calls the driver's Unload (which deletes its devices). The driver object itself lives
+// until its last device object is freed. PASSIVE only.
+void IoUnloadDriver(DriverObject* driver);
+
+// ---- Devices ----
+// Creates a device of `driver` with a zeroed extension of `extension_size` bytes (16-byte
+// aligned) and StackSize 1. A non-null `name` enters the node's namespace (IoCreateFile
+// opens it); a taken name answers RESOURCE_BUSY. The creator holds one reference, which
+// IoDeleteDevice drops.
+Status IoCreateDevice(DriverObject* driver, uint32_t extension_size, const char* name,
+                      uint32_t device_type, DeviceObject** device);
+
+// Removes the name and raises PnP removal for the device's enabled interfaces; the object
+// is freed when its last reference goes (IRPs already sent may still reach the driver).
+// The device must be detached from the device below it first.
+void IoDeleteDevice(DeviceObject* device);
+
+// Puts `source` on top of the stack that `target` belongs to; returns the device it went
+// over (the old top), whose StackSize + 1 becomes source's StackSize. The source holds a
+// reference on that device until IoDetachDevice.
+DeviceObject* IoAttachDeviceToDeviceStack(DeviceObject* source, DeviceObject* target);
+
+// Detaches whatever is attached on `lower` (the value IoAttachDeviceToDeviceStack returned).
+void IoDetachDevice(DeviceObject* lower);
+
+// The top of the stack `device` belongs to, referenced.
+DeviceObject* IoGetAttachedDeviceReference(DeviceObject* device);
+
+// The named device of `node`, referenced; null when there is none (or it was deleted).
+DeviceObject* IoGetDeviceByName(Node* node, const char* name);
+
+// Device reference counts (ObReferenceObject/ObDereferenceObject on a device object).
+void ObReferenceObject(DeviceObject* device);
+void ObDereferenceObject(DeviceObject* device);
+
+inline Node* IoGetDeviceNode(DeviceObject* device) { return device->DriverObject->node; }
+
+// ---- Files ----
+// Opens the named device: the file goes to the top of its stack, which gets an
+// IRP_MJ_CREATE (RequestorMode `mode`); a failing create status is returned and no file
+// remains. PASSIVE only.
+Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, FileObject** file);
+
+// Sends IRP_MJ_CLEANUP then IRP_MJ_CLOSE to the file's device, then drops the file and its
+// device reference. PASSIVE only.
+void IoCloseFile(FileObject* file);
 
 }  // namespace softib::kernel

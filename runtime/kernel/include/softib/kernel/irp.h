@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "softib/kernel/irql.h"
 #include "softib/kernel/status.h"
 
 namespace softib::kernel {
@@ -69,7 +70,7 @@ struct Irp {
   IoStatusBlock IoStatus;
   ProcessorMode RequestorMode;
   bool PendingReturned;
-  bool Cancel;
+  bool Cancel;  // set by IoCancelIrp; read it with IoIsCancelled (atomic)
   int8_t StackCount;
   // Stack[CurrentLocation - 1] is the current location. IoAllocateIrp sets it to
   // StackCount + 1 (no current location yet); IoCallDriver decrements it.
@@ -80,7 +81,11 @@ struct Irp {
     void* SystemBuffer;
   } AssociatedIrp;
   void* UserBuffer;  // where a kernel-built IRP's output is copied on completion
+  // Read and written atomically (IoSetCancelRoutine, IoCancelIrp, IoIsCancelled): a
+  // canceller races with the driver that owns the IRP.
   DriverCancel CancelRoutine;
+  Irql CancelIrql;  // the IRQL to restore when a cancel routine releases the cancel lock
+  void* DriverContext[4];  // for the driver that currently owns the IRP (e.g. its queue)
   IoStackLocation* Stack;  // StackCount entries
   void* Runtime;           // owned by the I/O manager
 };

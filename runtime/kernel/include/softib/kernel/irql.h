@@ -25,4 +25,23 @@ void LowerIrql(Irql previous);
 // `highest`. `what` names the routine in the report. Generated direct calls use it.
 void VerifyIrqlAtMost(Irql highest, const char* what);
 
+// Verifier check of every routine that can block (waits, sleeps, "paged" allocation,
+// synchronous I/O): the caller must run below DISPATCH.
+void VerifyBlockingAllowed(const char* what);
+
+// "PASSIVE_LEVEL", "APC_LEVEL", "DISPATCH_LEVEL".
+const char* IrqlName(Irql irql);
+
+// Raises to `level` for the scope (tests and code that runs a block at DISPATCH).
+class ScopedIrql {
+ public:
+  explicit ScopedIrql(Irql level) : previous_(RaiseIrql(level)) {}
+  ~ScopedIrql() { LowerIrql(previous_); }
+  ScopedIrql(const ScopedIrql&) = delete;
+  ScopedIrql& operator=(const ScopedIrql&) = delete;
+
+ private:
+  Irql previous_;
+};
+
 }  // namespace softib::kernel

@@ -1,0 +1,126 @@
+#include "hca/device/hca.h"
+
+namespace softib::hca {
+
+Hca::Hca(const HcaConfig& config) : config_(config), ports_(config.num_ports) {
+  for (uint8_t i = 0; i < config.num_ports; ++i) {
+    ports_[i].number = static_cast<uint8_t>(i + 1);
+    ports_[i].port_guid = config.node_guid + i + 1;
+  }
+}
+
+abi::Status Hca::FreePd(PdId pd) {
+  if (!pds_.Contains(pd)) return abi::Status::INVALID_PD_HANDLE;
+  if (mrs_.AnyInPd(pd) || ahs_.AnyInPd(pd)) return abi::Status::RESOURCE_BUSY;
+  for (const auto& [qpn, qp] : qps_)
+    if (qp->pd == pd) return abi::Status::RESOURCE_BUSY;
+  pds_.Free(pd);
+  return abi::Status::SUCCESS;
+}
+
+abi::Status Hca::RegisterMr(PdId pd, uint64_t iova, uint64_t length, uint64_t addr,
+                            abi::AccessFlags access, std::shared_ptr<DmaAccessor> dma,
+                            uint32_t* key) {
+  if (!pds_.Contains(pd)) return abi::Status::INVALID_PD_HANDLE;
+  return mrs_.Register(pd, iova, length, addr, access, std::move(dma), key);
+}
+
+abi::Status Hca::CreateAh(PdId pd, const abi::AddressVector& av, uint32_t* number) {
+  if (!pds_.Contains(pd)) return abi::Status::INVALID_PD_HANDLE;
+  return ahs_.Create(pd, av, config_.num_ports, number);
+}
+
+abi::Status Hca::CreateCq(uint32_t capacity, uint32_t* number) {
+  if (capacity == 0 || capacity > config_.max_cqes) return abi::Status::INVALID_CQ_SIZE;
+  *number = next_cq_++;
+  cqs_[*number] =
+      std::make_unique<CompletionQueue>(*number, capacity, &async_events, &completion_events);
+  return abi::Status::SUCCESS;
+}
+
+abi::Status Hca::DestroyCq(uint32_t number) {
+  if (Cq(number) == nullptr) return abi::Status::INVALID_CQ_HANDLE;
+  for (const auto& [qpn, qp] : qps_)
+    if (qp->send_cq == number || qp->recv_cq == number) return abi::Status::RESOURCE_BUSY;
+  cqs_.erase(number);
+  return abi::Status::SUCCESS;
+}
+
+CompletionQueue* Hca::Cq(uint32_t number) {
+  const auto it = cqs_.find(number);
+  return it == cqs_.end() ? nullptr : it->second.get();
+}
+
+abi::Status Hca::CreateQp(PdId pd, const abi::QpCreateParams& params, uint32_t send_cq,
+                          uint32_t recv_cq, uint32_t* qpn) {
+  if (!pds_.Contains(pd)) return abi::Status::INVALID_PD_HANDLE;
+  if (Cq(send_cq) == nullptr || Cq(recv_cq) == nullptr) return abi::Status::INVALID_CQ_HANDLE;
+  switch (params.qp_type) {
+    case abi::QpType::RC:
+    case abi::QpType::UC:
+    case abi::QpType::UD:
+      break;
+    default:  // special QPs come per port from their own verb; RD and raw are not offered
+      return abi::Status::INVALID_SERVICE_TYPE;
+  }
+  const abi::QpCaps& caps = params.caps;
+  if (caps.sq_depth == 0 || caps.sq_depth > config_.max_wrs || caps.rq_depth > config_.max_wrs)
+    return abi::Status::INVALID_MAX_WRS;
+  if (caps.sq_sge > config_.max_sges || caps.rq_sge > config_.max_sges)
+    return abi::Status::INVALID_MAX_SGE;
+  if (caps.max_inline_data > config_.max_inline) return abi::Status::INVALID_SETTING;
+  auto qp = std::make_unique<QueuePair>();
+  qp->qpn = next_qpn_++ & kPsnMask;
+  qp->type = params.qp_type;
+  qp->pd = pd;
+  qp->send_cq = send_cq;
+  qp->recv_cq = recv_cq;
+  qp->sq_signaled = params.sq_signaled != 0;
+  qp->caps = caps;
+  *qpn = qp->qpn;
+  qps_[qp->qpn] = std::move(qp);
+  return abi::Status::SUCCESS;
+}
+
+abi::Status Hca::ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attrs) {
+  QueuePair* qp = Qp(qpn);
+  if (qp == nullptr) return abi::Status::INVALID_QP_HANDLE;
+  const uint8_t port_number =
+      abi::HasAny(attrs.mask, abi::QpAttrMask::PORT) ? attrs.port_num : qp->port;
+  QpLimits limits;
+  limits.num_ports = config_.num_ports;
+  if (port_number >= 1 && port_number <= config_.num_ports) {
+    limits.num_pkeys = static_cast<uint16_t>(port(port_number).pkeys.size());
+    limits.max_mtu = port(port_number).active_mtu;
+  }
+  const abi::QpState before = qp->state;
+  const abi::Status status = qp->Modify(attrs, limits);
+  if (status != abi::Status::SUCCESS) return status;
+  if (qp->state == abi::QpState::RESET) {
+    qp->sq.clear();  // reset discards outstanding work without completions (IBA 10.3.1)
+    qp->rq.clear();
+  } else if (qp->state == abi::QpState::ERROR && before != abi::QpState::ERROR) {
+    Flush(*qp);
+  } else if (qp->state == abi::QpState::RTS) {
+    ProgressSend(*qp);  // SQD/SQE → RTS resumes the send queue
+  }
+  return abi::Status::SUCCESS;
+}
+
+abi::Status Hca::QueryQp(uint32_t qpn, abi::QpAttributes* out) const {
+  const auto it = qps_.find(qpn);
+  if (it == qps_.end()) return abi::Status::INVALID_QP_HANDLE;
+  *out = it->second->Query();
+  return abi::Status::SUCCESS;
+}
+
+abi::Status Hca::DestroyQp(uint32_t qpn) {
+  return qps_.erase(qpn) != 0 ? abi::Status::SUCCESS : abi::Status::INVALID_QP_HANDLE;
+}
+
+QueuePair* Hca::Qp(uint32_t qpn) {
+  const auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace softib::hca

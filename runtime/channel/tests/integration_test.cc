@@ -1,0 +1,96 @@
+// Two real processes: the test process runs the server, an exec'd child is the client.
+// With SOFTIB_M32_CHANNEL_CLIENT naming the m32 build's channel_child_client, the same
+// runs against a 32-bit child (under qemu-i386 when SOFTIB_M32_EMULATOR is set).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "softib/channel/server.h"
+#include "test_sink.h"
+
+extern char** environ;
+
+namespace softib::channel::test {
+namespace {
+
+pid_t Spawn(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0) << argv[0];
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class IntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(server_.Start(run_dir_.path(), "dev", &error)) << error;
+  }
+  std::vector<std::string> Child(const std::string& binary, const char* mode) {
+    std::vector<std::string> args;
+    if (const char* emulator = std::getenv("SOFTIB_M32_EMULATOR"); emulator && *emulator &&
+        binary != SOFTIB_CHILD_CLIENT) {
+      args.push_back(emulator);
+    }
+    args.push_back(binary);
+    args.push_back(server_.socket_path());
+    args.push_back(mode);
+    return args;
+  }
+  void RunWork(const std::string& binary) {
+    pid_t pid = Spawn(Child(binary, "work"));
+    ASSERT_GT(pid, 0);
+    EXPECT_EQ(WaitExit(pid), 0);
+    EXPECT_TRUE(sink_.WaitClosed(1));
+    EXPECT_EQ(sink_.violations(), 0);
+    EXPECT_EQ(server_.stats().rejected_frames, 0u);
+  }
+  void RunKilled(const std::string& binary) {
+    pid_t pid = Spawn(Child(binary, "hold"));
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(sink_.WaitHeld(3, std::chrono::seconds(20)));
+    kill(pid, SIGKILL);
+    EXPECT_EQ(WaitExit(pid), 128 + SIGKILL);
+    ASSERT_TRUE(sink_.WaitClosed(1));
+    EXPECT_EQ(sink_.cancels().size(), 3u);
+    EXPECT_EQ(sink_.violations(), 0);
+    EXPECT_EQ(server_.open_files(), 0u);
+  }
+
+  RunDir run_dir_;
+  TestSink sink_;
+  Server server_{&sink_};
+};
+
+TEST_F(IntegrationTest, ChildProcessClient) { RunWork(SOFTIB_CHILD_CLIENT); }
+
+TEST_F(IntegrationTest, KilledChildIsCleanedUp) { RunKilled(SOFTIB_CHILD_CLIENT); }
+
+TEST_F(IntegrationTest, M32ChildProcessClient) {
+  const char* m32 = std::getenv("SOFTIB_M32_CHANNEL_CLIENT");
+  if (!m32 || !*m32) GTEST_SKIP() << "SOFTIB_M32_CHANNEL_CLIENT not set";
+  RunWork(m32);
+}
+
+TEST_F(IntegrationTest, M32KilledChildIsCleanedUp) {
+  const char* m32 = std::getenv("SOFTIB_M32_CHANNEL_CLIENT");
+  if (!m32 || !*m32) GTEST_SKIP() << "SOFTIB_M32_CHANNEL_CLIENT not set";
+  RunKilled(m32);
+}
+
+}  // namespace
+}  // namespace softib::channel::test
