@@ -7,8 +7,7 @@ namespace softib::hca {
 void Hca::CompleteSend(QueuePair& qp, const abi::SendWorkRequest& wr, abi::WcStatus status,
                        uint32_t length) {
   // Unsignaled successes are silent; errors always complete (IBA 10.8.3).
-  const bool signaled =
-      qp.sq_signaled || abi::HasAny(wr.send_flags, abi::SendFlags::SIGNALED);
+  const bool signaled = qp.sq_signaled || abi::HasAny(wr.send_flags, abi::SendFlags::SIGNALED);
   if (status == abi::WcStatus::SUCCESS && !signaled) return;
   abi::WorkCompletion wc{};
   wc.wr_id = wr.wr_id;

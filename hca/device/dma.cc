@@ -45,10 +45,9 @@ bool ProcessVmDma::Read(uint64_t addr, std::span<uint8_t> data) {
 
 bool ProcessVmDma::Write(uint64_t addr, std::span<const uint8_t> data) {
   // process_vm_writev only reads the local iovec; the cast does not write through it.
-  return TransferAll(addr, const_cast<uint8_t*>(data.data()), data.size(),
-                     [&](iovec* mine, iovec* theirs) {
-                       return process_vm_writev(pid_, mine, 1, theirs, 1, 0);
-                     });
+  return TransferAll(
+      addr, const_cast<uint8_t*>(data.data()), data.size(),
+      [&](iovec* mine, iovec* theirs) { return process_vm_writev(pid_, mine, 1, theirs, 1, 0); });
 }
 
 }  // namespace softib::hca

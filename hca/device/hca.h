@@ -52,8 +52,7 @@ class Hca {
   abi::Status FreePd(PdId pd);
 
   abi::Status RegisterMr(PdId pd, uint64_t iova, uint64_t length, uint64_t addr,
-                         abi::AccessFlags access, std::shared_ptr<DmaAccessor> dma,
-                         uint32_t* key);
+                         abi::AccessFlags access, std::shared_ptr<DmaAccessor> dma, uint32_t* key);
   abi::Status DeregisterMr(uint32_t key) { return mrs_.Deregister(key); }
   const MrTable& mrs() const { return mrs_; }
 
@@ -92,7 +91,7 @@ class Hca {
   void CompleteSend(QueuePair& qp, const abi::SendWorkRequest& wr, abi::WcStatus status,
                     uint32_t length);
   void CompleteRecv(QueuePair& qp, abi::WorkCompletion wc, bool solicited);
-  void EnterError(QueuePair& qp);  // QP to ERROR, outstanding work flushed
+  void EnterError(QueuePair& qp);    // QP to ERROR, outstanding work flushed
   void EnterSqError(QueuePair& qp);  // QP to SQE, outstanding sends flushed
   void Flush(QueuePair& qp);
   void FlushSend(QueuePair& qp);

@@ -6,12 +6,18 @@ using abi::AccessFlags;
 
 const char* ToString(AccessError error) {
   switch (error) {
-    case AccessError::kNone: return "none";
-    case AccessError::kInvalidKey: return "invalid key";
-    case AccessError::kPdMismatch: return "PD mismatch";
-    case AccessError::kOutOfBounds: return "out of bounds";
-    case AccessError::kAccessDenied: return "access denied";
-    case AccessError::kDmaFault: return "DMA fault";
+    case AccessError::kNone:
+      return "none";
+    case AccessError::kInvalidKey:
+      return "invalid key";
+    case AccessError::kPdMismatch:
+      return "PD mismatch";
+    case AccessError::kOutOfBounds:
+      return "out of bounds";
+    case AccessError::kAccessDenied:
+      return "access denied";
+    case AccessError::kDmaFault:
+      return "DMA fault";
   }
   return "?";
 }
@@ -29,12 +35,11 @@ bool MemoryRegion::Write(uint64_t va, std::span<const uint8_t> in) const {
 }
 
 abi::Status MrTable::Register(PdId pd, uint64_t iova, uint64_t length, uint64_t addr,
-                              AccessFlags access, std::shared_ptr<DmaAccessor> dma,
-                              uint32_t* key) {
+                              AccessFlags access, std::shared_ptr<DmaAccessor> dma, uint32_t* key) {
   if ((static_cast<uint32_t>(access) & ~abi::kAccessFlagsValidMask) != 0)
     return abi::Status::INVALID_PARAMETER;
-  const bool remote_modify = (access & (AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)) !=
-                             AccessFlags{};
+  const bool remote_modify =
+      (access & (AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)) != AccessFlags{};
   if (remote_modify && (access & AccessFlags::LOCAL_WRITE) == AccessFlags{})
     return abi::Status::INVALID_PERMISSION;
   if (length == 0 || iova + length < iova || addr + length < addr || dma == nullptr)
@@ -51,8 +56,8 @@ abi::Status MrTable::Register(PdId pd, uint64_t iova, uint64_t length, uint64_t 
   Slot& slot = slots_[index];
   ++slot.key_byte;
   slot.in_use = true;
-  slot.mr = MemoryRegion{pd, iova, length, addr, access, std::move(dma),
-                         index << 8 | slot.key_byte};
+  slot.mr =
+      MemoryRegion{pd, iova, length, addr, access, std::move(dma), index << 8 | slot.key_byte};
   ++live_;
   *key = slot.mr.key;
   return abi::Status::SUCCESS;
@@ -94,8 +99,8 @@ AccessError MrTable::Check(uint32_t key, PdId pd, uint64_t va, uint64_t len, Acc
   return AccessError::kNone;
 }
 
-AccessError MrTable::CheckLocal(uint32_t lkey, PdId pd, uint64_t va, uint64_t len,
-                                AccessFlags need, const MemoryRegion** mr) const {
+AccessError MrTable::CheckLocal(uint32_t lkey, PdId pd, uint64_t va, uint64_t len, AccessFlags need,
+                                const MemoryRegion** mr) const {
   return Check(lkey, pd, va, len, need, mr);
 }
 
@@ -107,6 +112,24 @@ AccessError MrTable::CheckRemote(uint32_t rkey, PdId pd, uint64_t va, uint64_t l
       AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
   if ((need & kRemote) == AccessFlags{}) return AccessError::kAccessDenied;
   return Check(rkey, pd, va, len, need, mr);
+}
+
+AccessError WriteRemote(const MrTable& mrs, uint32_t rkey, PdId pd, uint64_t va,
+                        std::span<const uint8_t> data) {
+  const MemoryRegion* mr = nullptr;
+  const AccessError error =
+      mrs.CheckRemote(rkey, pd, va, data.size(), AccessFlags::REMOTE_WRITE, &mr);
+  if (error != AccessError::kNone) return error;
+  return mr->Write(va, data) ? AccessError::kNone : AccessError::kDmaFault;
+}
+
+AccessError ReadRemote(const MrTable& mrs, uint32_t rkey, PdId pd, uint64_t va,
+                       std::span<uint8_t> data) {
+  const MemoryRegion* mr = nullptr;
+  const AccessError error =
+      mrs.CheckRemote(rkey, pd, va, data.size(), AccessFlags::REMOTE_READ, &mr);
+  if (error != AccessError::kNone) return error;
+  return mr->Read(va, data) ? AccessError::kNone : AccessError::kDmaFault;
 }
 
 }  // namespace softib::hca

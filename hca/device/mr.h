@@ -34,12 +34,12 @@ inline constexpr abi::WcStatus kRemoteAccessWcStatus = abi::WcStatus::REM_ACCESS
 
 struct MemoryRegion {
   PdId pd = 0;
-  uint64_t iova = 0;    // first virtual address the consumer uses for the region
+  uint64_t iova = 0;  // first virtual address the consumer uses for the region
   uint64_t length = 0;
-  uint64_t addr = 0;    // where iova lands in the address space of `dma`
+  uint64_t addr = 0;  // where iova lands in the address space of `dma`
   abi::AccessFlags access{};
   std::shared_ptr<DmaAccessor> dma;
-  uint32_t key = 0;     // L_Key == R_Key
+  uint32_t key = 0;  // L_Key == R_Key
 
   bool Contains(uint64_t va, uint64_t len) const {
     return va >= iova && len <= length && va - iova <= length - len;
@@ -57,16 +57,15 @@ class MrTable {
   // 10.6.3.1); INVALID_PARAMETER for a zero length or a wrapping range;
   // INSUFFICIENT_RESOURCES when the table is full.
   abi::Status Register(PdId pd, uint64_t iova, uint64_t length, uint64_t addr,
-                       abi::AccessFlags access, std::shared_ptr<DmaAccessor> dma,
-                       uint32_t* key);
+                       abi::AccessFlags access, std::shared_ptr<DmaAccessor> dma, uint32_t* key);
   abi::Status Deregister(uint32_t key);
 
   // Local (L_Key, from a work request's scatter/gather list) and remote (R_Key, from a
   // packet) checks. `need` lists the rights the operation needs (none for a local read).
-  AccessError CheckLocal(uint32_t lkey, PdId pd, uint64_t va, uint64_t len,
-                         abi::AccessFlags need, const MemoryRegion** mr) const;
-  AccessError CheckRemote(uint32_t rkey, PdId pd, uint64_t va, uint64_t len,
-                          abi::AccessFlags need, const MemoryRegion** mr) const;
+  AccessError CheckLocal(uint32_t lkey, PdId pd, uint64_t va, uint64_t len, abi::AccessFlags need,
+                         const MemoryRegion** mr) const;
+  AccessError CheckRemote(uint32_t rkey, PdId pd, uint64_t va, uint64_t len, abi::AccessFlags need,
+                          const MemoryRegion** mr) const;
 
   const MemoryRegion* Find(uint32_t key) const;
   std::size_t size() const { return live_; }
@@ -86,5 +85,12 @@ class MrTable {
   std::vector<uint32_t> free_;
   std::size_t live_ = 0;
 };
+
+// The responder's data path for RDMA WRITE and READ: R_Key check, then the copy. On any
+// error no byte moves.
+AccessError WriteRemote(const MrTable& mrs, uint32_t rkey, PdId pd, uint64_t va,
+                        std::span<const uint8_t> data);
+AccessError ReadRemote(const MrTable& mrs, uint32_t rkey, PdId pd, uint64_t va,
+                       std::span<uint8_t> data);
 
 }  // namespace softib::hca

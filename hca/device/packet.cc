@@ -35,18 +35,30 @@ std::size_t HeaderSize(std::string_view name) {
 
 const char* ToString(DropReason reason) {
   switch (reason) {
-    case DropReason::kNone: return "none";
-    case DropReason::kTooShort: return "too short";
-    case DropReason::kBadLver: return "bad LRH:LVer";
-    case DropReason::kUnsupportedLnh: return "unsupported LRH:LNH";
-    case DropReason::kBadPktLen: return "bad LRH:PktLen";
-    case DropReason::kBadVcrc: return "bad VCRC";
-    case DropReason::kBadGrh: return "bad GRH";
-    case DropReason::kBadTver: return "bad BTH:TVer";
-    case DropReason::kUnknownOpcode: return "unknown BTH:OpCode";
-    case DropReason::kBadPadCnt: return "bad BTH:PadCnt";
-    case DropReason::kUnexpectedPayload: return "payload on an opcode without one";
-    case DropReason::kBadIcrc: return "bad ICRC";
+    case DropReason::kNone:
+      return "none";
+    case DropReason::kTooShort:
+      return "too short";
+    case DropReason::kBadLver:
+      return "bad LRH:LVer";
+    case DropReason::kUnsupportedLnh:
+      return "unsupported LRH:LNH";
+    case DropReason::kBadPktLen:
+      return "bad LRH:PktLen";
+    case DropReason::kBadVcrc:
+      return "bad VCRC";
+    case DropReason::kBadGrh:
+      return "bad GRH";
+    case DropReason::kBadTver:
+      return "bad BTH:TVer";
+    case DropReason::kUnknownOpcode:
+      return "unknown BTH:OpCode";
+    case DropReason::kBadPadCnt:
+      return "bad BTH:PadCnt";
+    case DropReason::kUnexpectedPayload:
+      return "payload on an opcode without one";
+    case DropReason::kBadIcrc:
+      return "bad ICRC";
   }
   return "?";
 }
@@ -86,8 +98,8 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
     grh.IPVer = kGrhIpVersion;
     grh.NxtHdr = kGrhNextHeaderIba;
     // PayLen: the bytes after the GRH up to and including the ICRC.
-    grh.PayLen = static_cast<uint16_t>(total - wire::LRH::kSize - wire::GRH::kSize -
-                                       ibcrc::kVcrcBytes);
+    grh.PayLen =
+        static_cast<uint16_t>(total - wire::LRH::kSize - wire::GRH::kSize - ibcrc::kVcrcBytes);
     grh.Pack(std::span(out).subspan(at, wire::GRH::kSize));
     at += wire::GRH::kSize;
   }
@@ -109,8 +121,7 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
 DropReason ParsePacket(std::span<const uint8_t> bytes, ParsedPacket* out) {
   *out = ParsedPacket{};
   PacketHeaders& hdr = out->hdr;
-  if (bytes.size() < wire::LRH::kSize + wire::BTH::kSize + kCrcBytes)
-    return DropReason::kTooShort;
+  if (bytes.size() < wire::LRH::kSize + wire::BTH::kSize + kCrcBytes) return DropReason::kTooShort;
   hdr.lrh.Unpack(bytes.first(wire::LRH::kSize));
   if (hdr.lrh.LVer != 0) return DropReason::kBadLver;
   const auto lnh = static_cast<wire::LinkNextHeader>(hdr.lrh.LNH);

@@ -42,17 +42,17 @@ struct PacketHeaders {
 // Why a received packet was dropped; kNone for a packet that passed every check.
 enum class DropReason : uint8_t {
   kNone,
-  kTooShort,         // shorter than LRH + BTH + CRCs, or than its own headers
-  kBadLver,          // LRH:LVer is not 0
-  kUnsupportedLnh,   // raw packets (LNH 0/1) are not IBA transport packets
-  kBadPktLen,        // LRH:PktLen disagrees with the bytes received
-  kBadVcrc,          // link-level CRC mismatch
-  kBadGrh,           // GRH:IPVer, NxtHdr or PayLen wrong
-  kBadTver,          // BTH:TVer is not 0
-  kUnknownOpcode,    // BTH:OpCode not in the opcode table
-  kBadPadCnt,        // more pad than payload, or pad on an opcode without payload
+  kTooShort,           // shorter than LRH + BTH + CRCs, or than its own headers
+  kBadLver,            // LRH:LVer is not 0
+  kUnsupportedLnh,     // raw packets (LNH 0/1) are not IBA transport packets
+  kBadPktLen,          // LRH:PktLen disagrees with the bytes received
+  kBadVcrc,            // link-level CRC mismatch
+  kBadGrh,             // GRH:IPVer, NxtHdr or PayLen wrong
+  kBadTver,            // BTH:TVer is not 0
+  kUnknownOpcode,      // BTH:OpCode not in the opcode table
+  kBadPadCnt,          // more pad than payload, or pad on an opcode without payload
   kUnexpectedPayload,  // data after the headers of an opcode that carries none
-  kBadIcrc,          // end-to-end CRC mismatch
+  kBadIcrc,            // end-to-end CRC mismatch
 };
 const char* ToString(DropReason reason);
 

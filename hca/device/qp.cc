@@ -14,19 +14,16 @@ abi::Status QueuePair::Modify(const abi::QpModifyAttributes& attrs, const QpLimi
   // Without STATE the table rejects the call (every transition requires it); ask it about
   // "stay in the current state" so the answer is the missing-attribute one.
   const abi::QpState to = has(QpAttrMask::STATE) ? attrs.state : state;
-  if (has(QpAttrMask::CUR_STATE) && attrs.current_state != state)
-    return abi::Status::INVALID_STATE;
-  const abi::Status verdict =
-      abi::CheckQpTransition(type, state, to, static_cast<uint32_t>(mask));
+  if (has(QpAttrMask::CUR_STATE) && attrs.current_state != state) return abi::Status::INVALID_STATE;
+  const abi::Status verdict = abi::CheckQpTransition(type, state, to, static_cast<uint32_t>(mask));
   if (verdict != abi::Status::SUCCESS) return verdict;
 
   const uint8_t new_port = has(QpAttrMask::PORT) ? attrs.port_num : port;
   if (new_port < 1 || new_port > limits.num_ports) return abi::Status::INVALID_PORT;
   if (has(QpAttrMask::PKEY_INDEX) && attrs.pkey_index >= limits.num_pkeys)
     return abi::Status::INVALID_PKEY;
-  if (has(QpAttrMask::PATH_MTU) &&
-      (attrs.path_mtu < static_cast<uint8_t>(abi::PathMtu::MTU_256) ||
-       attrs.path_mtu > static_cast<uint8_t>(limits.max_mtu)))
+  if (has(QpAttrMask::PATH_MTU) && (attrs.path_mtu < static_cast<uint8_t>(abi::PathMtu::MTU_256) ||
+                                    attrs.path_mtu > static_cast<uint8_t>(limits.max_mtu)))
     return abi::Status::INVALID_SETTING;
   if (has(QpAttrMask::ACCESS_FLAGS) &&
       (static_cast<uint32_t>(attrs.access_flags) & ~abi::kAccessFlagsValidMask) != 0)

@@ -53,8 +53,8 @@ struct QueuePair {
   abi::QpAttributes Query() const;
 
   bool CanReceive() const {
-    return state == abi::QpState::RTR || state == abi::QpState::RTS ||
-           state == abi::QpState::SQD || state == abi::QpState::SQE;
+    return state == abi::QpState::RTR || state == abi::QpState::RTS || state == abi::QpState::SQD ||
+           state == abi::QpState::SQE;
   }
   bool IsDatagram() const {
     return type == abi::QpType::UD || type == abi::QpType::GSI || type == abi::QpType::SMI;

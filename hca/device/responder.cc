@@ -21,14 +21,14 @@ struct Segment {
 
 // Checks every segment the first `total` bytes land in (local write needed), before any
 // byte moves: a protection error must leave memory untouched.
-WcStatus PlanScatter(const MrTable& mrs, PdId pd, const abi::RecvWorkRequest& wr,
-                     uint64_t total, std::vector<Segment>* plan) {
+WcStatus PlanScatter(const MrTable& mrs, PdId pd, const abi::RecvWorkRequest& wr, uint64_t total,
+                     std::vector<Segment>* plan) {
   uint64_t covered = 0;
   for (uint32_t i = 0; i < wr.num_sge && covered < total; ++i) {
     const abi::LocalDataSegment& sge = wr.sge[i];
     const MemoryRegion* mr = nullptr;
-    if (mrs.CheckLocal(sge.lkey, pd, sge.vaddr, sge.length, abi::AccessFlags::LOCAL_WRITE,
-                       &mr) != AccessError::kNone)
+    if (mrs.CheckLocal(sge.lkey, pd, sge.vaddr, sge.length, abi::AccessFlags::LOCAL_WRITE, &mr) !=
+        AccessError::kNone)
       return WcStatus::LOCAL_PROT_ERR;
     plan->push_back({mr, sge.vaddr, sge.length});
     covered += sge.length;
@@ -139,12 +139,12 @@ void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet) {
 abi::Status Hca::PostRecv(uint32_t qpn, const abi::RecvWorkRequest& wr) {
   QueuePair* qp = Qp(qpn);
   if (qp == nullptr) return abi::Status::INVALID_QP_HANDLE;
-  if (qp->state == QpState::RESET) return abi::Status::INVALID_QP_STATE;
+  if (qp->state == abi::QpState::RESET) return abi::Status::INVALID_QP_STATE;
   if (qp->rq.size() >= qp->caps.rq_depth) return abi::Status::INSUFFICIENT_RESOURCES;
   if (wr.num_sge > qp->caps.rq_sge || wr.num_sge > std::size(wr.sge))
     return abi::Status::INVALID_MAX_SGE;
   qp->rq.push_back(wr);
-  if (qp->state == QpState::ERROR) Flush(*qp);
+  if (qp->state == abi::QpState::ERROR) Flush(*qp);
   return abi::Status::SUCCESS;
 }
 

@@ -6,19 +6,32 @@ namespace softib::channel {
 
 const char* RejectReasonName(RejectReason reason) {
   switch (reason) {
-    case RejectReason::kNone: return "none";
-    case RejectReason::kShortFrame: return "frame shorter than its header";
-    case RejectReason::kBadMagic: return "bad magic";
-    case RejectReason::kBadVersion: return "unsupported protocol version";
-    case RejectReason::kBadKind: return "unknown frame kind";
-    case RejectReason::kFrameTooLong: return "frame longer than the protocol maximum";
-    case RejectReason::kLengthMismatch: return "input_length disagrees with the frame size";
-    case RejectReason::kInputTooLong: return "input_length over the maximum";
-    case RejectReason::kOutputTooLong: return "output_length over the maximum";
-    case RejectReason::kBadFlags: return "undefined flag bits";
-    case RejectReason::kBadRequestId: return "request id 0 or already outstanding";
-    case RejectReason::kUnexpectedFds: return "file descriptors sent to the kernel";
-    case RejectReason::kBadField: return "field must be 0 for this frame kind";
+    case RejectReason::kNone:
+      return "none";
+    case RejectReason::kShortFrame:
+      return "frame shorter than its header";
+    case RejectReason::kBadMagic:
+      return "bad magic";
+    case RejectReason::kBadVersion:
+      return "unsupported protocol version";
+    case RejectReason::kBadKind:
+      return "unknown frame kind";
+    case RejectReason::kFrameTooLong:
+      return "frame longer than the protocol maximum";
+    case RejectReason::kLengthMismatch:
+      return "input_length disagrees with the frame size";
+    case RejectReason::kInputTooLong:
+      return "input_length over the maximum";
+    case RejectReason::kOutputTooLong:
+      return "output_length over the maximum";
+    case RejectReason::kBadFlags:
+      return "undefined flag bits";
+    case RejectReason::kBadRequestId:
+      return "request id 0 or already outstanding";
+    case RejectReason::kUnexpectedFds:
+      return "file descriptors sent to the kernel";
+    case RejectReason::kBadField:
+      return "field must be 0 for this frame kind";
   }
   return "unknown reject reason";
 }

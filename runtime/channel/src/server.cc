@@ -38,8 +38,7 @@ bool PeerHungUp(int fd) {
 
 // ---- FileContext ----
 
-FileContext::FileContext(Server* server, uint64_t id, int fd)
-    : server_(server), id_(id), fd_(fd) {}
+FileContext::FileContext(Server* server, uint64_t id, int fd) : server_(server), id_(id), fd_(fd) {}
 
 FileContext::~FileContext() {
   DropQueueLocked();
@@ -86,13 +85,15 @@ void FileContext::SendLocked(const ResponseHeader& header, std::span<const uint8
   Outgoing out;
   out.frame.resize(sizeof header + payload.size());
   std::memcpy(out.frame.data(), &header, sizeof header);
-  if (!payload.empty()) std::memcpy(out.frame.data() + sizeof header, payload.data(), payload.size());
+  if (!payload.empty())
+    std::memcpy(out.frame.data() + sizeof header, payload.data(), payload.size());
   for (int fd : fds) {
     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (copy >= 0) out.fds.push_back(copy);
   }
   queue_.push_back(std::move(out));
-  if (!want_write_) {
+  server_->queued_responses_.fetch_add(1, std::memory_order_relaxed);
+  if (!want_write_ || queue_.size() == kMaxQueuedResponses) {
     want_write_ = true;
     server_->Rearm(*this);
   }
@@ -172,7 +173,9 @@ void Server::Stop() {
 
 ServerStats Server::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  ServerStats stats = stats_;
+  stats.queued_responses = queued_responses_.load(std::memory_order_relaxed);
+  return stats;
 }
 
 size_t Server::open_files() const {
@@ -197,7 +200,8 @@ void Server::Rearm(FileContext& file) {
   // Called with file.mutex_ held. After a hang-up the fd left the epoll set: nothing to do.
   if (file.hung_up_ || file.fd_ < 0) return;
   epoll_event ev{};
-  ev.events = (file.closing_ ? 0u : (EPOLLIN | EPOLLRDHUP)) | (file.want_write_ ? EPOLLOUT : 0u);
+  ev.events =
+      (file.ReadingLocked() ? (EPOLLIN | EPOLLRDHUP) : 0u) | (file.want_write_ ? EPOLLOUT : 0u);
   ev.data.fd = file.fd_;
   epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, file.fd_, &ev);
 }
@@ -335,7 +339,7 @@ void Server::ReadFrames(const std::shared_ptr<FileContext>& file) {
     }
     HandleFrame(file, static_cast<size_t>(r), (msg.msg_flags & MSG_TRUNC) != 0, had_fds);
     std::lock_guard lock(file->mutex_);
-    if (file->closing_) return;  // a close frame: nothing after it is read
+    if (!file->ReadingLocked()) return;  // a close frame, or answers pile up unread
   }
 }
 
@@ -345,8 +349,8 @@ void Server::HandleFrame(const std::shared_ptr<FileContext>& file, size_t size, 
   bool header_readable = size >= sizeof h;
   if (header_readable) std::memcpy(&h, recv_buffer_.data(), sizeof h);
   uint64_t id = header_readable && h.magic == kFrameMagic ? h.request_id : 0;
-  RejectReason reason =
-      had_fds ? RejectReason::kUnexpectedFds : ValidateRequest(recv_buffer_.data(), size, truncated);
+  RejectReason reason = had_fds ? RejectReason::kUnexpectedFds
+                                : ValidateRequest(recv_buffer_.data(), size, truncated);
   if (reason != RejectReason::kNone) {
     Reject(*file, id, reason, Status::INVALID_PARAMETER);
     return;

@@ -29,8 +29,8 @@ int Fail(const char* what, user::Status status) {
 int Work(user::DeviceHandle device) {
   char out[64] = {};
   uint32_t returned = 0;
-  user::Status s = user::DeviceIoControl(device, kEcho, "hello", 5, out, sizeof out, &returned,
-                                         nullptr);
+  user::Status s =
+      user::DeviceIoControl(device, kEcho, "hello", 5, out, sizeof out, &returned, nullptr);
   if (s != user::Status::SUCCESS || returned != 5 || std::memcmp(out, "hello", 5) != 0) {
     return Fail("sync echo", s);
   }
@@ -46,8 +46,8 @@ int Work(user::DeviceHandle device) {
   }
   int fd = -1;
   uint32_t count = 0, size = 0;
-  s = user::DeviceIoControlWithFds(device, kMemfd, "shared", 6, &size, sizeof size, &returned,
-                                   &fd, 1, &count);
+  s = user::DeviceIoControlWithFds(device, kMemfd, "shared", 6, &size, sizeof size, &returned, &fd,
+                                   1, &count);
   if (s != user::Status::SUCCESS || count != 1 || size != 6) return Fail("memfd", s);
   void* mem = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
   if (mem == MAP_FAILED || std::memcmp(mem, "shared", 6) != 0) return Fail("memfd map", s);

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 namespace softib::channel::test {
 
@@ -131,6 +132,15 @@ int TestSink::violations() const {
 int TestSink::last_memfd() const {
   std::lock_guard lock(mutex_);
   return memfds_.empty() ? -1 : memfds_.back();
+}
+
+bool WaitNoOpenFiles(const Server& server, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (server.open_files() != 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 RunDir::RunDir() {

@@ -19,11 +19,11 @@
 namespace softib::channel::test {
 
 // IOCTL codes the sink understands.
-inline constexpr uint32_t kEcho = 0x100;         // output = input, completed inside Submit
-inline constexpr uint32_t kEchoAsync = 0x101;    // output = input, completed by a worker thread
-inline constexpr uint32_t kHold = 0x102;         // held until the test completes it; cancel -> CANCELED
-inline constexpr uint32_t kHoldStubborn = 0x103; // held; a cancel is only recorded
-inline constexpr uint32_t kMemfd = 0x104;        // memfd holding the input, output = its size
+inline constexpr uint32_t kEcho = 0x100;       // output = input, completed inside Submit
+inline constexpr uint32_t kEchoAsync = 0x101;  // output = input, completed by a worker thread
+inline constexpr uint32_t kHold = 0x102;  // held until the test completes it; cancel -> CANCELED
+inline constexpr uint32_t kHoldStubborn = 0x103;  // held; a cancel is only recorded
+inline constexpr uint32_t kMemfd = 0x104;         // memfd holding the input, output = its size
 
 class TestSink : public IoctlSink {
  public:
@@ -66,6 +66,10 @@ class TestSink : public IoctlSink {
   bool stop_ = false;
   std::thread worker_;
 };
+
+// Waits until the server has no open file (false after the timeout).
+bool WaitNoOpenFiles(const Server& server,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // A fresh run directory (mkdtemp) removed with everything in it at destruction.
 class RunDir {

@@ -70,8 +70,8 @@ class DeviceFile {
 };
 
 Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length, void* output,
-                         uint32_t output_length, uint32_t* bytes_returned,
-                         Overlapped* overlapped, std::vector<int>* fds) {
+                         uint32_t output_length, uint32_t* bytes_returned, Overlapped* overlapped,
+                         std::vector<int>* fds) {
   if ((input_length && !input) || (output_length && !output) ||
       input_length > channel::kMaxInputBytes || output_length > channel::kMaxOutputBytes) {
     return Status::INVALID_PARAMETER;
@@ -236,12 +236,12 @@ Status CloseDevice(DeviceHandle device) {
   return Status::SUCCESS;
 }
 
-Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input,
-                       uint32_t input_length, void* output, uint32_t output_length,
-                       uint32_t* bytes_returned, Overlapped* overlapped) {
+Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input, uint32_t input_length,
+                       void* output, uint32_t output_length, uint32_t* bytes_returned,
+                       Overlapped* overlapped) {
   if (!device) return Status::INVALID_HANDLE;
-  return device->Ioctl(code, input, input_length, output, output_length, bytes_returned,
-                       overlapped, nullptr);
+  return device->Ioctl(code, input, input_length, output, output_length, bytes_returned, overlapped,
+                       nullptr);
 }
 
 Status DeviceIoControlWithFds(DeviceHandle device, uint32_t code, const void* input,
@@ -251,8 +251,8 @@ Status DeviceIoControlWithFds(DeviceHandle device, uint32_t code, const void* in
   if (!device) return Status::INVALID_HANDLE;
   if (max_fds && !fds) return Status::INVALID_PARAMETER;
   std::vector<int> received;
-  Status status = device->Ioctl(code, input, input_length, output, output_length,
-                                bytes_returned, nullptr, &received);
+  Status status = device->Ioctl(code, input, input_length, output, output_length, bytes_returned,
+                                nullptr, &received);
   uint32_t kept = 0;
   for (int fd : received) {
     if (kept < max_fds) {

@@ -23,8 +23,8 @@ class ClientChannel {
 
   // Any thread, concurrently: each frame is one atomic datagram. Block while the socket is
   // full. Return 0 or the errno (EPIPE once the server is gone).
-  int SendIoctl(uint64_t request_id, uint32_t ioctl_code, const void* input,
-                uint32_t input_length, uint32_t output_length);
+  int SendIoctl(uint64_t request_id, uint32_t ioctl_code, const void* input, uint32_t input_length,
+                uint32_t output_length);
   int SendCancel(uint64_t request_id, bool all);
   int SendClose(uint64_t request_id);
 

@@ -18,6 +18,9 @@ inline constexpr uint32_t kMaxOutputBytes = 64 * 1024;
 inline constexpr uint32_t kMaxFdsPerResponse = 8;
 // Requests one file may have outstanding; more are answered INSUFFICIENT_RESOURCES.
 inline constexpr uint32_t kMaxOutstandingPerFile = 4096;
+// Responses the server keeps for a client that does not read; past this it stops reading
+// that client's requests until the queue drained (backpressure, bounded memory).
+inline constexpr uint32_t kMaxQueuedResponses = 256;
 
 enum class FrameKind : uint16_t {
   kIoctl = 1,   // request: an IOCTL with input; response: its completion
@@ -52,13 +55,13 @@ static_assert(offsetof(RequestHeader, output_length) == 24);
 static_assert(offsetof(RequestHeader, flags) == 28);
 
 struct ResponseHeader {
-  uint32_t magic;        // kFrameMagic
-  uint16_t version;      // kProtocolVersion
-  uint16_t kind;         // FrameKind: kIoctl, kClose or kReject
-  uint64_t request_id;   // the request answered (0 when a rejected frame had none readable)
-  uint32_t status;       // abi::Status
-  uint32_t information;  // output bytes after the header (<= the request's output_length)
-  uint32_t flags;        // kResponseHasFds
+  uint32_t magic;          // kFrameMagic
+  uint16_t version;        // kProtocolVersion
+  uint16_t kind;           // FrameKind: kIoctl, kClose or kReject
+  uint64_t request_id;     // the request answered (0 when a rejected frame had none readable)
+  uint32_t status;         // abi::Status
+  uint32_t information;    // output bytes after the header (<= the request's output_length)
+  uint32_t flags;          // kResponseHasFds
   uint32_t reject_reason;  // RejectReason for kReject, else 0
 };
 static_assert(sizeof(ResponseHeader) == 32);
@@ -77,18 +80,18 @@ inline constexpr uint32_t kMaxResponseFrameBytes = sizeof(ResponseHeader) + kMax
 // Why the server rejected a request frame. The connection stays usable after any of them.
 enum class RejectReason : uint32_t {
   kNone = 0,
-  kShortFrame = 1,         // fewer bytes than a RequestHeader
+  kShortFrame = 1,  // fewer bytes than a RequestHeader
   kBadMagic = 2,
   kBadVersion = 3,
   kBadKind = 4,
-  kFrameTooLong = 5,       // longer than kMaxRequestFrameBytes (truncated on receipt)
-  kLengthMismatch = 6,     // datagram size != header + input_length
-  kInputTooLong = 7,       // input_length > kMaxInputBytes
-  kOutputTooLong = 8,      // output_length > kMaxOutputBytes
-  kBadFlags = 9,           // flag bits not defined for the kind
-  kBadRequestId = 10,      // 0, or equal to an outstanding request's id
-  kUnexpectedFds = 11,     // the client sent file descriptors (they are closed)
-  kBadField = 12,          // a field that must be 0 for the kind is not
+  kFrameTooLong = 5,    // longer than kMaxRequestFrameBytes (truncated on receipt)
+  kLengthMismatch = 6,  // datagram size != header + input_length
+  kInputTooLong = 7,    // input_length > kMaxInputBytes
+  kOutputTooLong = 8,   // output_length > kMaxOutputBytes
+  kBadFlags = 9,        // flag bits not defined for the kind
+  kBadRequestId = 10,   // 0, or equal to an outstanding request's id
+  kUnexpectedFds = 11,  // the client sent file descriptors (they are closed)
+  kBadField = 12,       // a field that must be 0 for the kind is not
 };
 
 const char* RejectReasonName(RejectReason reason);

@@ -65,6 +65,9 @@ class FileContext : public std::enable_shared_from_this<FileContext> {
   void SendLocked(const ResponseHeader& header, std::span<const uint8_t> payload,
                   std::span<const int> fds);
   bool FlushLocked();  // true when the queue is empty afterwards
+  // Whether the loop should read requests: not after a close, nor while the client leaves
+  // its answers unread.
+  bool ReadingLocked() const { return !closing_ && queue_.size() < kMaxQueuedResponses; }
   void DropQueueLocked();
 
   Server* const server_;
@@ -81,12 +84,12 @@ class FileContext : public std::enable_shared_from_this<FileContext> {
   };
   std::unordered_map<uint64_t, Slot> outstanding_;
   std::vector<Outgoing> queue_;
-  bool want_write_ = false;     // EPOLLOUT armed
-  bool closing_ = false;        // hung up or close frame: no new requests
-  bool hung_up_ = false;        // the peer is gone (or the server stops): nothing is sent
+  bool want_write_ = false;        // EPOLLOUT armed
+  bool closing_ = false;           // hung up or close frame: no new requests
+  bool hung_up_ = false;           // the peer is gone (or the server stops): nothing is sent
   uint64_t close_request_id_ = 0;  // the close frame to answer, when the client sent one
   bool finalize_queued_ = false;
-  bool finalized_ = false;      // sink's Close called
+  bool finalized_ = false;  // sink's Close called
 };
 
 class IoctlSink {
@@ -107,6 +110,7 @@ struct ServerStats {
   uint64_t files_closed = 0;
   uint64_t requests = 0;
   uint64_t rejected_frames = 0;
+  uint64_t queued_responses = 0;  // answers that waited for the client to read
   RejectReason last_reject = RejectReason::kNone;
 };
 
@@ -157,10 +161,11 @@ class Server {
   std::atomic<bool> stopping_{false};
   std::vector<uint8_t> recv_buffer_;  // one frame, kMaxRequestFrameBytes + 1
 
-  mutable std::mutex mutex_;  // files_, deferred_, stats_
+  mutable std::mutex mutex_;                                     // files_, deferred_, stats_
   std::unordered_map<int, std::shared_ptr<FileContext>> files_;  // by fd
   std::vector<std::shared_ptr<FileContext>> deferred_;
   ServerStats stats_;
+  std::atomic<uint64_t> queued_responses_{0};
   uint64_t next_file_id_ = 1;
 };
 

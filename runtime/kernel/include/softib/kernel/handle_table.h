@@ -2,13 +2,19 @@
 // manager of runtime/kernel implements them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <utility>
+#include <vector>
 
 #include "softib/abi/abi_objects.h"
+#include "softib/kernel/spin_lock.h"
 #include "softib/kernel/status.h"
 
 namespace softib::kernel {
+
+class Node;
 
 // The header every AL object starts with (type, reference count, parent): runtime/kernel.
 class KernelObject;
@@ -60,6 +66,68 @@ class HandleTable {
   // or a failure status (the dispatch reports its own per-object invalid-handle status).
   virtual Status Lookup(uint64_t handle, abi::ObjectType type, HandleAccess access,
                         ObjectRef* object) = 0;
+};
+
+// The handle table of one file. A handle packs, from the top bit down:
+//   [63:56] object type   [55:40] table tag   [39:20] generation   [19:0] slot index
+// The tag is unique among the live tables of a node (handles of another file do not
+// resolve); a slot's generation changes whenever its handle is removed (stale and destroyed
+// handles do not resolve) and is never 0, so no handle is 0. Freed slots are reused
+// oldest-first, to keep a removed handle's value out of circulation as long as possible.
+class ObjectHandleTable final : public HandleTable {
+ public:
+  static constexpr int kIndexBits = 20;
+  static constexpr int kGenerationBits = 20;
+  static constexpr int kTagBits = 16;
+  static constexpr uint32_t kMaxEntries = 1u << kIndexBits;
+
+  // Takes a tag from `node`.
+  explicit ObjectHandleTable(Node* node);
+  // Tears down what is left (CloseAll) and returns the tag.
+  ~ObjectHandleTable() override;
+  ObjectHandleTable(const ObjectHandleTable&) = delete;
+  ObjectHandleTable& operator=(const ObjectHandleTable&) = delete;
+
+  // Publishes `object` under a new handle; the table takes its own reference.
+  // INSUFFICIENT_RESOURCES when the table is full.
+  Status Insert(KernelObject* object, uint64_t* handle);
+
+  // INVALID_HANDLE for a handle that does not resolve (zero, garbage, another table's,
+  // stale, wrong type); INVALID_STATE for kDestroy of an object already being destroyed.
+  Status Lookup(uint64_t handle, abi::ObjectType type, HandleAccess access,
+                ObjectRef* object) override;
+
+  // The destroy verb: destroys the object and removes its handle. RESOURCE_BUSY while it
+  // has children (the handle stays valid), INVALID_HANDLE when the handle does not resolve.
+  Status Destroy(uint64_t handle, abi::ObjectType type);
+
+  // The file-close teardown: destroys every object of the table, children before parents
+  // (newest first, repeated until nothing is left). Objects whose children live elsewhere
+  // are destroyed anyway once nothing else progresses; returns how many were forced.
+  std::size_t CloseAll();
+
+  std::size_t size();
+  uint16_t tag() const { return tag_; }
+
+ private:
+  struct Entry {
+    KernelObject* object = nullptr;  // null when free
+    uint32_t generation = 1;
+    uint64_t sequence = 0;  // insertion order, for CloseAll
+  };
+  static uint64_t Pack(abi::ObjectType type, uint16_t tag, uint32_t generation, uint32_t index);
+  // The entry `handle` names for `type`, or null (lock_ held).
+  Entry* Resolve(uint64_t handle, abi::ObjectType type);
+  // Frees the slot and returns the table's reference (lock_ held).
+  KernelObject* Release(uint32_t index);
+
+  Node* const node_;
+  const uint16_t tag_;
+  KSpinLock lock_;
+  std::vector<Entry> entries_;
+  std::deque<uint32_t> free_;
+  std::size_t live_ = 0;
+  uint64_t next_sequence_ = 0;
 };
 
 }  // namespace softib::kernel

@@ -35,10 +35,10 @@ inline constexpr Status kChannelBroken = Status::ERROR;
 // The state of one overlapped request. Zero it before use; it must stay valid (and
 // unmoved) until the request completes.
 struct Overlapped {
-  Status Internal;                 // PENDING while in flight, then the final status
-  uint32_t InternalHigh;           // bytes of output returned
-  CompletionEvent* Event;          // optional: signalled on completion
-  void* Runtime;                   // owned by the runtime while the request is in flight
+  Status Internal;         // PENDING while in flight, then the final status
+  uint32_t InternalHigh;   // bytes of output returned
+  CompletionEvent* Event;  // optional: signalled on completion
+  void* Runtime;           // owned by the runtime while the request is in flight
 };
 
 // Sends IOCTL `code` to the device, METHOD_BUFFERED: the input is copied before the call
@@ -51,9 +51,9 @@ struct Overlapped {
 // a failure status when the request could not be sent (also stored in Internal; the event
 // is then not signalled). A broken channel to the kernel is reported as kChannelBroken.
 // File descriptors the kernel sends with an answer are closed (see DeviceIoControlWithFds).
-Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input,
-                       uint32_t input_length, void* output, uint32_t output_length,
-                       uint32_t* bytes_returned, Overlapped* overlapped);
+Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input, uint32_t input_length,
+                       void* output, uint32_t output_length, uint32_t* bytes_returned,
+                       Overlapped* overlapped);
 
 // The result of an overlapped request: its final status and output bytes. With `wait`
 // false, returns PENDING while it is still in flight.

@@ -1,0 +1,50 @@
+// File objects: open (IRP_MJ_CREATE) and close (IRP_MJ_CLEANUP, IRP_MJ_CLOSE).
+#include "softib/kernel/device.h"
+#include "softib/kernel/io.h"
+#include "softib/kernel/irql.h"
+
+namespace softib::kernel {
+namespace {
+
+Status SendFileIrp(FileObject* file, IrpMajor major) {
+  DeviceObject* device = file->DeviceObject;
+  Irp* irp = IoAllocateIrp(device->StackSize);
+  irp->RequestorMode = file->RequestorMode;
+  IoStackLocation* next = IoGetNextIrpStackLocation(irp);
+  next->MajorFunction = major;
+  next->FileObject = file;
+  const Status status = IoCallDriverAndWait(device, irp);
+  IoFreeIrp(irp);
+  return status;
+}
+
+}  // namespace
+
+Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, FileObject** file) {
+  VerifyBlockingAllowed("IoCreateFile");
+  DeviceObject* named = IoGetDeviceByName(node, device_name);
+  if (named == nullptr) return Status::NOT_FOUND;
+  DeviceObject* top = IoGetAttachedDeviceReference(named);
+  ObDereferenceObject(named);
+  auto* opened = new FileObject{};
+  opened->DeviceObject = top;
+  opened->RequestorMode = mode;
+  const Status status = SendFileIrp(opened, IrpMajor::kCreate);
+  if (status != Status::SUCCESS) {
+    delete opened;
+    ObDereferenceObject(top);
+    return status;
+  }
+  *file = opened;
+  return Status::SUCCESS;
+}
+
+void IoCloseFile(FileObject* file) {
+  VerifyBlockingAllowed("IoCloseFile");
+  SendFileIrp(file, IrpMajor::kCleanup);
+  SendFileIrp(file, IrpMajor::kClose);
+  ObDereferenceObject(file->DeviceObject);
+  delete file;
+}
+
+}  // namespace softib::kernel
