@@ -7,11 +7,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${SOFTIB_JOBS:-2}
-presets=${SOFTIB_PRESETS:-"default m32 asan"}
+# m32 first: its 32-bit channel client is the peer of the 64-bit server in the
+# default and asan integration tests (a 32-bit process against the 64-bit kernel).
+presets=${SOFTIB_PRESETS:-"m32 default asan"}
+m32_client="$PWD/build/m32/runtime/channel/channel_child_client"
 
 for preset in $presets; do
   echo "=== softib: preset ${preset} ==="
-  cmake --preset "$preset" >/dev/null
+  extra=()
+  if [ "$preset" != m32 ] && [ -x "$m32_client" ]; then
+    extra=(-DSOFTIB_M32_CHANNEL_CLIENT="$m32_client")
+  fi
+  cmake --preset "$preset" "${extra[@]}" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done

@@ -152,7 +152,9 @@ TEST_F(CancelTest, CompletionRacingCancellationCompletesEachIrpOnce) {
     ASSERT_EQ(outcomes[i]->completions.load(std::memory_order_acquire), 1) << i;
     const Status status = outcomes[i]->status;
     EXPECT_TRUE(status == Status::SUCCESS || status == Status::CANCELED) << i;
-    if (cancel_won[i]) EXPECT_EQ(status, Status::CANCELED) << i;
+    if (cancel_won[i]) {
+      EXPECT_EQ(status, Status::CANCELED) << i;
+    }
     cancelled += status == Status::CANCELED;
     IoFreeIrp(irps[i]);
   }
