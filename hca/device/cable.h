@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <random>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -19,6 +21,20 @@ class Link {
 };
 
 using PacketSink = std::function<void(std::span<const uint8_t> packet)>;
+
+// Faults a test cable injects so the reliable transports' recovery paths run. Decisions
+// come from a seeded std::mt19937 (its output sequence is fixed by the standard), so a
+// given seed replays the same losses on every machine.
+struct FaultPlan {
+  uint32_t drop_per_mille = 0;       // packet lost
+  uint32_t duplicate_per_mille = 0;  // a copy goes to the back of the queue
+  uint32_t reorder_per_mille = 0;    // packet overtaken by the one behind it
+  uint32_t seed = 1;
+};
+
+struct FaultCounters {
+  uint64_t dropped = 0, duplicated = 0, reordered = 0;
+};
 
 // Two ends joined by a queue in each direction. Transmit only queues, so a port never
 // re-enters its peer from inside a send; Pump() delivers, including packets that the
@@ -37,6 +53,15 @@ class BackToBackCable {
     tap_ = std::move(tap);
   }
 
+  void SetFaults(const FaultPlan& plan) {
+    faults_ = plan;
+    rng_.seed(plan.seed);
+  }
+  // Drops the packet taken off the queues as number `nth` (0-based, counting every packet
+  // the cable has handled): a loss placed exactly where a test wants it.
+  void DropPacket(uint64_t nth) { drop_exactly_.insert(nth); }
+  const FaultCounters& fault_counters() const { return fault_counters_; }
+
   // Delivers queued packets; returns how many.
   std::size_t Pump();
   std::size_t queued() const { return ends_[0].queue_.size() + ends_[1].queue_.size(); }
@@ -48,8 +73,17 @@ class BackToBackCable {
     std::deque<std::vector<uint8_t>> queue_;  // packets sent from this end
     PacketSink deliver_to_;                   // the receiver on the far side of this end
   };
+  // False when the fault plan consumes the packet at the front of `from` (dropped or
+  // moved back); a duplicate is queued and the original still delivered.
+  bool SurvivesFaults(End& from);
+
   End ends_[2];
   std::function<void(int, std::span<const uint8_t>)> tap_;
+  FaultPlan faults_;
+  std::mt19937 rng_;
+  std::set<uint64_t> drop_exactly_;
+  uint64_t handled_ = 0;
+  FaultCounters fault_counters_;
 };
 
 }  // namespace softib::hca

@@ -99,9 +99,14 @@ abi::Status Hca::ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attrs) {
   if (qp->state == abi::QpState::RESET) {
     qp->sq.clear();  // reset discards outstanding work without completions (IBA 10.3.1)
     qp->rq.clear();
+    qp->rc = RcState{};
   } else if (qp->state == abi::QpState::ERROR && before != abi::QpState::ERROR) {
     Flush(*qp);
   } else if (qp->state == abi::QpState::RTS) {
+    if (before == abi::QpState::RTR) {  // the retry budgets start full
+      qp->rc.req.retry_left = qp->retry_count;
+      qp->rc.req.rnr_retry_left = qp->rnr_retry;
+    }
     ProgressSend(*qp);  // SQD/SQE → RTS resumes the send queue
   }
   return abi::Status::SUCCESS;

@@ -1,12 +1,13 @@
 // The software HCA's device core: the tables of its objects (PDs, MRs, AHs, CQs, QPs), its
 // ports, and the transports that turn work requests into packets and packets into
 // completions. The transport code is split by role, as Linux rxe splits it:
-//   requester.cc  send queue → packets        (PostSend, ProgressSend)
-//   responder.cc  packets → receive queue      (Receive)
-//   completer.cc  work completions, flushing   (CompleteSend/Recv, Flush)
+//   requester.cc  send queue → packets, RC retransmission and timers (PostSend, Tick)
+//   responder.cc  requests → receive queue / memory, ACK/NAK/read responses (Receive)
+//   completer.cc  RC ACKs and responses → work completions, flushing
 //
 // Threading: not synchronized. Its owner (the HCA driver) serializes calls into one Hca;
 // the callbacks it supplies run inside those calls and must not re-enter the Hca.
+// Time: none of its own; the owner calls Tick(now) to run the RC timers.
 // Upward news (async events, completion events) leaves only through those callbacks.
 #pragma once
 
@@ -79,14 +80,41 @@ class Hca {
   // A packet arrived on `port_number` (LRH through VCRC).
   void Receive(uint8_t port_number, std::span<const uint8_t> packet);
 
+  // --- time -------------------------------------------------------------------------------
+  // The HCA has no clock of its own: its owner advances time (nanoseconds, any origin)
+  // and the RC timers that expired by then run inside this call (local ACK timeout,
+  // RNR wait). Timers are armed relative to the last time given.
+  void Tick(uint64_t now_ns);
+  uint64_t now() const { return now_ns_; }
+
  private:
   // requester.cc
   void ProgressSend(QueuePair& qp);
   abi::WcStatus SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* length);
   abi::WcStatus Gather(const QueuePair& qp, const abi::SendWorkRequest& wr,
                        std::vector<uint8_t>* payload);
+  PacketHeaders PathHeaders(const Port& out, const abi::AddressVector& av) const;
+  bool Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload);
+  // RC requester (requester.cc)
+  abi::Status PostSendRc(QueuePair& qp, const abi::SendWorkRequest& wr);
+  void ProgressSendRc(QueuePair& qp);
+  abi::WcStatus StartRc(QueuePair& qp, RcSendWqe& wqe);
+  abi::WcStatus ReadLocal(const QueuePair& qp, const abi::SendWorkRequest& wr, uint64_t offset,
+                          std::span<uint8_t> out);
+  void TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index);
+  void RetransmitFrom(QueuePair& qp, uint32_t psn);
+  void ArmAckTimer(QueuePair& qp);
+  void RunRcTimers(QueuePair& qp);
   // responder.cc
   void ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet);
+  void ReceiveRc(QueuePair& qp, const ParsedPacket& packet);
+  void ReceiveRcDuplicate(QueuePair& qp, const ParsedPacket& packet);
+  void RespondRead(QueuePair& qp, uint32_t psn, const wire::RETH& reth);
+  void SendAck(QueuePair& qp, uint32_t psn, uint8_t syndrome);
+  void SendAtomicAck(QueuePair& qp, uint32_t psn, uint64_t original);
+  // A request the responder cannot execute: NAK it, complete the receive it was filling
+  // (if any) with `recv_status`, and take the QP to Error (IBA 9.9.3.1 class C/D errors).
+  void ResponderFatal(QueuePair& qp, uint32_t psn, uint8_t nak_code, abi::WcStatus recv_status);
   // completer.cc
   void CompleteSend(QueuePair& qp, const abi::SendWorkRequest& wr, abi::WcStatus status,
                     uint32_t length);
@@ -95,6 +123,12 @@ class Hca {
   void EnterSqError(QueuePair& qp);  // QP to SQE, outstanding sends flushed
   void Flush(QueuePair& qp);
   void FlushSend(QueuePair& qp);
+  // RC completer: ACKs, NAKs, read responses and atomic ACKs retire send WQEs in order.
+  void ReceiveRcResponse(QueuePair& qp, const ParsedPacket& packet);
+  void ReceiveRcNak(QueuePair& qp, uint32_t psn, uint8_t syndrome);
+  bool AcceptReadResponse(QueuePair& qp, RcSendWqe& wqe, const ParsedPacket& packet);
+  void RetryFrom(QueuePair& qp, uint32_t psn);  // once per PSN until progress
+  void RetireRc(QueuePair& qp);
 
   HcaConfig config_;
   std::vector<Port> ports_;
@@ -103,6 +137,7 @@ class Hca {
   AhTable ahs_;
   std::map<uint32_t, std::unique_ptr<CompletionQueue>> cqs_;
   std::map<uint32_t, std::unique_ptr<QueuePair>> qps_;
+  uint64_t now_ns_ = 0;
   uint32_t next_cq_ = 1;
   uint32_t next_qpn_ = 0x48;  // below: QP0/QP1 and numbers kept out of use, as on hardware
 };

@@ -29,6 +29,7 @@ enum class RecvDrop : uint8_t {
   kQkeyViolation,   // DETH:Q_Key does not match (UD)
   kNoReceiveWqe,    // UD: nothing posted to receive into
   kTooLong,         // UD: payload larger than the path MTU
+  kWrongSource,     // RC: SLID is not the connected peer's LID
   kCount,
 };
 

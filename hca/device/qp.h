@@ -8,6 +8,7 @@
 #include <deque>
 
 #include "hca/device/pd.h"
+#include "hca/device/rc.h"
 #include "softib/abi/types.h"
 
 namespace softib::hca {
@@ -45,6 +46,7 @@ struct QueuePair {
 
   std::deque<abi::SendWorkRequest> sq;
   std::deque<abi::RecvWorkRequest> rq;
+  RcState rc;  // RC only: the send queue lives in rc.req.wqes instead of `sq`
 
   // Checks the transition and the attribute values, then applies them; on any error the
   // QP is unchanged. Leaving the queues alone is the caller's job (reset empties them,

@@ -1,5 +1,7 @@
-// The requester: turns send work requests into packets (UD for now: one SEND_ONLY packet
-// per request, IBA 9.8).
+// The requester: turns send work requests into packets. UD: one SEND_ONLY packet per
+// request (IBA 9.8). RC (IBA 9.7): a request takes consecutive PSNs, one per packet of
+// path-MTU size (reads: one per response packet), and stays on the send queue until the
+// completer retires it; the same code rebuilds any packet for a retransmission.
 #include <endian.h>
 
 #include "hca/device/hca.h"
@@ -8,6 +10,48 @@ namespace softib::hca {
 
 using abi::QpState;
 using abi::WcStatus;
+using abi::WrType;
+using wire::BthOpcode;
+
+namespace {
+
+uint8_t Op(BthOpcode op) { return static_cast<uint8_t>(op); }
+
+bool Has(const abi::SendWorkRequest& wr, abi::SendFlags flag) {
+  return abi::HasAny(wr.send_flags, flag);
+}
+
+// Opcode of packet `index` of `count` of a SEND or RDMA WRITE (IBA 9.2, table 35).
+uint8_t RcRequestOpcode(const abi::SendWorkRequest& wr, uint32_t index, uint32_t count) {
+  const bool first = index == 0, last = index + 1 == count;
+  const bool imm = Has(wr, abi::SendFlags::IMMEDIATE);
+  if (wr.wr_type == WrType::RDMA_WRITE) {
+    if (first && last)
+      return Op(imm ? BthOpcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : BthOpcode::RC_RDMA_WRITE_ONLY);
+    if (first) return Op(BthOpcode::RC_RDMA_WRITE_FIRST);
+    if (!last) return Op(BthOpcode::RC_RDMA_WRITE_MIDDLE);
+    return Op(imm ? BthOpcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : BthOpcode::RC_RDMA_WRITE_LAST);
+  }
+  const bool inv = wr.wr_type == WrType::SEND_WITH_INVALIDATE;
+  if (first && last)
+    return Op(inv   ? BthOpcode::RC_SEND_ONLY_WITH_INVALIDATE
+              : imm ? BthOpcode::RC_SEND_ONLY_WITH_IMMEDIATE
+                    : BthOpcode::RC_SEND_ONLY);
+  if (first) return Op(BthOpcode::RC_SEND_FIRST);
+  if (!last) return Op(BthOpcode::RC_SEND_MIDDLE);
+  return Op(inv   ? BthOpcode::RC_SEND_LAST_WITH_INVALIDATE
+            : imm ? BthOpcode::RC_SEND_LAST_WITH_IMMEDIATE
+                  : BthOpcode::RC_SEND_LAST);
+}
+
+uint32_t PacketsFor(uint64_t bytes, uint32_t mtu) {
+  return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + mtu - 1) / mtu);
+}
+
+// IBA 9.7.6.1.3 / 9.7.5.2.8: the bound on a message (2^31 bytes).
+constexpr uint64_t kMaxMessageBytes = 1ull << 31;
+
+}  // namespace
 
 abi::Status Hca::PostSend(uint32_t qpn, const abi::SendWorkRequest& wr) {
   QueuePair* qp = Qp(qpn);
@@ -16,20 +60,52 @@ abi::Status Hca::PostSend(uint32_t qpn, const abi::SendWorkRequest& wr) {
   // an immediate error); in SQE and Error it is accepted and flushed.
   if (qp->state == QpState::RESET || qp->state == QpState::INIT || qp->state == QpState::RTR)
     return abi::Status::INVALID_QP_STATE;
-  if (qp->sq.size() >= qp->caps.sq_depth) return abi::Status::INSUFFICIENT_RESOURCES;
-  const bool is_inline = abi::HasAny(wr.send_flags, abi::SendFlags::INLINE);
-  if (is_inline ? wr.inline_length > qp->caps.max_inline_data
+  const std::size_t queued = qp->type == abi::QpType::RC ? qp->rc.req.wqes.size() : qp->sq.size();
+  if (queued >= qp->caps.sq_depth) return abi::Status::INSUFFICIENT_RESOURCES;
+  const bool is_inline = Has(wr, abi::SendFlags::INLINE);
+  if (is_inline ? wr.inline_length > qp->caps.max_inline_data || wr.inline_length > sizeof(wr.sge)
                 : wr.num_sge > qp->caps.sq_sge || wr.num_sge > std::size(wr.sge))
     return is_inline ? abi::Status::INVALID_PARAMETER : abi::Status::INVALID_MAX_SGE;
-  if (qp->IsDatagram() && wr.wr_type != abi::WrType::SEND) return abi::Status::INVALID_WR_TYPE;
-  if (!qp->IsDatagram()) return abi::Status::UNSUPPORTED;  // RC/UC transports: next step
+  if (qp->IsDatagram() && wr.wr_type != WrType::SEND) return abi::Status::INVALID_WR_TYPE;
+  if (qp->type == abi::QpType::RC) return PostSendRc(*qp, wr);
+  if (!qp->IsDatagram()) return abi::Status::UNSUPPORTED;  // UC: next step
   qp->sq.push_back(wr);
   ProgressSend(*qp);
   return abi::Status::SUCCESS;
 }
 
+abi::Status Hca::PostSendRc(QueuePair& qp, const abi::SendWorkRequest& wr) {
+  switch (wr.wr_type) {
+    case WrType::SEND:
+    case WrType::SEND_WITH_INVALIDATE:
+    case WrType::RDMA_WRITE:
+      break;
+    case WrType::RDMA_READ:
+    case WrType::COMPARE_SWAP:
+    case WrType::FETCH_ADD:
+      // Data comes back into these requests' buffers: inline data and immediates mean nothing.
+      if (Has(wr, abi::SendFlags::INLINE) || Has(wr, abi::SendFlags::IMMEDIATE))
+        return abi::Status::INVALID_PARAMETER;
+      break;
+    case WrType::NOP:
+    case WrType::LOCAL_INV:
+    case WrType::BIND_MW:
+      return abi::Status::UNSUPPORTED;  // memory windows and local invalidation: next step
+    default:
+      return abi::Status::INVALID_WR_TYPE;
+  }
+  if (wr.wr_type == WrType::SEND_WITH_INVALIDATE && Has(wr, abi::SendFlags::IMMEDIATE))
+    return abi::Status::INVALID_PARAMETER;  // the IETH and ImmDt never travel together
+  RcSendWqe wqe;
+  wqe.wr = wr;
+  qp.rc.req.wqes.push_back(wqe);
+  ProgressSend(qp);
+  return abi::Status::SUCCESS;
+}
+
 void Hca::ProgressSend(QueuePair& qp) {
   if (qp.state == QpState::SQE || qp.state == QpState::ERROR) return FlushSend(qp);
+  if (qp.type == abi::QpType::RC) return ProgressSendRc(qp);
   while (qp.state == QpState::RTS && !qp.sq.empty()) {
     const abi::SendWorkRequest wr = qp.sq.front();
     qp.sq.pop_front();
@@ -41,10 +117,259 @@ void Hca::ProgressSend(QueuePair& qp) {
   }
 }
 
+void Hca::ProgressSendRc(QueuePair& qp) {
+  RcRequester& req = qp.rc.req;
+  // Nothing new goes out while an RNR NAK is waited out: it would only meet sequence NAKs.
+  while (qp.state == QpState::RTS && !req.stopped && req.rnr_deadline == 0 &&
+         req.next < req.wqes.size()) {
+    RcSendWqe& wqe = req.wqes[req.next];
+    const bool fenced = Has(wqe.wr, abi::SendFlags::FENCE);
+    if (fenced || wqe.IsReadOrAtomic()) {
+      uint32_t outstanding = 0;
+      for (std::size_t i = 0; i < req.next; ++i)
+        if (req.wqes[i].IsReadOrAtomic() && !req.wqes[i].done) ++outstanding;
+      // A fenced request waits for every earlier read and atomic (IBA 10.8.3.3); reads and
+      // atomics in flight are bounded by the initiator depth (max_rd_atomic; 0 taken as 1).
+      if (fenced && outstanding != 0) break;
+      if (wqe.IsReadOrAtomic() && outstanding >= std::max<uint32_t>(1, qp.max_rd_atomic)) break;
+    }
+    const WcStatus status = StartRc(qp, wqe);
+    ++req.next;
+    if (status != WcStatus::SUCCESS) {
+      // A local error completes this request once those before it retire, then the QP
+      // goes to Error (IBA 10.8.3.3: requester local errors are class B).
+      wqe.started = true;
+      wqe.num_psns = 0;
+      wqe.done = true;
+      wqe.status = status;
+      req.stopped = true;
+    }
+  }
+  RetireRc(qp);
+}
+
+WcStatus Hca::StartRc(QueuePair& qp, RcSendWqe& wqe) {
+  const abi::SendWorkRequest& wr = wqe.wr;
+  const uint32_t mtu = MtuBytes(qp.path_mtu);
+  uint64_t total = 0;
+  if (Has(wr, abi::SendFlags::INLINE)) {
+    total = wr.inline_length;
+  } else {
+    for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sge[i].length;
+  }
+  if (total > kMaxMessageBytes) return WcStatus::LOCAL_LENGTH_ERR;
+  switch (wr.wr_type) {
+    case WrType::RDMA_READ: {
+      std::vector<ScatterSegment> plan;
+      const WcStatus planned =
+          PlanScatter(mrs_, qp.pd, std::span(wr.sge, wr.num_sge), total, &plan);
+      if (planned != WcStatus::SUCCESS) return planned;
+      wqe.num_psns = PacketsFor(total, mtu);
+      break;
+    }
+    case WrType::COMPARE_SWAP:
+    case WrType::FETCH_ADD: {
+      std::vector<ScatterSegment> plan;
+      total = sizeof(uint64_t);
+      if (wr.num_sge == 0 || PlanScatter(mrs_, qp.pd, std::span(wr.sge, wr.num_sge), total,
+                                         &plan) != WcStatus::SUCCESS)
+        return WcStatus::LOCAL_PROT_ERR;
+      wqe.num_psns = 1;
+      break;
+    }
+    default:
+      if (!Has(wr, abi::SendFlags::INLINE)) {
+        for (uint32_t i = 0; i < wr.num_sge; ++i) {
+          const MemoryRegion* mr = nullptr;
+          // Reading local memory needs no right beyond a valid L_Key (IBA 10.6.3.1).
+          if (mrs_.CheckLocal(wr.sge[i].lkey, qp.pd, wr.sge[i].vaddr, wr.sge[i].length,
+                              abi::AccessFlags{}, &mr) != AccessError::kNone)
+            return WcStatus::LOCAL_PROT_ERR;
+        }
+      }
+      wqe.num_psns = PacketsFor(total, mtu);
+  }
+  wqe.total = total;
+  wqe.first_psn = qp.sq_psn;
+  qp.sq_psn = PsnAdd(qp.sq_psn, wqe.num_psns);
+  wqe.started = true;
+  // A read is one request packet however many responses it asks for.
+  const uint32_t packets = wqe.IsReadOrAtomic() ? 1 : wqe.num_psns;
+  for (uint32_t i = 0; i < packets; ++i) TransmitRc(qp, wqe, i);
+  if (qp.rc.req.ack_deadline == 0) ArmAckTimer(qp);
+  return WcStatus::SUCCESS;
+}
+
+WcStatus Hca::ReadLocal(const QueuePair& qp, const abi::SendWorkRequest& wr, uint64_t offset,
+                        std::span<uint8_t> out) {
+  if (Has(wr, abi::SendFlags::INLINE)) {
+    const auto* data = reinterpret_cast<const uint8_t*>(wr.sge);
+    std::copy(data + offset, data + offset + out.size(), out.begin());
+    return WcStatus::SUCCESS;
+  }
+  for (uint32_t i = 0; i < wr.num_sge && !out.empty(); ++i) {
+    const abi::LocalDataSegment& sge = wr.sge[i];
+    if (offset >= sge.length) {
+      offset -= sge.length;
+      continue;
+    }
+    const std::size_t n = std::min<uint64_t>(sge.length - offset, out.size());
+    const MemoryRegion* mr = nullptr;
+    if (mrs_.CheckLocal(sge.lkey, qp.pd, sge.vaddr + offset, n, abi::AccessFlags{}, &mr) !=
+            AccessError::kNone ||
+        !mr->Read(sge.vaddr + offset, out.first(n)))
+      return WcStatus::LOCAL_PROT_ERR;
+    out = out.subspan(n);
+    offset = 0;
+  }
+  return out.empty() ? WcStatus::SUCCESS : WcStatus::LOCAL_LENGTH_ERR;
+}
+
+void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index) {
+  const abi::SendWorkRequest& wr = wqe.wr;
+  const uint32_t mtu = MtuBytes(qp.path_mtu);
+  Port& out = port(qp.port);
+  PacketHeaders hdr = PathHeaders(out, qp.av);
+  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
+  hdr.bth.DestQP = qp.dest_qpn;
+  hdr.bth.PSN = PsnAdd(wqe.first_psn, index);
+  std::vector<uint8_t> payload;
+  switch (wr.wr_type) {
+    case WrType::RDMA_READ: {
+      // Packet `index` of a read is a (re)request for the responses from `index` on.
+      const uint64_t skip = uint64_t{index} * mtu;
+      hdr.bth.OpCode = Op(BthOpcode::RC_RDMA_READ_REQUEST);
+      hdr.bth.A = 1;
+      hdr.reth.VA = wr.remote_addr + skip;
+      hdr.reth.R_Key = wr.rkey;
+      hdr.reth.DMALen = static_cast<uint32_t>(wqe.total - std::min(skip, wqe.total));
+      break;
+    }
+    case WrType::COMPARE_SWAP:
+    case WrType::FETCH_ADD: {
+      const bool cas = wr.wr_type == WrType::COMPARE_SWAP;
+      hdr.bth.OpCode = Op(cas ? BthOpcode::RC_COMPARE_SWAP : BthOpcode::RC_FETCH_ADD);
+      hdr.bth.A = 1;
+      hdr.atomic_eth.VA = wr.remote_addr;
+      hdr.atomic_eth.R_Key = wr.rkey;
+      hdr.atomic_eth.SwapAddData = cas ? wr.swap : wr.compare_add;
+      hdr.atomic_eth.CompareData = cas ? wr.compare_add : 0;
+      break;
+    }
+    default: {
+      const bool last = index + 1 == wqe.num_psns;
+      const uint64_t offset = uint64_t{index} * mtu;
+      payload.resize(std::min<uint64_t>(mtu, wqe.total - offset));
+      // Memory was checked when the request started; a region gone since leaves zeros,
+      // as a device reading freed pages would.
+      (void)ReadLocal(qp, wr, offset, payload);
+      hdr.bth.OpCode = RcRequestOpcode(wr, index, wqe.num_psns);
+      hdr.bth.SE = last && Has(wr, abi::SendFlags::SOLICITED) ? 1 : 0;
+      hdr.bth.A = last ? 1 : 0;  // one ACK per message: the responder coalesces the rest
+      if (index == 0 && wr.wr_type == WrType::RDMA_WRITE) {
+        hdr.reth.VA = wr.remote_addr;
+        hdr.reth.R_Key = wr.rkey;
+        hdr.reth.DMALen = static_cast<uint32_t>(wqe.total);
+      }
+      hdr.immdt.ImmediateData = be32toh(wr.immediate_data);  // the WR holds network order
+      hdr.ieth.R_Key = wr.invalidate_rkey;
+    }
+  }
+  Transmit(out, hdr, payload);
+}
+
+void Hca::RetransmitFrom(QueuePair& qp, uint32_t psn) {
+  RcRequester& req = qp.rc.req;
+  for (std::size_t i = 0; i < req.next; ++i) {
+    const RcSendWqe& wqe = req.wqes[i];
+    if (wqe.done || wqe.num_psns == 0) continue;
+    const int32_t into = PsnDiff(psn, wqe.first_psn);
+    if (into >= static_cast<int32_t>(wqe.num_psns)) continue;  // wholly before `psn`
+    const uint32_t from = into < 0 ? 0 : static_cast<uint32_t>(into);
+    if (wqe.wr.wr_type == WrType::RDMA_READ) {
+      TransmitRc(qp, wqe, std::max(from, wqe.responses));
+    } else if (wqe.IsReadOrAtomic()) {
+      TransmitRc(qp, wqe, 0);
+    } else {
+      for (uint32_t k = from; k < wqe.num_psns; ++k) TransmitRc(qp, wqe, k);
+    }
+  }
+  ArmAckTimer(qp);
+}
+
+void Hca::ArmAckTimer(QueuePair& qp) {
+  const uint64_t timeout = AckTimeoutNs(qp.timeout);
+  qp.rc.req.ack_deadline = timeout == 0 ? 0 : now_ns_ + timeout;
+}
+
+void Hca::Tick(uint64_t now_ns) {
+  now_ns_ = now_ns;
+  for (auto& [qpn, qp] : qps_)
+    if (qp->type == abi::QpType::RC) RunRcTimers(*qp);
+}
+
+void Hca::RunRcTimers(QueuePair& qp) {
+  if (qp.state != QpState::RTS && qp.state != QpState::SQD) return;
+  RcRequester& req = qp.rc.req;
+  if (req.rnr_deadline != 0 && now_ns_ >= req.rnr_deadline) {
+    req.rnr_deadline = 0;
+    req.retried_from = req.rnr_psn;
+    RetransmitFrom(qp, req.rnr_psn);
+    ProgressSendRc(qp);
+  }
+  if (req.ack_deadline == 0 || now_ns_ < req.ack_deadline) return;
+  RcSendWqe* oldest = nullptr;
+  for (std::size_t i = 0; i < req.next && oldest == nullptr; ++i)
+    if (!req.wqes[i].done && req.wqes[i].num_psns != 0) oldest = &req.wqes[i];
+  if (oldest == nullptr) {
+    req.ack_deadline = 0;
+    return;
+  }
+  if (req.retry_left == 0) {
+    // IBA 9.7.6.1.3: retries exhausted; the request completes in error, the QP goes to Error.
+    oldest->done = true;
+    oldest->status = WcStatus::RETRY_EXC_ERR;
+    req.ack_deadline = 0;
+    RetireRc(qp);
+    return;
+  }
+  --req.retry_left;
+  const uint32_t resume = PsnAdd(oldest->first_psn, oldest->responses);
+  req.retried_from = resume;
+  RetransmitFrom(qp, resume);
+}
+
+PacketHeaders Hca::PathHeaders(const Port& out, const abi::AddressVector& av) const {
+  PacketHeaders hdr;
+  hdr.lrh.VL = 0;  // data VL; SL→VL mapping arrives with the SMA
+  hdr.lrh.SL = av.sl;
+  hdr.lrh.DLID = av.dlid;
+  hdr.lrh.SLID = static_cast<uint16_t>(out.lid | (av.src_path_bits & ((1u << out.lmc) - 1)));
+  if (av.grh_present) {
+    wire::GRH grh;
+    grh.TClass = av.grh.traffic_class;
+    grh.FlowLabel = av.grh.flow_label;
+    grh.HopLmt = av.grh.hop_limit;
+    const abi::Gid sgid = out.Gid(av.grh.sgid_index);
+    std::copy(std::begin(sgid.raw), std::end(sgid.raw), grh.SGID.begin());
+    std::copy(std::begin(av.grh.dgid.raw), std::end(av.grh.dgid.raw), grh.DGID.begin());
+    hdr.grh = grh;
+  }
+  return hdr;
+}
+
+bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload) {
+  std::vector<uint8_t> packet = BuildPacket(hdr, payload);
+  if (packet.empty()) return false;
+  ++out.counters.xmit_packets;
+  if (out.link != nullptr) out.link->Transmit(std::move(packet));
+  return true;
+}
+
 WcStatus Hca::Gather(const QueuePair& qp, const abi::SendWorkRequest& wr,
                      std::vector<uint8_t>* payload) {
   payload->clear();
-  if (abi::HasAny(wr.send_flags, abi::SendFlags::INLINE)) {
+  if (Has(wr, abi::SendFlags::INLINE)) {
     const auto* data = reinterpret_cast<const uint8_t*>(wr.sge);
     payload->assign(data, data + wr.inline_length);
     return WcStatus::SUCCESS;
@@ -82,26 +407,10 @@ WcStatus Hca::SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* le
   *length = static_cast<uint32_t>(payload.size());
 
   Port& out = port(qp.port);
-  const abi::AddressVector& av = ah->av;
-  PacketHeaders hdr;
-  hdr.lrh.VL = 0;  // data VL; SL→VL mapping arrives with the SMA
-  hdr.lrh.SL = av.sl;
-  hdr.lrh.DLID = av.dlid;
-  hdr.lrh.SLID = static_cast<uint16_t>(out.lid | (av.src_path_bits & ((1u << out.lmc) - 1)));
-  if (av.grh_present) {
-    wire::GRH grh;
-    grh.TClass = av.grh.traffic_class;
-    grh.FlowLabel = av.grh.flow_label;
-    grh.HopLmt = av.grh.hop_limit;
-    const abi::Gid sgid = out.Gid(av.grh.sgid_index);
-    std::copy(std::begin(sgid.raw), std::end(sgid.raw), grh.SGID.begin());
-    std::copy(std::begin(av.grh.dgid.raw), std::end(av.grh.dgid.raw), grh.DGID.begin());
-    hdr.grh = grh;
-  }
-  const bool with_imm = abi::HasAny(wr.send_flags, abi::SendFlags::IMMEDIATE);
-  hdr.bth.OpCode = static_cast<uint8_t>(with_imm ? wire::BthOpcode::UD_SEND_ONLY_WITH_IMMEDIATE
-                                                 : wire::BthOpcode::UD_SEND_ONLY);
-  hdr.bth.SE = abi::HasAny(wr.send_flags, abi::SendFlags::SOLICITED) ? 1 : 0;
+  PacketHeaders hdr = PathHeaders(out, ah->av);
+  const bool with_imm = Has(wr, abi::SendFlags::IMMEDIATE);
+  hdr.bth.OpCode = Op(with_imm ? BthOpcode::UD_SEND_ONLY_WITH_IMMEDIATE : BthOpcode::UD_SEND_ONLY);
+  hdr.bth.SE = Has(wr, abi::SendFlags::SOLICITED) ? 1 : 0;
   hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
   hdr.bth.DestQP = wr.remote_qpn & kPsnMask;
   hdr.bth.PSN = qp.sq_psn;
@@ -111,11 +420,7 @@ WcStatus Hca::SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* le
   hdr.deth.SrcQP = qp.qpn;
   hdr.immdt.ImmediateData = be32toh(wr.immediate_data);  // the WR holds it in network order
 
-  std::vector<uint8_t> packet = BuildPacket(hdr, payload);
-  if (packet.empty()) return WcStatus::LOCAL_LENGTH_ERR;
-  ++out.counters.xmit_packets;
-  if (out.link != nullptr) out.link->Transmit(std::move(packet));
-  return WcStatus::SUCCESS;
+  return Transmit(out, hdr, payload) ? WcStatus::SUCCESS : WcStatus::LOCAL_LENGTH_ERR;
 }
 
 }  // namespace softib::hca

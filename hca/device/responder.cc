@@ -1,6 +1,12 @@
 // The responder: checks an arriving packet against the port and the destination QP
-// (IBA 9.6: DLID, QP, transport, P_Key, Q_Key) and places its data in a posted receive.
+// (IBA 9.6: DLID, QP, transport, P_Key, Q_Key) and executes it. UD places a datagram in
+// a posted receive. RC (IBA 9.7.5) checks the PSN (duplicates answered again, a gap NAKed
+// once), the opcode sequence and the remote rights, executes SEND / RDMA WRITE / RDMA READ
+// / atomics, and answers with ACKs, NAKs, read responses and atomic ACKs. RC responses
+// (ACKs and read responses) go to the completer.
 #include <endian.h>
+
+#include <cstring>
 
 #include "hca/device/hca.h"
 
@@ -8,52 +14,69 @@ namespace softib::hca {
 namespace {
 
 using abi::WcStatus;
+using wire::BthOpcode;
 
 // UD receive buffers start with room for a GRH whether or not the packet has one
 // (IBA 10.8.2.3 / 11.4.1.1); the completion length counts those 40 bytes.
 constexpr uint32_t kUdGrhRoom = wire::GRH::kSize;
 
-struct Segment {
-  const MemoryRegion* mr;
-  uint64_t va;
-  uint32_t length;
+uint8_t TransportOf(uint8_t opcode) { return opcode >> 5; }  // IBA 9.2.1: RC 0 UC 1 RD 2 UD 3
+constexpr uint8_t kTransportRc = 0;
+constexpr uint8_t kTransportUd = 3;
+
+bool IsRcResponse(uint8_t op) {
+  return op >= static_cast<uint8_t>(BthOpcode::RC_RDMA_READ_RESPONSE_FIRST) &&
+         op <= static_cast<uint8_t>(BthOpcode::RC_ATOMIC_ACKNOWLEDGE);
+}
+
+// Where an RC request packet sits in its message (IBA 9.7.5.1.5: the opcode sequence).
+struct RequestShape {
+  RcResponder::Kind kind = RcResponder::Kind::kNone;  // kNone: read or atomic
+  bool first = false, last = false, immediate = false, invalidate = false;
+  bool known = true;
 };
 
-// Checks every segment the first `total` bytes land in (local write needed), before any
-// byte moves: a protection error must leave memory untouched.
-WcStatus PlanScatter(const MrTable& mrs, PdId pd, const abi::RecvWorkRequest& wr, uint64_t total,
-                     std::vector<Segment>* plan) {
-  uint64_t covered = 0;
-  for (uint32_t i = 0; i < wr.num_sge && covered < total; ++i) {
-    const abi::LocalDataSegment& sge = wr.sge[i];
-    const MemoryRegion* mr = nullptr;
-    if (mrs.CheckLocal(sge.lkey, pd, sge.vaddr, sge.length, abi::AccessFlags::LOCAL_WRITE, &mr) !=
-        AccessError::kNone)
-      return WcStatus::LOCAL_PROT_ERR;
-    plan->push_back({mr, sge.vaddr, sge.length});
-    covered += sge.length;
+RequestShape ShapeOf(uint8_t op) {
+  using K = RcResponder::Kind;
+  switch (static_cast<BthOpcode>(op)) {
+    case BthOpcode::RC_SEND_FIRST:
+      return {K::kSend, true, false, false, false};
+    case BthOpcode::RC_SEND_MIDDLE:
+      return {K::kSend, false, false, false, false};
+    case BthOpcode::RC_SEND_LAST:
+      return {K::kSend, false, true, false, false};
+    case BthOpcode::RC_SEND_LAST_WITH_IMMEDIATE:
+      return {K::kSend, false, true, true, false};
+    case BthOpcode::RC_SEND_ONLY:
+      return {K::kSend, true, true, false, false};
+    case BthOpcode::RC_SEND_ONLY_WITH_IMMEDIATE:
+      return {K::kSend, true, true, true, false};
+    case BthOpcode::RC_SEND_LAST_WITH_INVALIDATE:
+      return {K::kSend, false, true, false, true};
+    case BthOpcode::RC_SEND_ONLY_WITH_INVALIDATE:
+      return {K::kSend, true, true, false, true};
+    case BthOpcode::RC_RDMA_WRITE_FIRST:
+      return {K::kWrite, true, false, false, false};
+    case BthOpcode::RC_RDMA_WRITE_MIDDLE:
+      return {K::kWrite, false, false, false, false};
+    case BthOpcode::RC_RDMA_WRITE_LAST:
+      return {K::kWrite, false, true, false, false};
+    case BthOpcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE:
+      return {K::kWrite, false, true, true, false};
+    case BthOpcode::RC_RDMA_WRITE_ONLY:
+      return {K::kWrite, true, true, false, false};
+    case BthOpcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE:
+      return {K::kWrite, true, true, true, false};
+    case BthOpcode::RC_RDMA_READ_REQUEST:
+    case BthOpcode::RC_COMPARE_SWAP:
+    case BthOpcode::RC_FETCH_ADD:
+      return {K::kNone, true, true, false, false};
+    default:
+      return {K::kNone, false, false, false, false, false};
   }
-  return covered >= total ? WcStatus::SUCCESS : WcStatus::LOCAL_LENGTH_ERR;
 }
 
-// Writes `data` at byte `offset` of the buffer the plan describes.
-bool WriteAt(const std::vector<Segment>& plan, uint64_t offset, std::span<const uint8_t> data) {
-  for (const Segment& seg : plan) {
-    if (data.empty()) break;
-    if (offset >= seg.length) {
-      offset -= seg.length;
-      continue;
-    }
-    const std::size_t n = std::min<uint64_t>(seg.length - offset, data.size());
-    if (!seg.mr->Write(seg.va + offset, data.first(n))) return false;
-    data = data.subspan(n);
-    offset = 0;
-  }
-  return data.empty();
-}
-
-uint8_t TransportOf(uint8_t opcode) { return opcode >> 5; }  // IBA 9.2.1: RC 0 UC 1 RD 2 UD 3
-constexpr uint8_t kTransportUd = 3;
+constexpr std::size_t kMaxResponderResources = 16;
 
 }  // namespace
 
@@ -74,13 +97,21 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
   if (!in.AcceptsDlid(hdr.lrh.DLID)) return drop(RecvDrop::kWrongDlid);
   QueuePair* qp = Qp(hdr.bth.DestQP);
   if (qp == nullptr) return drop(RecvDrop::kUnknownQp);
-  if (TransportOf(hdr.bth.OpCode) != kTransportUd || !qp->IsDatagram())
+  const uint8_t transport = TransportOf(hdr.bth.OpCode);
+  const bool rc = transport == kTransportRc && qp->type == abi::QpType::RC;
+  if (!rc && (transport != kTransportUd || !qp->IsDatagram()))
     return drop(RecvDrop::kWrongTransport);
   if (!qp->CanReceive() || qp->port != port_number) return drop(RecvDrop::kQpState);
   const uint16_t qp_pkey = qp->pkey_index < in.pkeys.size() ? in.pkeys[qp->pkey_index] : 0;
   if (!PkeysMatch(hdr.bth.P_Key, qp_pkey)) {
     ++counters.pkey_violations;
     return drop(RecvDrop::kPkeyViolation);
+  }
+  if (rc) {
+    // A connected QP hears only its peer (IBA 9.6.1.5.1: SLID checked against the path).
+    if (hdr.lrh.SLID != qp->av.dlid) return drop(RecvDrop::kWrongSource);
+    if (IsRcResponse(hdr.bth.OpCode)) return ReceiveRcResponse(*qp, packet);
+    return ReceiveRc(*qp, packet);
   }
   if (hdr.deth.Q_Key != qp->qkey) {
     ++counters.qkey_violations;
@@ -108,8 +139,8 @@ void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet) {
   wc.wr_id = wr.wr_id;
   wc.opcode = abi::WcOpcode::RECV;
   const uint64_t total = kUdGrhRoom + packet.payload.size();
-  std::vector<Segment> plan;
-  wc.status = PlanScatter(mrs_, qp.pd, wr, total, &plan);
+  std::vector<ScatterSegment> plan;
+  wc.status = PlanScatter(mrs_, qp.pd, std::span(wr.sge, wr.num_sge), total, &plan);
   if (wc.status == WcStatus::SUCCESS) {
     bool ok = true;
     if (hdr.grh) ok = WriteAt(plan, 0, hdr.grh->Pack());
@@ -124,7 +155,7 @@ void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet) {
   }
   wc.length = static_cast<uint32_t>(total);
   if (hdr.grh) wc.flags |= abi::WcFlags::GRH;
-  if (hdr.bth.OpCode == static_cast<uint8_t>(wire::BthOpcode::UD_SEND_ONLY_WITH_IMMEDIATE)) {
+  if (hdr.bth.OpCode == static_cast<uint8_t>(BthOpcode::UD_SEND_ONLY_WITH_IMMEDIATE)) {
     wc.flags |= abi::WcFlags::IMMEDIATE;
     wc.immediate_data = htobe32(hdr.immdt.ImmediateData);
   }
@@ -134,6 +165,260 @@ void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet) {
   wc.dlid_path_bits = static_cast<uint8_t>(hdr.lrh.DLID & ((1u << port.lmc) - 1));
   wc.pkey_index = qp.pkey_index;
   CompleteRecv(qp, wc, hdr.bth.SE != 0);
+}
+
+// --- RC responder -------------------------------------------------------------------------
+
+void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
+  RcResponder& s = qp.rc.resp;
+  const PacketHeaders& hdr = packet.hdr;
+  const uint32_t psn = hdr.bth.PSN;
+  const int32_t ahead = PsnDiff(psn, qp.rq_psn);
+  if (ahead < 0) return ReceiveRcDuplicate(qp, packet);
+  if (ahead > 0) {
+    // A gap: one NAK per expected PSN, the rest dropped silently (IBA 9.7.5.1.3).
+    if (!s.nak_sent) SendAck(qp, qp.rq_psn, aeth::kNak | aeth::kNakPsnSequence);
+    s.nak_sent = true;
+    return;
+  }
+  s.nak_sent = false;
+
+  using Kind = RcResponder::Kind;
+  const RequestShape shape = ShapeOf(hdr.bth.OpCode);
+  const uint32_t mtu = MtuBytes(qp.path_mtu);
+  const std::size_t length = packet.payload.size();
+  // The opcode must continue the message in progress, or start one (IBA 9.7.5.1.5); the
+  // QP must allow the remote operation (IBA 10.6.3.2); FIRST and MIDDLE packets are full.
+  const bool continues = !shape.first && shape.kind == s.in_progress;
+  const bool starts = shape.first && s.in_progress == Kind::kNone;
+  const uint8_t op = hdr.bth.OpCode;
+  const auto needs = [&](abi::AccessFlags right) { return !abi::HasAny(qp.access, right); };
+  const bool forbidden = (shape.kind == Kind::kWrite && needs(abi::AccessFlags::REMOTE_WRITE)) ||
+                         (op == static_cast<uint8_t>(BthOpcode::RC_RDMA_READ_REQUEST) &&
+                          needs(abi::AccessFlags::REMOTE_READ)) ||
+                         ((op == static_cast<uint8_t>(BthOpcode::RC_COMPARE_SWAP) ||
+                           op == static_cast<uint8_t>(BthOpcode::RC_FETCH_ADD)) &&
+                          needs(abi::AccessFlags::REMOTE_ATOMIC));
+  if (!shape.known || !(continues || starts) || forbidden || length > mtu ||
+      (!shape.last && length != mtu))
+    return ResponderFatal(qp, psn, aeth::kNakInvalidRequest, WcStatus::LOCAL_QP_OP_ERR);
+
+  // Anything that consumes a receive finds one posted, or is refused for now (RNR NAK,
+  // IBA 9.7.5.2.8) before any of its state changes.
+  const bool consumes_recv =
+      (shape.kind == Kind::kSend && shape.first) || (shape.kind == Kind::kWrite && shape.immediate);
+  if (consumes_recv && !s.recv && qp.rq.empty()) {
+    SendAck(qp, psn, aeth::kRnrNak | (qp.min_rnr_timer & aeth::kValueMask));
+    s.nak_sent = true;  // what follows in this burst is out of sequence: drop it quietly
+    return;
+  }
+
+  if (shape.kind == Kind::kNone) {
+    if (op == static_cast<uint8_t>(BthOpcode::RC_RDMA_READ_REQUEST)) {
+      const wire::RETH& reth = hdr.reth;
+      const MemoryRegion* mr = nullptr;
+      if (reth.DMALen != 0 &&
+          mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_READ,
+                           &mr) != AccessError::kNone)
+        return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
+      const uint32_t responses = reth.DMALen == 0 ? 1 : (reth.DMALen + mtu - 1) / mtu;
+      s.resources.push_back({psn, false, 0});
+      qp.rq_psn = PsnAdd(psn, responses);
+      s.msn = PsnAdd(s.msn, 1);
+      RespondRead(qp, psn, reth);
+    } else {
+      const wire::AtomicETH& a = hdr.atomic_eth;
+      if (a.VA % sizeof(uint64_t) != 0)  // IBA 9.4.5: atomics are naturally aligned
+        return ResponderFatal(qp, psn, aeth::kNakInvalidRequest, WcStatus::SUCCESS);
+      const MemoryRegion* mr = nullptr;
+      uint64_t value = 0;
+      std::array<uint8_t, sizeof(uint64_t)> bytes{};
+      if (mrs_.CheckRemote(a.R_Key, qp.pd, a.VA, sizeof value, abi::AccessFlags::REMOTE_ATOMIC,
+                           &mr) != AccessError::kNone ||
+          !mr->Read(a.VA, bytes))
+        return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
+      std::memcpy(&value, bytes.data(), sizeof value);  // the responder CPU's view
+      const uint64_t original = value;
+      if (op == static_cast<uint8_t>(BthOpcode::RC_FETCH_ADD))
+        value += a.SwapAddData;
+      else if (value == a.CompareData)
+        value = a.SwapAddData;
+      std::memcpy(bytes.data(), &value, sizeof value);
+      if (!mr->Write(a.VA, bytes))
+        return ResponderFatal(qp, psn, aeth::kNakRemoteOperational, WcStatus::SUCCESS);
+      s.resources.push_back({psn, true, original});
+      qp.rq_psn = PsnAdd(psn, 1);
+      s.msn = PsnAdd(s.msn, 1);
+      SendAtomicAck(qp, psn, original);
+    }
+    while (s.resources.size() >
+           std::max<std::size_t>(kMaxResponderResources, qp.max_dest_rd_atomic))
+      s.resources.pop_front();
+    return;
+  }
+
+  if (shape.kind == Kind::kSend) {
+    if (shape.first) {
+      s.recv = qp.rq.front();
+      qp.rq.pop_front();
+      uint64_t capacity = 0;
+      for (uint32_t i = 0; i < s.recv->num_sge; ++i) capacity += s.recv->sge[i].length;
+      if (PlanScatter(mrs_, qp.pd, std::span(s.recv->sge, s.recv->num_sge), capacity, &s.plan) !=
+          WcStatus::SUCCESS)
+        return ResponderFatal(qp, psn, aeth::kNakRemoteOperational, WcStatus::LOCAL_PROT_ERR);
+      s.offset = 0;
+    }
+    if (s.offset + length > PlanCapacity(s.plan))
+      return ResponderFatal(qp, psn, aeth::kNakInvalidRequest, WcStatus::LOCAL_LENGTH_ERR);
+    if (!WriteAt(s.plan, s.offset, packet.payload))
+      return ResponderFatal(qp, psn, aeth::kNakRemoteOperational, WcStatus::LOCAL_PROT_ERR);
+    s.offset += length;
+  } else {
+    if (shape.first) {
+      const wire::RETH& reth = hdr.reth;
+      const MemoryRegion* mr = nullptr;
+      // A zero-length write names no memory, so its R_Key is not checked (IBA 9.7.4.1.4).
+      if (reth.DMALen != 0 &&
+          mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_WRITE,
+                           &mr) != AccessError::kNone)
+        return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
+      s.write_va = reth.VA;
+      s.write_rkey = reth.R_Key;
+      s.write_length = reth.DMALen;
+      s.offset = 0;
+    }
+    if (s.offset + length > s.write_length || (shape.last && s.offset + length != s.write_length))
+      return ResponderFatal(qp, psn, aeth::kNakInvalidRequest, WcStatus::SUCCESS);
+    if (length != 0 && WriteRemote(mrs_, s.write_rkey, qp.pd, s.write_va + s.offset,
+                                   packet.payload) != AccessError::kNone)
+      return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
+    s.offset += length;
+  }
+  s.in_progress = shape.last ? Kind::kNone : shape.kind;
+  qp.rq_psn = PsnAdd(psn, 1);
+
+  if (shape.last) {
+    s.msn = PsnAdd(s.msn, 1);
+    if (shape.kind == Kind::kSend || shape.immediate) {
+      abi::RecvWorkRequest recv;
+      if (s.recv) {
+        recv = *s.recv;
+        s.recv.reset();
+      } else {
+        recv = qp.rq.front();
+        qp.rq.pop_front();
+      }
+      abi::WorkCompletion wc{};
+      wc.wr_id = recv.wr_id;
+      wc.opcode = shape.kind == Kind::kSend ? abi::WcOpcode::RECV : abi::WcOpcode::RECV_RDMA_WRITE;
+      wc.length = static_cast<uint32_t>(s.offset);
+      if (shape.immediate) {
+        wc.flags |= abi::WcFlags::IMMEDIATE;
+        wc.immediate_data = htobe32(hdr.immdt.ImmediateData);
+      }
+      if (shape.invalidate) {
+        // Reported; invalidating the key itself arrives with memory windows.
+        wc.flags |= abi::WcFlags::INVALIDATE;
+        wc.immediate_data = hdr.ieth.R_Key;
+      }
+      wc.src_qp = qp.dest_qpn;
+      wc.slid = hdr.lrh.SLID;
+      wc.sl = hdr.lrh.SL;
+      wc.pkey_index = qp.pkey_index;
+      CompleteRecv(qp, wc, hdr.bth.SE != 0);
+    }
+  }
+  if (hdr.bth.A != 0) SendAck(qp, psn, aeth::kAck | aeth::kInvalidCredits);
+}
+
+void Hca::ReceiveRcDuplicate(QueuePair& qp, const ParsedPacket& packet) {
+  // IBA 9.7.5.1.3: a duplicate is never executed twice. SEND and WRITE are answered with
+  // an ACK of everything so far; a READ is executed again from its (possibly shortened)
+  // request; an atomic gets the result saved the first time.
+  RcResponder& s = qp.rc.resp;
+  const PacketHeaders& hdr = packet.hdr;
+  const uint8_t op = hdr.bth.OpCode;
+  if (op == static_cast<uint8_t>(BthOpcode::RC_RDMA_READ_REQUEST)) {
+    const wire::RETH& reth = hdr.reth;
+    const MemoryRegion* mr = nullptr;
+    if (reth.DMALen == 0 ||
+        mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_READ,
+                         &mr) == AccessError::kNone)
+      RespondRead(qp, hdr.bth.PSN, reth);
+    return;
+  }
+  if (op == static_cast<uint8_t>(BthOpcode::RC_COMPARE_SWAP) ||
+      op == static_cast<uint8_t>(BthOpcode::RC_FETCH_ADD)) {
+    for (const RcResponderResource& r : s.resources)
+      if (r.atomic && r.psn == hdr.bth.PSN) return SendAtomicAck(qp, r.psn, r.original);
+    return;  // too old to answer: the requester has moved on long ago
+  }
+  SendAck(qp, PsnAdd(qp.rq_psn, kPsnModulo - 1), aeth::kAck | aeth::kInvalidCredits);
+}
+
+void Hca::RespondRead(QueuePair& qp, uint32_t psn, const wire::RETH& reth) {
+  const uint32_t mtu = MtuBytes(qp.path_mtu);
+  const uint32_t count = reth.DMALen == 0 ? 1 : (reth.DMALen + mtu - 1) / mtu;
+  Port& out = port(qp.port);
+  std::vector<uint8_t> payload;
+  for (uint32_t k = 0; k < count; ++k) {
+    const uint64_t offset = uint64_t{k} * mtu;
+    payload.resize(std::min<uint64_t>(mtu, reth.DMALen - offset));
+    if (!payload.empty() &&
+        ReadRemote(mrs_, reth.R_Key, qp.pd, reth.VA + offset, payload) != AccessError::kNone)
+      return;  // memory vanished mid-read: the requester's timer takes it from here
+    PacketHeaders hdr = PathHeaders(out, qp.av);
+    hdr.bth.OpCode =
+        static_cast<uint8_t>(count == 1       ? BthOpcode::RC_RDMA_READ_RESPONSE_ONLY
+                             : k == 0         ? BthOpcode::RC_RDMA_READ_RESPONSE_FIRST
+                             : k + 1 == count ? BthOpcode::RC_RDMA_READ_RESPONSE_LAST
+                                              : BthOpcode::RC_RDMA_READ_RESPONSE_MIDDLE);
+    hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
+    hdr.bth.DestQP = qp.dest_qpn;
+    hdr.bth.PSN = PsnAdd(psn, k);
+    hdr.aeth.Syndrome = aeth::kAck | aeth::kInvalidCredits;
+    hdr.aeth.MSN = qp.rc.resp.msn;
+    Transmit(out, hdr, payload);
+  }
+}
+
+void Hca::SendAck(QueuePair& qp, uint32_t psn, uint8_t syndrome) {
+  Port& out = port(qp.port);
+  PacketHeaders hdr = PathHeaders(out, qp.av);
+  hdr.bth.OpCode = static_cast<uint8_t>(BthOpcode::RC_ACKNOWLEDGE);
+  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
+  hdr.bth.DestQP = qp.dest_qpn;
+  hdr.bth.PSN = psn;
+  hdr.aeth.Syndrome = syndrome;
+  hdr.aeth.MSN = qp.rc.resp.msn;
+  Transmit(out, hdr, {});
+}
+
+void Hca::SendAtomicAck(QueuePair& qp, uint32_t psn, uint64_t original) {
+  Port& out = port(qp.port);
+  PacketHeaders hdr = PathHeaders(out, qp.av);
+  hdr.bth.OpCode = static_cast<uint8_t>(BthOpcode::RC_ATOMIC_ACKNOWLEDGE);
+  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
+  hdr.bth.DestQP = qp.dest_qpn;
+  hdr.bth.PSN = psn;
+  hdr.aeth.Syndrome = aeth::kAck | aeth::kInvalidCredits;
+  hdr.aeth.MSN = qp.rc.resp.msn;
+  hdr.atomic_ack_eth.OrigRemoteData = original;
+  Transmit(out, hdr, {});
+}
+
+void Hca::ResponderFatal(QueuePair& qp, uint32_t psn, uint8_t nak_code, WcStatus recv_status) {
+  SendAck(qp, psn, aeth::kNak | nak_code);
+  RcResponder& s = qp.rc.resp;
+  if (s.recv && recv_status != WcStatus::SUCCESS) {
+    abi::WorkCompletion wc{};
+    wc.wr_id = s.recv->wr_id;
+    wc.opcode = abi::WcOpcode::RECV;
+    wc.status = recv_status;
+    s.recv.reset();
+    CompleteRecv(qp, wc, false);
+  }
+  EnterError(qp);
 }
 
 abi::Status Hca::PostRecv(uint32_t qpn, const abi::RecvWorkRequest& wr) {

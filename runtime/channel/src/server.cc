@@ -317,8 +317,10 @@ void Server::HandleEvents(const std::shared_ptr<FileContext>& file, uint32_t eve
 
 void Server::ReadFrames(const std::shared_ptr<FileContext>& file) {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerResponse)];
-  // A bounded batch per wake-up keeps one busy file from starving the others.
-  for (int batch = 0; batch < 64; ++batch) {
+  // One frame per readiness event: epoll is level-triggered, so the loop comes back at once
+  // while more frames wait, and busy files take turns. Reading on until EAGAIN would cost a
+  // ping-pong client (the control path) one more recvmsg per request.
+  for (;;) {
     iovec iov{recv_buffer_.data(), recv_buffer_.size()};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -338,8 +340,7 @@ void Server::ReadFrames(const std::shared_ptr<FileContext>& file) {
       return;
     }
     HandleFrame(file, static_cast<size_t>(r), (msg.msg_flags & MSG_TRUNC) != 0, had_fds);
-    std::lock_guard lock(file->mutex_);
-    if (!file->ReadingLocked()) return;  // a close frame, or answers pile up unread
+    return;
   }
 }
 

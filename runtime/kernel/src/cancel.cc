@@ -16,6 +16,11 @@ bool IoIsCancelled(Irp* irp) { return std::atomic_ref<bool>(irp->Cancel).load();
 
 Node* IoGetIrpNode(Irp* irp) { return RuntimeOf(irp)->node.load(); }
 
+void IoSetIrpNode(Irp* irp, Node* node) {
+  Node* unbound = nullptr;
+  RuntimeOf(irp)->node.compare_exchange_strong(unbound, node);
+}
+
 Irql IoAcquireCancelSpinLock(Node* node) { return node->impl().cancel_lock.Acquire(); }
 
 void IoReleaseCancelSpinLock(Node* node, Irql previous) {
@@ -70,6 +75,7 @@ void CancelSafeQueue::Unlink(Irp* irp) {
 }
 
 Status CancelSafeQueue::Insert(Irp* irp) {
+  if (node_ != nullptr) IoSetIrpNode(irp, node_);
   {
     SpinLockGuard guard(lock_);
     irp->DriverContext[0] = this;

@@ -22,8 +22,8 @@ struct DriverImpl : DriverObject {
 };
 
 struct DeviceImpl : DeviceObject {
-  std::string name;                   // empty when unnamed
-  std::atomic<int> references{1};     // the creator's, dropped by IoDeleteDevice
+  std::string name;                // empty when unnamed
+  std::atomic<int> references{1};  // the creator's, dropped by IoDeleteDevice
   bool deleted = false;
   DeviceObject* attached_to = nullptr;  // the device below (registry mutex)
 };
@@ -79,8 +79,7 @@ Status IoCreateDevice(DriverObject* driver, uint32_t extension_size, const char*
   created->StackSize = 1;
   created->DeviceType = device_type;
   if (extension_size > 0) {
-    created->DeviceExtension =
-        ::operator new(extension_size, std::align_val_t{16}, std::nothrow);
+    created->DeviceExtension = ::operator new (extension_size, std::align_val_t{16}, std::nothrow);
     if (created->DeviceExtension == nullptr) {
       delete created;
       return Status::INSUFFICIENT_MEMORY;
@@ -91,7 +90,7 @@ Status IoCreateDevice(DriverObject* driver, uint32_t extension_size, const char*
     std::lock_guard lock(registry.mutex);
     if (name != nullptr) {
       if (registry.names.contains(name)) {
-        ::operator delete(created->DeviceExtension, std::align_val_t{16});
+        ::operator delete (created->DeviceExtension, std::align_val_t{16});
         delete created;
         return Status::RESOURCE_BUSY;
       }
@@ -116,7 +115,7 @@ void ObDereferenceObject(DeviceObject* device) {
   if (previous != 1) return;
   DriverObject* driver = device->DriverObject;
   DeviceRegistry& registry = Registry(driver->node);
-  ::operator delete(impl->DeviceExtension, std::align_val_t{16});
+  ::operator delete (impl->DeviceExtension, std::align_val_t{16});
   delete impl;
   {
     std::lock_guard lock(registry.mutex);

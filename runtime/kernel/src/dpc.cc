@@ -12,7 +12,9 @@ DpcEngine::DpcEngine(Node* node) : node_(node) {}
 
 DpcEngine::~DpcEngine() { Stop(); }
 
-void DpcEngine::Start() { thread_ = std::thread([this] { Run(); }); }
+void DpcEngine::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void DpcEngine::Stop() {
   {
@@ -87,7 +89,9 @@ void DpcEngine::Run() {
     if (timers_.empty()) {
       cv_.wait(lock);
     } else {
-      cv_.wait_until(lock, timers_.begin()->first.first);
+      // A copy: the timer (and its map node) may go while this thread waits.
+      const std::chrono::steady_clock::time_point next_due = timers_.begin()->first.first;
+      cv_.wait_until(lock, next_due);
     }
   }
 }

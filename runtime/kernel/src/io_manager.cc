@@ -25,8 +25,8 @@ void FreeIrpMemory(Irp* irp) {
 
 bool ShouldInvoke(uint8_t control, Irp* irp) {
   if (IoIsCancelled(irp) && (control & kSlInvokeOnCancel) != 0) return true;
-  return (control & (irp->IoStatus.Status == Status::SUCCESS ? kSlInvokeOnSuccess
-                                                             : kSlInvokeOnError)) != 0;
+  return (control &
+          (irp->IoStatus.Status == Status::SUCCESS ? kSlInvokeOnSuccess : kSlInvokeOnError)) != 0;
 }
 
 // After the last completion routine: copy-out, synchronous waiter, I/O-manager-owned free.
@@ -68,6 +68,28 @@ void IoFreeIrp(Irp* irp) {
   FreeIrpMemory(irp);
 }
 
+void IoReuseIrp(Irp* irp, Status status) {
+  IrpRuntime* runtime = RuntimeOf(irp);
+  if (runtime->owned_by_io_manager) {
+    VerifierFail("IoReuseIrp: IRP %p belongs to the I/O manager", irp);
+  }
+  if (runtime->state == IrpRuntime::State::kCompleting ||
+      (runtime->state == IrpRuntime::State::kActive && irp->CurrentLocation <= irp->StackCount)) {
+    VerifierFail("IoReuseIrp: IRP %p is still owned by a driver", irp);
+  }
+  if (std::atomic_ref<DriverCancel>(irp->CancelRoutine).load() != nullptr) {
+    VerifierFail("IoReuseIrp: IRP %p still has a cancel routine", irp);
+  }
+  runtime->state = IrpRuntime::State::kActive;
+  runtime->done = nullptr;
+  runtime->status_out = nullptr;
+  irp->IoStatus = {status, 0};
+  irp->PendingReturned = false;
+  std::atomic_ref<bool>(irp->Cancel).store(false);
+  irp->CurrentLocation = static_cast<int8_t>(irp->StackCount + 1);
+  for (int8_t i = 0; i < irp->StackCount; ++i) irp->Stack[i] = IoStackLocation{};
+}
+
 Status IoCallDriver(DeviceObject* device, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IoCallDriver");
   IrpRuntime* runtime = RuntimeOf(irp);
@@ -97,8 +119,7 @@ Status IoCallDriver(DeviceObject* device, Irp* irp) {
   const Status status = dispatch(device, irp);
   if (CurrentIrql() != entry) {
     VerifierFail("dispatch routine of %s for major 0x%x returned at %s (entered at %s)",
-                 device->DriverObject->DriverName, major, IrqlName(CurrentIrql()),
-                 IrqlName(entry));
+                 device->DriverObject->DriverName, major, IrqlName(CurrentIrql()), IrqlName(entry));
   }
   return status;
 }
@@ -196,8 +217,8 @@ Status IoDeviceIoControlFile(FileObject* file, uint32_t io_control_code, const v
                              uint32_t input_length, void* output, uint32_t output_length,
                              ProcessorMode mode, uint64_t* information) {
   VerifyBlockingAllowed("IoDeviceIoControlFile");
-  Irp* irp = IoBuildDeviceIoControlRequest(io_control_code, file->DeviceObject, input,
-                                           input_length, output, output_length, false);
+  Irp* irp = IoBuildDeviceIoControlRequest(io_control_code, file->DeviceObject, input, input_length,
+                                           output, output_length, false);
   if (irp == nullptr) return Status::INSUFFICIENT_MEMORY;
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;

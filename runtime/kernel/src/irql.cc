@@ -46,8 +46,8 @@ void LowerIrql(Irql previous) {
 
 void VerifyIrqlAtMost(Irql highest, const char* what) {
   if (t_irql > highest) {
-    VerifierFail("IRQL violation: %s called at %s (highest allowed: %s)", what,
-                 IrqlName(t_irql), IrqlName(highest));
+    VerifierFail("IRQL violation: %s called at %s (highest allowed: %s)", what, IrqlName(t_irql),
+                 IrqlName(highest));
   }
 }
 

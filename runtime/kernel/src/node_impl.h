@@ -107,19 +107,18 @@ class PnpManager {
  public:
   explicit PnpManager(Node* node);
   ~PnpManager();
-  Status Register(const std::string& interface_class, bool include_existing,
-                  PnpCallback callback, void* context, PnpRegistration** out);
+  Status Register(const std::string& interface_class, bool include_existing, PnpCallback callback,
+                  void* context, PnpRegistration** out);
   void Unregister(PnpRegistration* registration);
-  Status SetInterfaceState(DeviceObject* device, const std::string& interface_class,
-                           bool enable);
+  Status SetInterfaceState(DeviceObject* device, const std::string& interface_class, bool enable);
   void RemoveAllInterfaces(DeviceObject* device);  // IoDeleteDevice
 
  private:
   struct Event {
     PnpEvent event;
     std::string interface_class;
-    DeviceObject* device;  // referenced while queued
-    PnpRegistration* only;  // non-null: an existing interface for one new registration
+    DeviceObject* device;           // referenced while queued
+    PnpRegistration* only;          // non-null: an existing interface for one new registration
     uint64_t registrations_before;  // general events go to registrations older than this
   };
   void QueueLocked(Event event);  // mutex_ held

@@ -79,7 +79,8 @@ Status PnpManager::Register(const std::string& interface_class, bool include_exi
                             PnpCallback callback, void* context, PnpRegistration** out) {
   if (callback == nullptr) return Status::INVALID_PARAMETER;
   std::lock_guard lock(mutex_);
-  auto* registration = new PnpRegistration{this, interface_class, callback, context, next_serial_++};
+  auto* registration =
+      new PnpRegistration{this, interface_class, callback, context, next_serial_++};
   registrations_.push_back(registration);
   if (include_existing) {
     for (const auto& [device, name] : interfaces_) {
@@ -97,8 +98,8 @@ void PnpManager::Unregister(PnpRegistration* registration) {
   std::unique_lock lock(mutex_);
   registration->active = false;
   registrations_.erase(std::find(registrations_.begin(), registrations_.end(), registration));
-  const bool from_own_callback = registration->in_flight > 0 &&
-                                 registration->calling_thread == std::this_thread::get_id();
+  const bool from_own_callback =
+      registration->in_flight > 0 && registration->calling_thread == std::this_thread::get_id();
   if (!from_own_callback) {
     if (registration->in_flight > 0) VerifyBlockingAllowed("IoUnregisterPlugPlayNotification");
     cv_.wait(lock, [registration] { return registration->in_flight == 0; });
@@ -109,8 +110,8 @@ void PnpManager::Unregister(PnpRegistration* registration) {
 Status PnpManager::SetInterfaceState(DeviceObject* device, const std::string& interface_class,
                                      bool enable) {
   std::lock_guard lock(mutex_);
-  const auto it = std::find(interfaces_.begin(), interfaces_.end(),
-                            std::pair{device, interface_class});
+  const auto it =
+      std::find(interfaces_.begin(), interfaces_.end(), std::pair{device, interface_class});
   if (enable == (it != interfaces_.end())) return Status::INVALID_STATE;
   if (enable) {
     interfaces_.emplace_back(device, interface_class);
@@ -118,8 +119,8 @@ Status PnpManager::SetInterfaceState(DeviceObject* device, const std::string& in
     interfaces_.erase(it);
   }
   ObReferenceObject(device);
-  QueueLocked({enable ? PnpEvent::kArrival : PnpEvent::kRemoval, interface_class, device,
-               nullptr, next_serial_});
+  QueueLocked({enable ? PnpEvent::kArrival : PnpEvent::kRemoval, interface_class, device, nullptr,
+               next_serial_});
   return Status::SUCCESS;
 }
 
@@ -137,8 +138,8 @@ void PnpManager::RemoveAllInterfaces(DeviceObject* device) {
 }
 
 Status IoRegisterPlugPlayNotification(Node* node, const std::string& interface_class,
-                                      bool include_existing, PnpCallback callback,
-                                      void* context, PnpRegistration** registration) {
+                                      bool include_existing, PnpCallback callback, void* context,
+                                      PnpRegistration** registration) {
   return node->impl().pnp.Register(interface_class, include_existing, callback, context,
                                    registration);
 }

@@ -82,7 +82,8 @@ IoWorkItem* IoAllocateWorkItem(DeviceObject* device) {
 }
 
 void IoQueueWorkItem(IoWorkItem* item, IoWorkItemRoutine routine, void* context) {
-  if (item->queued.exchange(true)) VerifierFail("IoQueueWorkItem: work item %p already queued", item);
+  if (item->queued.exchange(true))
+    VerifierFail("IoQueueWorkItem: work item %p already queued", item);
   DeviceObject* device = item->device;
   ObReferenceObject(device);  // the driver's device outlives the queued routine
   IoGetDeviceNode(device)->impl().work.Queue([item, routine, context, device] {

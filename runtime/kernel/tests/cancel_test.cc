@@ -96,6 +96,23 @@ TEST_F(CancelTest, CancelBeforeTheDriverSeesIt) {
   IoFreeIrp(irp);
 }
 
+// A direct call hands its IRP to the driver without IoCallDriver (BeginDirectCall): a queue
+// that knows its node still makes it cancellable.
+TEST_F(CancelTest, ADirectCallsIrpIsCancellableOnceQueued) {
+  CancelSafeQueue queue(&node_);
+  Outcome outcome;
+  Irp* irp = IoAllocateIrp(1);
+  IoSetCompletionRoutine(irp, &RecordOutcome, &outcome, true, true, true);
+  --irp->CurrentLocation;  // what BeginDirectCall does
+  EXPECT_EQ(IoGetIrpNode(irp), nullptr);
+  EXPECT_EQ(queue.Insert(irp), Status::PENDING);
+  EXPECT_EQ(IoGetIrpNode(irp), &node_);
+  EXPECT_TRUE(IoCancelIrp(irp));
+  EXPECT_EQ(outcome.status, Status::CANCELED);
+  EXPECT_TRUE(queue.empty());
+  IoFreeIrp(irp);
+}
+
 TEST_F(CancelTest, CancelRoutineRunsAtDispatchWithTheCancelLockHeld) {
   struct Seen {
     Irql irql = Irql::kPassive;

@@ -71,18 +71,16 @@ TEST(Device, OpenSendsCreateToTheTopOfTheStackAndCloseSendsCleanupThenClose) {
   function.OnIrp(fdo, nullptr);
 
   IoCloseFile(file);
-  EXPECT_EQ(function.seen(),
-            (std::vector<IrpMajor>{IrpMajor::kCreate, IrpMajor::kDeviceControl,
-                                   IrpMajor::kCleanup, IrpMajor::kClose}));
+  EXPECT_EQ(function.seen(), (std::vector<IrpMajor>{IrpMajor::kCreate, IrpMajor::kDeviceControl,
+                                                    IrpMajor::kCleanup, IrpMajor::kClose}));
 }
 
 TEST(Device, AFailedCreateLeavesNoFile) {
   Node node;
   testing::TestDriver driver(node, "d");
   DeviceObject* device = driver.CreateDevice("locked");
-  driver.OnIrp(device, [](DeviceObject*, Irp* irp) {
-    return CompleteIrp(irp, Status::INVALID_PERMISSION);
-  });
+  driver.OnIrp(
+      device, [](DeviceObject*, Irp* irp) { return CompleteIrp(irp, Status::INVALID_PERMISSION); });
   FileObject* file = nullptr;
   EXPECT_EQ(IoCreateFile(&node, "locked", ProcessorMode::kUserMode, &file),
             Status::INVALID_PERMISSION);

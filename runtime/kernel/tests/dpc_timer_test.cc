@@ -71,8 +71,8 @@ TEST(Dpc, QueuedOnceRemovableAndFifo) {
 
   std::vector<int> order;  // written only by the DPC thread
   auto record = [](Kdpc*, void* context, void* arg1, void*) {
-    static_cast<std::vector<int>*>(context)->push_back(static_cast<int>(
-        reinterpret_cast<intptr_t>(arg1)));
+    static_cast<std::vector<int>*>(context)->push_back(
+        static_cast<int>(reinterpret_cast<intptr_t>(arg1)));
   };
   Kdpc first, second, removed;
   KeInitializeDpc(&first, &node, record, &order);

@@ -120,11 +120,11 @@ TEST_F(HandleTableTest, StaleAndDestroyedHandlesDoNotResolve) {
   ObjectHandleTable table(&node_);
   const uint64_t first = Create(table, ObjectType::Cq, "first");
   EXPECT_EQ(table.Destroy(first, ObjectType::Cq), Status::SUCCESS);
-  EXPECT_EQ(Peek(table, first, ObjectType::Cq), nullptr);                        // destroyed
-  EXPECT_EQ(table.Destroy(first, ObjectType::Cq), Status::INVALID_HANDLE);      // twice
+  EXPECT_EQ(Peek(table, first, ObjectType::Cq), nullptr);                   // destroyed
+  EXPECT_EQ(table.Destroy(first, ObjectType::Cq), Status::INVALID_HANDLE);  // twice
   const uint64_t second = Create(table, ObjectType::Cq, "second");
-  EXPECT_EQ(second & 0xfffff, first & 0xfffff);  // the slot is reused...
-  EXPECT_NE(second, first);                      // ...under a new generation
+  EXPECT_EQ(second & 0xfffff, first & 0xfffff);            // the slot is reused...
+  EXPECT_NE(second, first);                                // ...under a new generation
   EXPECT_EQ(Peek(table, first, ObjectType::Cq), nullptr);  // stale
   EXPECT_NE(Peek(table, second, ObjectType::Cq), nullptr);
 }
@@ -249,7 +249,8 @@ TEST_F(HandleTableTest, ConcurrentLookupsAndDestroys) {
     }
   });
   int destroyed = 0;
-  for (uint64_t handle : handles) destroyed += table.Destroy(handle, ObjectType::Qp) == Status::SUCCESS;
+  for (uint64_t handle : handles)
+    destroyed += table.Destroy(handle, ObjectType::Qp) == Status::SUCCESS;
   done = true;
   reader.join();
   EXPECT_EQ(destroyed, kObjects);

@@ -80,8 +80,8 @@ class IrpStackTest : public ::testing::Test {
   }
 
   Irp* BuildIoctl(void* output = nullptr, uint32_t output_length = 0) {
-    Irp* irp = IoBuildDeviceIoControlRequest(0x220004, fdo_, "abcd", 4, output, output_length,
-                                             false);
+    Irp* irp =
+        IoBuildDeviceIoControlRequest(0x220004, fdo_, "abcd", 4, output, output_length, false);
     IoSetCompletionRoutine(irp, &OriginatorCompletion, this, true, true, true);
     return irp;
   }
@@ -168,12 +168,25 @@ TEST_F(IrpStackTest, PendingThenCompletedFromADpc) {
   ASSERT_EQ(KeWaitForSingleObject(&originator_done_, 5s), Status::SUCCESS);
   EXPECT_TRUE(originator_pending_);
   EXPECT_EQ(originator_irql_, Irql::kDispatch);  // completed by the DPC
-  EXPECT_EQ(log(), (std::vector<std::string>{"fdo dispatch", "pdo dispatch (pending)",
-                                             "pdo completes from dpc", "fdo completion",
-                                             "originator"}));
+  EXPECT_EQ(log(),
+            (std::vector<std::string>{"fdo dispatch", "pdo dispatch (pending)",
+                                      "pdo completes from dpc", "fdo completion", "originator"}));
 }
 
 TEST_F(IrpStackTest, PendingReturnedPropagatesWithoutACompletionRoutine) {
+  // The FDO passes the IRP down on its own location, without a routine: the I/O manager
+  // carries the PDO's pending mark up to the FDO's location.
+  fdo_driver_.OnIrp(fdo_, [this](DeviceObject*, Irp* irp) {
+    IoCopyCurrentIrpStackLocationToNext(irp);
+    return IoCallDriver(lower_, irp);
+  });
+  pdo_driver_.OnIrp(pdo_, [this](DeviceObject*, Irp* irp) { return PendAndCompleteFromDpc(irp); });
+  EXPECT_EQ(IoCallDriver(fdo_, BuildIoctl()), Status::PENDING);
+  ASSERT_EQ(KeWaitForSingleObject(&originator_done_, 5s), Status::SUCCESS);
+  EXPECT_TRUE(originator_pending_);
+}
+
+TEST_F(IrpStackTest, SkippingTheLocationSharesThePendingMark) {
   fdo_driver_.OnIrp(fdo_, [this](DeviceObject*, Irp* irp) {
     IoSkipCurrentIrpStackLocation(irp);
     return IoCallDriver(lower_, irp);
@@ -193,9 +206,8 @@ TEST_F(IrpStackTest, SynchronousWaitOnAPendedIrp) {
 
 TEST_F(IrpStackTest, ARoutineClaimsTheIrpBackAndCompletesItAgain) {
   fdo_claims_back_ = true;
-  pdo_driver_.OnIrp(pdo_, [](DeviceObject*, Irp* irp) {
-    return CompleteIrp(irp, Status::INVALID_SETTING);
-  });
+  pdo_driver_.OnIrp(
+      pdo_, [](DeviceObject*, Irp* irp) { return CompleteIrp(irp, Status::INVALID_SETTING); });
   IoCallDriver(fdo_, BuildIoctl());
   ASSERT_EQ(KeWaitForSingleObject(&claimed_event_, 5s), Status::SUCCESS);
   EXPECT_FALSE(originator_done_.IsSet());  // completion stopped at the FDO
@@ -209,9 +221,8 @@ TEST_F(IrpStackTest, ARoutineClaimsTheIrpBackAndCompletesItAgain) {
 }
 
 TEST_F(IrpStackTest, TheAllocatorOwnsAndFreesItsIrp) {
-  pdo_driver_.OnIrp(pdo_, [](DeviceObject*, Irp* irp) {
-    return CompleteIrp(irp, Status::SUCCESS, 3);
-  });
+  pdo_driver_.OnIrp(pdo_,
+                    [](DeviceObject*, Irp* irp) { return CompleteIrp(irp, Status::SUCCESS, 3); });
   originator_action_ = CompletionAction::kMoreProcessingRequired;
   Irp* irp = IoAllocateIrp(fdo_->StackSize);
   EXPECT_EQ(irp->CurrentLocation, irp->StackCount + 1);
@@ -223,8 +234,29 @@ TEST_F(IrpStackTest, TheAllocatorOwnsAndFreesItsIrp) {
   IoFreeIrp(irp);
 }
 
+TEST_F(IrpStackTest, AReusedIrpGoesDownAgain) {
+  int calls = 0;
+  pdo_driver_.OnIrp(pdo_, [&calls](DeviceObject*, Irp* irp) {
+    return CompleteIrp(irp, Status::SUCCESS, ++calls);
+  });
+  originator_action_ = CompletionAction::kMoreProcessingRequired;
+  Irp* irp = IoAllocateIrp(fdo_->StackSize);
+  for (int round = 1; round <= 3; ++round) {
+    IoGetNextIrpStackLocation(irp)->MajorFunction = IrpMajor::kDeviceControl;
+    IoSetCompletionRoutine(irp, &OriginatorCompletion, this, true, true, true);
+    EXPECT_EQ(IoCallDriver(fdo_, irp), Status::SUCCESS);
+    EXPECT_EQ(irp->IoStatus.Information, static_cast<uint64_t>(round));
+    IoReuseIrp(irp, Status::SUCCESS);
+    EXPECT_EQ(irp->CurrentLocation, irp->StackCount + 1);
+    EXPECT_EQ(irp->IoStatus.Information, 0u);
+  }
+  EXPECT_EQ(calls, 3);
+  IoFreeIrp(irp);
+}
+
 TEST_F(IrpStackTest, InvokeOnBitsSelectTheRoutine) {
-  pdo_driver_.OnIrp(pdo_, [](DeviceObject*, Irp* irp) { return CompleteIrp(irp, Status::SUCCESS); });
+  pdo_driver_.OnIrp(pdo_,
+                    [](DeviceObject*, Irp* irp) { return CompleteIrp(irp, Status::SUCCESS); });
   fdo_driver_.OnIrp(fdo_, [this](DeviceObject*, Irp* irp) {
     IoCopyCurrentIrpStackLocationToNext(irp);
     IoSetCompletionRoutine(irp, &FdoCompletion, this, /*on_success=*/false, /*on_error=*/true,
@@ -242,10 +274,10 @@ TEST_F(IrpStackTest, InvokeOnBitsSelectTheRoutine) {
 TEST(Irp, AMajorFunctionWithoutDispatchIsUnsupported) {
   Node node;
   DriverObject* driver = nullptr;
-  ASSERT_EQ(IoCreateDriver(
-                &node, "empty", [](DriverObject*, void*) { return Status::SUCCESS; }, nullptr,
-                &driver),
-            Status::SUCCESS);
+  ASSERT_EQ(
+      IoCreateDriver(
+          &node, "empty", [](DriverObject*, void*) { return Status::SUCCESS; }, nullptr, &driver),
+      Status::SUCCESS);
   DeviceObject* device = nullptr;
   ASSERT_EQ(IoCreateDevice(driver, 0, nullptr, 0, &device), Status::SUCCESS);
   Irp* irp = IoBuildDeviceIoControlRequest(1, device, nullptr, 0, nullptr, 0, false);
@@ -275,7 +307,8 @@ TEST_F(IrpDeathTest, CompletingTwiceDies) {
 }
 
 TEST_F(IrpDeathTest, CompletingWithPendingDies) {
-  pdo_driver_.OnIrp(pdo_, [](DeviceObject*, Irp* irp) { return CompleteIrp(irp, Status::PENDING); });
+  pdo_driver_.OnIrp(pdo_,
+                    [](DeviceObject*, Irp* irp) { return CompleteIrp(irp, Status::PENDING); });
   EXPECT_DEATH(IoCallDriver(fdo_, BuildIoctl()), "completed with status PENDING");
 }
 

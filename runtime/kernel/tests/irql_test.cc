@@ -1,6 +1,7 @@
 // IRQL rules and the verifier: every blocking primitive refuses DISPATCH, with a report.
 #include <gtest/gtest.h>
 
+#include "softib/kernel/dpc.h"
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/irql.h"
@@ -8,6 +9,7 @@
 #include "softib/kernel/pool.h"
 #include "softib/kernel/spin_lock.h"
 #include "softib/kernel/verifier.h"
+#include "softib/kernel/work_item.h"
 #include "test_driver.h"
 
 namespace softib::kernel {
@@ -171,9 +173,40 @@ TEST_F(VerifierDeathTest, VerbAboveItsIrqlDies) {
       "IRQL violation: IbOpenCa called at DISPATCH_LEVEL \\(highest allowed: PASSIVE_LEVEL\\)");
 }
 
+TEST_F(VerifierDeathTest, BlockingInADpcDies) {
+  EXPECT_DEATH(
+      {
+        Node node;
+        Kdpc dpc;
+        KeInitializeDpc(
+            &dpc, &node,
+            [](Kdpc*, void*, void*, void*) {
+              KeDelayExecutionThread(std::chrono::milliseconds(1));
+            },
+            nullptr);
+        KeInsertQueueDpc(&dpc, nullptr, nullptr);
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+      },
+      "IRQL violation: KeDelayExecutionThread called at DISPATCH_LEVEL");
+}
+
+TEST_F(VerifierDeathTest, AWorkItemReturningAtDispatchDies) {
+  EXPECT_DEATH(
+      {
+        Node node;
+        testing::TestDriver driver(node, "leaky");
+        IoWorkItem* item = IoAllocateWorkItem(driver.CreateDevice());
+        IoQueueWorkItem(
+            item, [](DeviceObject*, void*) { RaiseIrql(Irql::kDispatch); }, nullptr);
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+      },
+      "work item returned at DISPATCH_LEVEL");
+}
+
 TEST_F(VerifierDeathTest, StackTraceNamesTheCaller) {
   // backtrace_symbols_fd prints the binary's frames (symbols when exported).
-  EXPECT_DEATH(VerifierFail("custom rule %d", 7), "softib verifier: custom rule 7\nstack:\n.*\\[0x");
+  EXPECT_DEATH(VerifierFail("custom rule %d", 7),
+               "softib verifier: custom rule 7\nstack:\n.*\\[0x");
 }
 
 }  // namespace

@@ -86,7 +86,9 @@ TEST(Node, DestructionRunsWhatIsStillQueued) {
     Node node;
     KeInitializeDpc(
         &dpc, &node,
-        [](Kdpc*, void* context, void*, void*) { static_cast<std::atomic<int>*>(context)->fetch_add(1); },
+        [](Kdpc*, void* context, void*, void*) {
+          static_cast<std::atomic<int>*>(context)->fetch_add(1);
+        },
         &ran);
     KeInsertQueueDpc(&dpc, nullptr, nullptr);
   }

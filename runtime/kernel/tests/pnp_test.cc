@@ -50,11 +50,11 @@ TEST(Pnp, ArrivalAndRemovalReachRegisteredClientsInOrderAtPassive) {
   Client client, other_class;
   PnpRegistration* registration = nullptr;
   PnpRegistration* other_registration = nullptr;
-  ASSERT_EQ(IoRegisterPlugPlayNotification(&node, "ca", false, &Client::Callback, &client,
-                                           &registration),
-            Status::SUCCESS);
-  ASSERT_EQ(IoRegisterPlugPlayNotification(&node, "port", false, &Client::Callback,
-                                           &other_class, &other_registration),
+  ASSERT_EQ(
+      IoRegisterPlugPlayNotification(&node, "ca", false, &Client::Callback, &client, &registration),
+      Status::SUCCESS);
+  ASSERT_EQ(IoRegisterPlugPlayNotification(&node, "port", false, &Client::Callback, &other_class,
+                                           &other_registration),
             Status::SUCCESS);
   DeviceObject* ca0 = hca.CreateDevice("ca0");
   DeviceObject* ca1 = hca.CreateDevice("ca1");

@@ -1,6 +1,10 @@
-// DeviceIoControl over the channel. Each open file has one receiver thread that matches
-// responses to in-flight requests by id, so any number of threads may have requests
-// outstanding on a handle and they may complete in any order.
+// DeviceIoControl over the channel. Responses are matched to in-flight requests by id, so
+// any number of threads may have requests outstanding on a handle and they may complete in
+// any order. One thread at a time reads the socket (the receiver role) and dispatches every
+// response it gets. A synchronous caller that finds nobody receiving takes the role itself
+// and so reads its own answer without a thread switch; when it has it, it hands the role to
+// another waiting caller. Each file's background thread takes the role only while overlapped
+// requests or a close are outstanding and no caller holds it.
 #include "softib/user/device_io.h"
 
 #include <unistd.h>
@@ -29,7 +33,7 @@ struct Request {
   uint32_t output_length = 0;
   Overlapped* overlapped = nullptr;
   // Synchronous only:
-  std::condition_variable done_cv;
+  std::condition_variable cv;  // done, or the receiver role is free
   bool done = false;
   Status status = Status::SUCCESS;
   uint32_t information = 0;
@@ -45,7 +49,7 @@ std::atomic_ref<Status> InternalOf(Overlapped* overlapped) {
 class DeviceFile {
  public:
   explicit DeviceFile(std::unique_ptr<channel::ClientChannel> channel)
-      : channel_(std::move(channel)), receiver_([this] { Receive(); }) {}
+      : channel_(std::move(channel)), background_([this] { Background(); }) {}
 
   Status Ioctl(uint32_t code, const void* input, uint32_t input_length, void* output,
                uint32_t output_length, uint32_t* bytes_returned, Overlapped* overlapped,
@@ -55,7 +59,17 @@ class DeviceFile {
   void Close();
 
  private:
-  void Receive();
+  void Background();
+  // Holding the receiver role: reads one response (mutex_ released meanwhile), dispatches
+  // it, gives the role up and wakes whoever should take it next. `lock` holds mutex_.
+  void ReceiveOne(std::unique_lock<std::mutex>& lock);
+  void HandOffLocked();
+  void LeaveSyncLocked() {
+    if (--sync_callers_ == 0 && closing_) callers_left_cv_.notify_all();
+  }
+  bool BackgroundNeededLocked() const {
+    return !receiving_ && !broken_ && (overlapped_in_flight_ > 0 || closing_);
+  }
   // Caller holds mutex_ and removed `request` from in_flight_.
   void CompleteLocked(Request* request, Status status, std::span<const uint8_t> output,
                       std::vector<int>& fds);
@@ -65,8 +79,16 @@ class DeviceFile {
   std::mutex mutex_;
   std::condition_variable overlapped_cv_;  // any overlapped request completed
   std::unordered_map<uint64_t, Request*> in_flight_;
+  std::vector<Request*> sync_waiters_;  // synchronous requests not completed yet
+  size_t overlapped_in_flight_ = 0;
+  size_t sync_callers_ = 0;  // inside a synchronous Ioctl; Close waits until they left
+  std::condition_variable callers_left_cv_;
+  bool receiving_ = false;  // a thread holds the receiver role (reads the socket)
+  bool closing_ = false;    // the close frame is (being) sent: its answer must be read
   bool broken_ = false;
-  std::thread receiver_;  // last member: starts once the others exist
+  channel::ClientChannel::Response response_;  // the receiver role's
+  std::condition_variable background_cv_;
+  std::thread background_;  // last member: starts once the others exist
 };
 
 Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length, void* output,
@@ -100,24 +122,47 @@ Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length
       return kChannelBroken;
     }
     in_flight_[request->id] = request;
+    if (overlapped) {
+      ++overlapped_in_flight_;
+      if (BackgroundNeededLocked()) background_cv_.notify_one();
+    } else {
+      sync_waiters_.push_back(request);
+      ++sync_callers_;
+    }
   }
   if (channel_->SendIoctl(request->id, code, input, input_length, output_length) != 0) {
     std::lock_guard lock(mutex_);
     // Unless the receiver already failed it (the channel broke meanwhile), fail it here.
     if (in_flight_.erase(request->id)) {
       if (overlapped) {
+        --overlapped_in_flight_;
         overlapped->Runtime = nullptr;
         InternalOf(overlapped).store(kChannelBroken);
         delete request;
+      } else {
+        std::erase(sync_waiters_, request);
+        if (!receiving_) HandOffLocked();  // it may have been handed the role
+        LeaveSyncLocked();
       }
       return kChannelBroken;
     }
   }
   if (overlapped) return Status::PENDING;
   std::unique_lock lock(mutex_);
-  sync_request.done_cv.wait(lock, [&] { return sync_request.done; });
+  while (!sync_request.done) {
+    if (!receiving_ && !broken_) {
+      ReceiveOne(lock);
+    } else {
+      sync_request.cv.wait(lock);
+    }
+  }
+  // Our answer came while we held the role (or another receiver dispatched it): pass the
+  // role on if someone is waiting for it.
+  if (!receiving_) HandOffLocked();
   if (bytes_returned) *bytes_returned = sync_request.information;
-  return sync_request.status;
+  Status status = sync_request.status;
+  LeaveSyncLocked();  // the last use of `this`: Close may delete the file once we unlock
+  return status;
 }
 
 void DeviceFile::CompleteLocked(Request* request, Status status, std::span<const uint8_t> output,
@@ -137,37 +182,63 @@ void DeviceFile::CompleteLocked(Request* request, Status status, std::span<const
     if (overlapped->Event) overlapped->Event->Set();
     InternalOf(overlapped).store(status);
     delete request;
+    --overlapped_in_flight_;
     overlapped_cv_.notify_all();
   } else {
     request->status = status;
     request->information = static_cast<uint32_t>(bytes);
     request->done = true;
-    request->done_cv.notify_one();  // under mutex_: the waiter's frame outlives this call
+    std::erase(sync_waiters_, request);
+    request->cv.notify_one();  // under mutex_: the waiter's frame outlives this call
   }
 }
 
-void DeviceFile::Receive() {
-  channel::ClientChannel::Response response;
-  while (channel_->Receive(&response)) {
-    const channel::ResponseHeader& h = response.header;
+void DeviceFile::ReceiveOne(std::unique_lock<std::mutex>& lock) {
+  receiving_ = true;
+  lock.unlock();
+  bool received = channel_->Receive(&response_);
+  lock.lock();
+  receiving_ = false;
+  if (received) {
+    const channel::ResponseHeader& h = response_.header;
     auto kind = static_cast<channel::FrameKind>(h.kind);
-    std::lock_guard lock(mutex_);
     auto it = in_flight_.find(h.request_id);
     if ((kind != channel::FrameKind::kIoctl && kind != channel::FrameKind::kReject) ||
         it == in_flight_.end()) {
-      for (int fd : response.fds) close(fd);  // a close answer, or nobody waits for it
-      continue;
+      for (int fd : response_.fds) close(fd);  // a close answer, or nobody waits for it
+      response_.fds.clear();
+    } else {
+      Request* request = it->second;
+      in_flight_.erase(it);
+      CompleteLocked(request, static_cast<Status>(h.status), response_.output, response_.fds);
     }
-    Request* request = it->second;
-    in_flight_.erase(it);
-    CompleteLocked(request, static_cast<Status>(h.status), response.output, response.fds);
+  } else {
+    // Hang-up (after our close frame, or the kernel went away): fail whatever is left.
+    broken_ = true;
+    std::vector<int> none;
+    for (auto& [id, request] : in_flight_) CompleteLocked(request, kChannelBroken, {}, none);
+    in_flight_.clear();
   }
-  // Hang-up (after our close frame, or the kernel went away): fail whatever is left.
-  std::lock_guard lock(mutex_);
-  broken_ = true;
-  std::vector<int> none;
-  for (auto& [id, request] : in_flight_) CompleteLocked(request, kChannelBroken, {}, none);
-  in_flight_.clear();
+  HandOffLocked();
+}
+
+void DeviceFile::HandOffLocked() {
+  if (broken_) {
+    background_cv_.notify_one();  // to exit; every waiter was completed
+  } else if (!sync_waiters_.empty()) {
+    sync_waiters_.front()->cv.notify_one();
+  } else if (BackgroundNeededLocked()) {
+    background_cv_.notify_one();
+  }
+}
+
+void DeviceFile::Background() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    background_cv_.wait(lock, [&] { return broken_ || BackgroundNeededLocked(); });
+    if (broken_) return;
+    ReceiveOne(lock);
+  }
 }
 
 Status DeviceFile::Result(Overlapped* overlapped, uint32_t* bytes_returned, bool wait) {
@@ -201,9 +272,18 @@ Status DeviceFile::Cancel(Overlapped* overlapped) {
 
 void DeviceFile::Close() {
   // The kernel answers the close after the file's requests completed and its cleanup ran,
-  // then hangs up; the receiver ends at the hang-up.
+  // then hangs up; the background thread ends at the hang-up (whoever reads it).
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+    if (BackgroundNeededLocked()) background_cv_.notify_one();
+  }
   if (channel_->SendClose(next_id_.fetch_add(1)) != 0) channel_->Shutdown();
-  receiver_.join();
+  background_.join();
+  // Synchronous callers in other threads got their answers (CANCELED at the latest); wait
+  // until they stopped touching the file.
+  std::unique_lock lock(mutex_);
+  callers_left_cv_.wait(lock, [&] { return sync_callers_ == 0; });
 }
 
 Status OpenDevice(const char* path, DeviceHandle* device) {

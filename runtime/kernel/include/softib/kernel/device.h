@@ -35,7 +35,7 @@ struct DeviceObject {
 // One open of a device (a user process's open file, or a kernel client's).
 struct FileObject {
   ::softib::kernel::DeviceObject* DeviceObject;
-  void* FsContext;   // the driver's per-open state (e.g. the AL instance and handle table)
+  void* FsContext;  // the driver's per-open state (e.g. the AL instance and handle table)
   void* FsContext2;
   ProcessorMode RequestorMode;  // who opened it
 };

@@ -22,6 +22,10 @@ namespace softib::kernel {
 Irp* IoAllocateIrp(int8_t stack_size);
 void IoFreeIrp(Irp* irp);
 
+// Makes a completed IRP from IoAllocateIrp sendable again (IoReuseIrp): no current location,
+// IoStatus.Status = `status`, not cancelled, no pending flag.
+void IoReuseIrp(Irp* irp, Status status);
+
 // Moves to the next stack location and calls the target driver's dispatch routine for its
 // MajorFunction. Returns what the dispatch routine returned (PENDING when it pended).
 Status IoCallDriver(DeviceObject* device, Irp* irp);
@@ -79,11 +83,16 @@ void IoReleaseCancelSpinLock(Node* node, Irql previous);
 // The node an IRP was sent on (null before the first IoCallDriver).
 Node* IoGetIrpNode(Irp* irp);
 
+// Binds an IRP that reached its driver without IoCallDriver (a direct call's IRP) to
+// `node`, so that IoCancelIrp can take that node's cancel lock. No-op when already bound.
+void IoSetIrpNode(Irp* irp, Node* node);
+
 // A cancel-safe queue of pending IRPs (IoCsq-like): insert marks the IRP pending and makes
 // it cancellable; whoever wins between Remove and IoCancelIrp completes it, exactly once.
 class CancelSafeQueue {
  public:
-  CancelSafeQueue() = default;
+  // With a node, IRPs that never went through IoCallDriver are bound to it on insertion.
+  explicit CancelSafeQueue(Node* node = nullptr) : node_(node) {}
   ~CancelSafeQueue();  // the queue must be empty
   CancelSafeQueue(const CancelSafeQueue&) = delete;
   CancelSafeQueue& operator=(const CancelSafeQueue&) = delete;
@@ -101,6 +110,7 @@ class CancelSafeQueue {
 
   // IRPs are linked through DriverContext[1] (previous) and [2] (next); DriverContext[0]
   // points back at the queue for the cancel routine.
+  Node* const node_;
   KSpinLock lock_;
   Irp* head_ = nullptr;
   Irp* tail_ = nullptr;

@@ -84,7 +84,7 @@ struct Irp {
   // Read and written atomically (IoSetCancelRoutine, IoCancelIrp, IoIsCancelled): a
   // canceller races with the driver that owns the IRP.
   DriverCancel CancelRoutine;
-  Irql CancelIrql;  // the IRQL to restore when a cancel routine releases the cancel lock
+  Irql CancelIrql;         // the IRQL to restore when a cancel routine releases the cancel lock
   void* DriverContext[4];  // for the driver that currently owns the IRP (e.g. its queue)
   IoStackLocation* Stack;  // StackCount entries
   void* Runtime;           // owned by the I/O manager

@@ -7,7 +7,7 @@
 namespace softib::kernel {
 
 enum class Irql : uint8_t {
-  kPassive = 0,   // threads, work items: may block
+  kPassive = 0,  // threads, work items: may block
   kApc = 1,
   kDispatch = 2,  // DPCs, spin lock holders: must not block
 };

@@ -28,8 +28,8 @@ using PnpCallback = void (*)(const PnpNotification& notification, void* context)
 // Registers `callback` for `interface_class` on `node`. With `include_existing`, the
 // interfaces already enabled arrive first (before any later event).
 Status IoRegisterPlugPlayNotification(Node* node, const std::string& interface_class,
-                                      bool include_existing, PnpCallback callback,
-                                      void* context, PnpRegistration** registration);
+                                      bool include_existing, PnpCallback callback, void* context,
+                                      PnpRegistration** registration);
 
 // After this returns the callback is never called again: a callback in flight on another
 // thread is waited for (so PASSIVE only); from inside its own callback, it returns at once.
