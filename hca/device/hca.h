@@ -109,6 +109,17 @@ class Hca {
   void ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet);
   void ReceiveRc(QueuePair& qp, const ParsedPacket& packet);
   void ReceiveRcDuplicate(QueuePair& qp, const ParsedPacket& packet);
+  void ReceiveUc(QueuePair& qp, const ParsedPacket& packet);
+  // Places one in-sequence SEND / RDMA WRITE packet; on failure, what to answer (RC NAK
+  // code) and how the receive being filled completes.
+  static constexpr uint8_t kPlaced = 0xFF;
+  struct Placement {
+    uint8_t nak_code;
+    abi::WcStatus recv_status;
+  };
+  Placement PlacePacket(QueuePair& qp, const RequestShape& shape, const ParsedPacket& packet);
+  // The last packet of a message was placed: count it, complete the receive it consumed.
+  void FinishMessage(QueuePair& qp, const RequestShape& shape, const PacketHeaders& hdr);
   void RespondRead(QueuePair& qp, uint32_t psn, const wire::RETH& reth);
   void SendAck(QueuePair& qp, uint32_t psn, uint8_t syndrome);
   void SendAtomicAck(QueuePair& qp, uint32_t psn, uint64_t original);

@@ -1,5 +1,7 @@
 #include "hca/device/rc.h"
 
+#include "softib/wire/wire.h"
+
 namespace softib::hca {
 
 uint64_t RnrTimerNs(uint8_t code) {
@@ -15,6 +17,48 @@ uint64_t AckTimeoutNs(uint8_t timeout) {
   if (timeout == 0) return 0;
   // 4.096 µs · 2^t = 4096 ns · 2^t; the field is 5 bits.
   return uint64_t{4096} << (timeout & 0x1F);
+}
+
+using wire::BthOpcode;
+
+RequestShape ShapeOf(uint8_t op) {
+  using K = RcResponder::Kind;
+  switch (static_cast<BthOpcode>(op)) {
+    case BthOpcode::RC_SEND_FIRST:
+      return {K::kSend, true, false, false, false};
+    case BthOpcode::RC_SEND_MIDDLE:
+      return {K::kSend, false, false, false, false};
+    case BthOpcode::RC_SEND_LAST:
+      return {K::kSend, false, true, false, false};
+    case BthOpcode::RC_SEND_LAST_WITH_IMMEDIATE:
+      return {K::kSend, false, true, true, false};
+    case BthOpcode::RC_SEND_ONLY:
+      return {K::kSend, true, true, false, false};
+    case BthOpcode::RC_SEND_ONLY_WITH_IMMEDIATE:
+      return {K::kSend, true, true, true, false};
+    case BthOpcode::RC_SEND_LAST_WITH_INVALIDATE:
+      return {K::kSend, false, true, false, true};
+    case BthOpcode::RC_SEND_ONLY_WITH_INVALIDATE:
+      return {K::kSend, true, true, false, true};
+    case BthOpcode::RC_RDMA_WRITE_FIRST:
+      return {K::kWrite, true, false, false, false};
+    case BthOpcode::RC_RDMA_WRITE_MIDDLE:
+      return {K::kWrite, false, false, false, false};
+    case BthOpcode::RC_RDMA_WRITE_LAST:
+      return {K::kWrite, false, true, false, false};
+    case BthOpcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE:
+      return {K::kWrite, false, true, true, false};
+    case BthOpcode::RC_RDMA_WRITE_ONLY:
+      return {K::kWrite, true, true, false, false};
+    case BthOpcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE:
+      return {K::kWrite, true, true, true, false};
+    case BthOpcode::RC_RDMA_READ_REQUEST:
+    case BthOpcode::RC_COMPARE_SWAP:
+    case BthOpcode::RC_FETCH_ADD:
+      return {K::kNone, true, true, false, false};
+    default:
+      return {K::kNone, false, false, false, false, false};
+  }
 }
 
 }  // namespace softib::hca

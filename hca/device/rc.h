@@ -14,6 +14,8 @@
 namespace softib::hca {
 
 inline constexpr uint32_t kPsnModulo = 1u << 24;
+// The largest message IBA allows (2^31 bytes).
+inline constexpr uint64_t kMaxMessageBytes = 1ull << 31;
 
 // a - b as a signed distance in the 24-bit PSN space (IBA 9.7.1: PSNs wrap).
 inline int32_t PsnDiff(uint32_t a, uint32_t b) { return static_cast<int32_t>((a - b) << 8) >> 8; }
@@ -93,6 +95,15 @@ struct RcResponder {
   uint32_t write_length = 0;
   std::deque<RcResponderResource> resources;
 };
+
+// Where a SEND / RDMA WRITE / READ / atomic request packet sits in its message (IBA
+// 9.7.5.1.5, the opcode sequence). UC opcodes are the RC ones plus 0x20 (IBA 9.2.1).
+struct RequestShape {
+  RcResponder::Kind kind = RcResponder::Kind::kNone;  // kNone: read or atomic
+  bool first = false, last = false, immediate = false, invalidate = false;
+  bool known = true;  // false: not a request opcode of the RC transport
+};
+RequestShape ShapeOf(uint8_t rc_opcode);
 
 struct RcState {
   RcRequester req;

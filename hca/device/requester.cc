@@ -1,7 +1,8 @@
 // The requester: turns send work requests into packets. UD: one SEND_ONLY packet per
-// request (IBA 9.8). RC (IBA 9.7): a request takes consecutive PSNs, one per packet of
-// path-MTU size (reads: one per response packet), and stays on the send queue until the
-// completer retires it; the same code rebuilds any packet for a retransmission.
+// request (IBA 9.8). UC: RC's packets without acknowledgements. RC (IBA 9.7): a request takes
+// consecutive PSNs, one per packet of path-MTU size (reads: one per response packet), and stays on
+// the send queue until the completer retires it; the same code rebuilds any packet for a
+// retransmission.
 #include <endian.h>
 
 #include "hca/device/hca.h"
@@ -44,12 +45,12 @@ uint8_t RcRequestOpcode(const abi::SendWorkRequest& wr, uint32_t index, uint32_t
                   : BthOpcode::RC_SEND_LAST);
 }
 
+// UC opcodes are the RC ones with the transport bits 001 (IBA 9.2.1, table 35).
+constexpr uint8_t kUcOpcodeBase = 0x20;
+
 uint32_t PacketsFor(uint64_t bytes, uint32_t mtu) {
   return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + mtu - 1) / mtu);
 }
-
-// IBA 9.7.6.1.3 / 9.7.5.2.8: the bound on a message (2^31 bytes).
-constexpr uint64_t kMaxMessageBytes = 1ull << 31;
 
 }  // namespace
 
@@ -60,15 +61,15 @@ abi::Status Hca::PostSend(uint32_t qpn, const abi::SendWorkRequest& wr) {
   // an immediate error); in SQE and Error it is accepted and flushed.
   if (qp->state == QpState::RESET || qp->state == QpState::INIT || qp->state == QpState::RTR)
     return abi::Status::INVALID_QP_STATE;
-  const std::size_t queued = qp->type == abi::QpType::RC ? qp->rc.req.wqes.size() : qp->sq.size();
+  const bool connected = qp->type == abi::QpType::RC || qp->type == abi::QpType::UC;
+  const std::size_t queued = connected ? qp->rc.req.wqes.size() : qp->sq.size();
   if (queued >= qp->caps.sq_depth) return abi::Status::INSUFFICIENT_RESOURCES;
   const bool is_inline = Has(wr, abi::SendFlags::INLINE);
   if (is_inline ? wr.inline_length > qp->caps.max_inline_data || wr.inline_length > sizeof(wr.sge)
                 : wr.num_sge > qp->caps.sq_sge || wr.num_sge > std::size(wr.sge))
     return is_inline ? abi::Status::INVALID_PARAMETER : abi::Status::INVALID_MAX_SGE;
   if (qp->IsDatagram() && wr.wr_type != WrType::SEND) return abi::Status::INVALID_WR_TYPE;
-  if (qp->type == abi::QpType::RC) return PostSendRc(*qp, wr);
-  if (!qp->IsDatagram()) return abi::Status::UNSUPPORTED;  // UC: next step
+  if (connected) return PostSendRc(*qp, wr);
   qp->sq.push_back(wr);
   ProgressSend(*qp);
   return abi::Status::SUCCESS;
@@ -83,6 +84,8 @@ abi::Status Hca::PostSendRc(QueuePair& qp, const abi::SendWorkRequest& wr) {
     case WrType::RDMA_READ:
     case WrType::COMPARE_SWAP:
     case WrType::FETCH_ADD:
+      // UC has no responses to carry data back (IBA 9.8: SEND and RDMA WRITE only).
+      if (qp.type == abi::QpType::UC) return abi::Status::INVALID_WR_TYPE;
       // Data comes back into these requests' buffers: inline data and immediates mean nothing.
       if (Has(wr, abi::SendFlags::INLINE) || Has(wr, abi::SendFlags::IMMEDIATE))
         return abi::Status::INVALID_PARAMETER;
@@ -94,6 +97,8 @@ abi::Status Hca::PostSendRc(QueuePair& qp, const abi::SendWorkRequest& wr) {
     default:
       return abi::Status::INVALID_WR_TYPE;
   }
+  if (wr.wr_type == WrType::SEND_WITH_INVALIDATE && qp.type == abi::QpType::UC)
+    return abi::Status::INVALID_WR_TYPE;  // no UC opcode carries an IETH
   if (wr.wr_type == WrType::SEND_WITH_INVALIDATE && Has(wr, abi::SendFlags::IMMEDIATE))
     return abi::Status::INVALID_PARAMETER;  // the IETH and ImmDt never travel together
   RcSendWqe wqe;
@@ -105,7 +110,7 @@ abi::Status Hca::PostSendRc(QueuePair& qp, const abi::SendWorkRequest& wr) {
 
 void Hca::ProgressSend(QueuePair& qp) {
   if (qp.state == QpState::SQE || qp.state == QpState::ERROR) return FlushSend(qp);
-  if (qp.type == abi::QpType::RC) return ProgressSendRc(qp);
+  if (qp.type == abi::QpType::RC || qp.type == abi::QpType::UC) return ProgressSendRc(qp);
   while (qp.state == QpState::RTS && !qp.sq.empty()) {
     const abi::SendWorkRequest wr = qp.sq.front();
     qp.sq.pop_front();
@@ -135,6 +140,8 @@ void Hca::ProgressSendRc(QueuePair& qp) {
     }
     const WcStatus status = StartRc(qp, wqe);
     ++req.next;
+    // UC promises nothing past the wire: the request is complete once sent (IBA 9.8.2).
+    if (qp.type == abi::QpType::UC) wqe.done = true;
     if (status != WcStatus::SUCCESS) {
       // A local error completes this request once those before it retire, then the QP
       // goes to Error (IBA 10.8.3.3: requester local errors are class B).
@@ -196,7 +203,7 @@ WcStatus Hca::StartRc(QueuePair& qp, RcSendWqe& wqe) {
   // A read is one request packet however many responses it asks for.
   const uint32_t packets = wqe.IsReadOrAtomic() ? 1 : wqe.num_psns;
   for (uint32_t i = 0; i < packets; ++i) TransmitRc(qp, wqe, i);
-  if (qp.rc.req.ack_deadline == 0) ArmAckTimer(qp);
+  if (qp.type == abi::QpType::RC && qp.rc.req.ack_deadline == 0) ArmAckTimer(qp);
   return WcStatus::SUCCESS;
 }
 
@@ -263,9 +270,10 @@ void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index) {
       // Memory was checked when the request started; a region gone since leaves zeros,
       // as a device reading freed pages would.
       (void)ReadLocal(qp, wr, offset, payload);
-      hdr.bth.OpCode = RcRequestOpcode(wr, index, wqe.num_psns);
+      const bool uc = qp.type == abi::QpType::UC;
+      hdr.bth.OpCode = RcRequestOpcode(wr, index, wqe.num_psns) | (uc ? kUcOpcodeBase : 0);
       hdr.bth.SE = last && Has(wr, abi::SendFlags::SOLICITED) ? 1 : 0;
-      hdr.bth.A = last ? 1 : 0;  // one ACK per message: the responder coalesces the rest
+      hdr.bth.A = last && !uc ? 1 : 0;  // one ACK per message: the responder coalesces
       if (index == 0 && wr.wr_type == WrType::RDMA_WRITE) {
         hdr.reth.VA = wr.remote_addr;
         hdr.reth.R_Key = wr.rkey;

@@ -3,7 +3,7 @@
 // a posted receive. RC (IBA 9.7.5) checks the PSN (duplicates answered again, a gap NAKed
 // once), the opcode sequence and the remote rights, executes SEND / RDMA WRITE / RDMA READ
 // / atomics, and answers with ACKs, NAKs, read responses and atomic ACKs. RC responses
-// (ACKs and read responses) go to the completer.
+// (ACKs and read responses) go to the completer. UC shares the placement code.
 #include <endian.h>
 
 #include <cstring>
@@ -22,6 +22,7 @@ constexpr uint32_t kUdGrhRoom = wire::GRH::kSize;
 
 uint8_t TransportOf(uint8_t opcode) { return opcode >> 5; }  // IBA 9.2.1: RC 0 UC 1 RD 2 UD 3
 constexpr uint8_t kTransportRc = 0;
+constexpr uint8_t kTransportUc = 1;
 constexpr uint8_t kTransportUd = 3;
 
 bool IsRcResponse(uint8_t op) {
@@ -29,54 +30,11 @@ bool IsRcResponse(uint8_t op) {
          op <= static_cast<uint8_t>(BthOpcode::RC_ATOMIC_ACKNOWLEDGE);
 }
 
-// Where an RC request packet sits in its message (IBA 9.7.5.1.5: the opcode sequence).
-struct RequestShape {
-  RcResponder::Kind kind = RcResponder::Kind::kNone;  // kNone: read or atomic
-  bool first = false, last = false, immediate = false, invalidate = false;
-  bool known = true;
-};
-
-RequestShape ShapeOf(uint8_t op) {
-  using K = RcResponder::Kind;
-  switch (static_cast<BthOpcode>(op)) {
-    case BthOpcode::RC_SEND_FIRST:
-      return {K::kSend, true, false, false, false};
-    case BthOpcode::RC_SEND_MIDDLE:
-      return {K::kSend, false, false, false, false};
-    case BthOpcode::RC_SEND_LAST:
-      return {K::kSend, false, true, false, false};
-    case BthOpcode::RC_SEND_LAST_WITH_IMMEDIATE:
-      return {K::kSend, false, true, true, false};
-    case BthOpcode::RC_SEND_ONLY:
-      return {K::kSend, true, true, false, false};
-    case BthOpcode::RC_SEND_ONLY_WITH_IMMEDIATE:
-      return {K::kSend, true, true, true, false};
-    case BthOpcode::RC_SEND_LAST_WITH_INVALIDATE:
-      return {K::kSend, false, true, false, true};
-    case BthOpcode::RC_SEND_ONLY_WITH_INVALIDATE:
-      return {K::kSend, true, true, false, true};
-    case BthOpcode::RC_RDMA_WRITE_FIRST:
-      return {K::kWrite, true, false, false, false};
-    case BthOpcode::RC_RDMA_WRITE_MIDDLE:
-      return {K::kWrite, false, false, false, false};
-    case BthOpcode::RC_RDMA_WRITE_LAST:
-      return {K::kWrite, false, true, false, false};
-    case BthOpcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE:
-      return {K::kWrite, false, true, true, false};
-    case BthOpcode::RC_RDMA_WRITE_ONLY:
-      return {K::kWrite, true, true, false, false};
-    case BthOpcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE:
-      return {K::kWrite, true, true, true, false};
-    case BthOpcode::RC_RDMA_READ_REQUEST:
-    case BthOpcode::RC_COMPARE_SWAP:
-    case BthOpcode::RC_FETCH_ADD:
-      return {K::kNone, true, true, false, false};
-    default:
-      return {K::kNone, false, false, false, false, false};
-  }
-}
-
 constexpr std::size_t kMaxResponderResources = 16;
+
+uint32_t ResponsePackets(uint32_t bytes, uint32_t mtu) {
+  return bytes == 0 ? 1 : static_cast<uint32_t>((uint64_t{bytes} + mtu - 1) / mtu);
+}
 
 }  // namespace
 
@@ -99,7 +57,8 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
   if (qp == nullptr) return drop(RecvDrop::kUnknownQp);
   const uint8_t transport = TransportOf(hdr.bth.OpCode);
   const bool rc = transport == kTransportRc && qp->type == abi::QpType::RC;
-  if (!rc && (transport != kTransportUd || !qp->IsDatagram()))
+  const bool uc = transport == kTransportUc && qp->type == abi::QpType::UC;
+  if (!rc && !uc && (transport != kTransportUd || !qp->IsDatagram()))
     return drop(RecvDrop::kWrongTransport);
   if (!qp->CanReceive() || qp->port != port_number) return drop(RecvDrop::kQpState);
   const uint16_t qp_pkey = qp->pkey_index < in.pkeys.size() ? in.pkeys[qp->pkey_index] : 0;
@@ -107,9 +66,10 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
     ++counters.pkey_violations;
     return drop(RecvDrop::kPkeyViolation);
   }
-  if (rc) {
+  if (rc || uc) {
     // A connected QP hears only its peer (IBA 9.6.1.5.1: SLID checked against the path).
     if (hdr.lrh.SLID != qp->av.dlid) return drop(RecvDrop::kWrongSource);
+    if (uc) return ReceiveUc(*qp, packet);
     if (IsRcResponse(hdr.bth.OpCode)) return ReceiveRcResponse(*qp, packet);
     return ReceiveRc(*qp, packet);
   }
@@ -216,12 +176,14 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
   if (shape.kind == Kind::kNone) {
     if (op == static_cast<uint8_t>(BthOpcode::RC_RDMA_READ_REQUEST)) {
       const wire::RETH& reth = hdr.reth;
+      if (reth.DMALen > kMaxMessageBytes)
+        return ResponderFatal(qp, psn, aeth::kNakInvalidRequest, WcStatus::SUCCESS);
       const MemoryRegion* mr = nullptr;
       if (reth.DMALen != 0 &&
           mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_READ,
                            &mr) != AccessError::kNone)
         return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
-      const uint32_t responses = reth.DMALen == 0 ? 1 : (reth.DMALen + mtu - 1) / mtu;
+      const uint32_t responses = ResponsePackets(reth.DMALen, mtu);
       s.resources.push_back({psn, false, 0});
       qp.rq_psn = PsnAdd(psn, responses);
       s.msn = PsnAdd(s.msn, 1);
@@ -257,6 +219,20 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
     return;
   }
 
+  const Placement placed = PlacePacket(qp, shape, packet);
+  if (placed.nak_code != kPlaced)
+    return ResponderFatal(qp, psn, placed.nak_code, placed.recv_status);
+  qp.rq_psn = PsnAdd(psn, 1);
+  if (shape.last) FinishMessage(qp, shape, hdr);
+  if (hdr.bth.A != 0) SendAck(qp, psn, aeth::kAck | aeth::kInvalidCredits);
+}
+
+Hca::Placement Hca::PlacePacket(QueuePair& qp, const RequestShape& shape,
+                                const ParsedPacket& packet) {
+  using Kind = RcResponder::Kind;
+  RcResponder& s = qp.rc.resp;
+  const PacketHeaders& hdr = packet.hdr;
+  const std::size_t length = packet.payload.size();
   if (shape.kind == Kind::kSend) {
     if (shape.first) {
       s.recv = qp.rq.front();
@@ -265,13 +241,13 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
       for (uint32_t i = 0; i < s.recv->num_sge; ++i) capacity += s.recv->sge[i].length;
       if (PlanScatter(mrs_, qp.pd, std::span(s.recv->sge, s.recv->num_sge), capacity, &s.plan) !=
           WcStatus::SUCCESS)
-        return ResponderFatal(qp, psn, aeth::kNakRemoteOperational, WcStatus::LOCAL_PROT_ERR);
+        return {aeth::kNakRemoteOperational, WcStatus::LOCAL_PROT_ERR};
       s.offset = 0;
     }
     if (s.offset + length > PlanCapacity(s.plan))
-      return ResponderFatal(qp, psn, aeth::kNakInvalidRequest, WcStatus::LOCAL_LENGTH_ERR);
+      return {aeth::kNakInvalidRequest, WcStatus::LOCAL_LENGTH_ERR};
     if (!WriteAt(s.plan, s.offset, packet.payload))
-      return ResponderFatal(qp, psn, aeth::kNakRemoteOperational, WcStatus::LOCAL_PROT_ERR);
+      return {aeth::kNakRemoteOperational, WcStatus::LOCAL_PROT_ERR};
     s.offset += length;
   } else {
     if (shape.first) {
@@ -281,54 +257,105 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
       if (reth.DMALen != 0 &&
           mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_WRITE,
                            &mr) != AccessError::kNone)
-        return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
+        return {aeth::kNakRemoteAccess, WcStatus::SUCCESS};
       s.write_va = reth.VA;
       s.write_rkey = reth.R_Key;
       s.write_length = reth.DMALen;
       s.offset = 0;
     }
     if (s.offset + length > s.write_length || (shape.last && s.offset + length != s.write_length))
-      return ResponderFatal(qp, psn, aeth::kNakInvalidRequest, WcStatus::SUCCESS);
+      return {aeth::kNakInvalidRequest, WcStatus::SUCCESS};
     if (length != 0 && WriteRemote(mrs_, s.write_rkey, qp.pd, s.write_va + s.offset,
                                    packet.payload) != AccessError::kNone)
-      return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
+      return {aeth::kNakRemoteAccess, WcStatus::SUCCESS};
     s.offset += length;
   }
   s.in_progress = shape.last ? Kind::kNone : shape.kind;
-  qp.rq_psn = PsnAdd(psn, 1);
+  return {kPlaced, WcStatus::SUCCESS};
+}
 
-  if (shape.last) {
-    s.msn = PsnAdd(s.msn, 1);
-    if (shape.kind == Kind::kSend || shape.immediate) {
-      abi::RecvWorkRequest recv;
-      if (s.recv) {
-        recv = *s.recv;
-        s.recv.reset();
-      } else {
-        recv = qp.rq.front();
-        qp.rq.pop_front();
-      }
-      abi::WorkCompletion wc{};
-      wc.wr_id = recv.wr_id;
-      wc.opcode = shape.kind == Kind::kSend ? abi::WcOpcode::RECV : abi::WcOpcode::RECV_RDMA_WRITE;
-      wc.length = static_cast<uint32_t>(s.offset);
-      if (shape.immediate) {
-        wc.flags |= abi::WcFlags::IMMEDIATE;
-        wc.immediate_data = htobe32(hdr.immdt.ImmediateData);
-      }
-      if (shape.invalidate) {
-        // Reported; invalidating the key itself arrives with memory windows.
-        wc.flags |= abi::WcFlags::INVALIDATE;
-        wc.immediate_data = hdr.ieth.R_Key;
-      }
-      wc.src_qp = qp.dest_qpn;
-      wc.slid = hdr.lrh.SLID;
-      wc.sl = hdr.lrh.SL;
-      wc.pkey_index = qp.pkey_index;
-      CompleteRecv(qp, wc, hdr.bth.SE != 0);
+void Hca::FinishMessage(QueuePair& qp, const RequestShape& shape, const PacketHeaders& hdr) {
+  using Kind = RcResponder::Kind;
+  RcResponder& s = qp.rc.resp;
+  s.msn = PsnAdd(s.msn, 1);
+  if (shape.kind == Kind::kSend || shape.immediate) {
+    abi::RecvWorkRequest recv;
+    if (s.recv) {
+      recv = *s.recv;
+      s.recv.reset();
+    } else {
+      recv = qp.rq.front();
+      qp.rq.pop_front();
     }
+    abi::WorkCompletion wc{};
+    wc.wr_id = recv.wr_id;
+    wc.opcode = shape.kind == Kind::kSend ? abi::WcOpcode::RECV : abi::WcOpcode::RECV_RDMA_WRITE;
+    wc.length = static_cast<uint32_t>(s.offset);
+    if (shape.immediate) {
+      wc.flags |= abi::WcFlags::IMMEDIATE;
+      wc.immediate_data = htobe32(hdr.immdt.ImmediateData);
+    }
+    if (shape.invalidate) {
+      // Reported; invalidating the key itself arrives with memory windows.
+      wc.flags |= abi::WcFlags::INVALIDATE;
+      wc.immediate_data = hdr.ieth.R_Key;
+    }
+    wc.src_qp = qp.dest_qpn;
+    wc.slid = hdr.lrh.SLID;
+    wc.sl = hdr.lrh.SL;
+    wc.pkey_index = qp.pkey_index;
+    CompleteRecv(qp, wc, hdr.bth.SE != 0);
   }
-  if (hdr.bth.A != 0) SendAck(qp, psn, aeth::kAck | aeth::kInvalidCredits);
+}
+
+void Hca::ReceiveUc(QueuePair& qp, const ParsedPacket& packet) {
+  // UC (IBA 9.8.1, 9.8.3): no ACKs, no NAKs, no RNR. A gap in the PSNs loses the message
+  // in progress (its receive is kept for the next one) and the responder resynchronises
+  // on the next FIRST or ONLY; anything it cannot place is dropped silently.
+  using Kind = RcResponder::Kind;
+  RcResponder& s = qp.rc.resp;
+  const PacketHeaders& hdr = packet.hdr;
+  const auto abandon = [&] {
+    if (s.recv) qp.rq.push_front(*s.recv);
+    s.recv.reset();
+    s.in_progress = Kind::kNone;
+  };
+  const uint8_t op = hdr.bth.OpCode & 0x1F;
+  const RequestShape shape =
+      op <= static_cast<uint8_t>(BthOpcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE) ? ShapeOf(op)
+                                                                               : RequestShape{};
+  const bool in_sequence = hdr.bth.PSN == qp.rq_psn;
+  qp.rq_psn = PsnAdd(hdr.bth.PSN, 1);
+  if (!in_sequence || (shape.first && s.in_progress != Kind::kNone)) abandon();
+  const bool continues = !shape.first && shape.kind == s.in_progress;
+  const bool starts = shape.first && s.in_progress == Kind::kNone;
+  const uint32_t mtu = MtuBytes(qp.path_mtu);
+  const std::size_t length = packet.payload.size();
+  if (!shape.known || shape.kind == Kind::kNone || !(continues || starts) || length > mtu ||
+      (!shape.last && length != mtu) ||
+      (shape.kind == Kind::kWrite && !abi::HasAny(qp.access, abi::AccessFlags::REMOTE_WRITE)))
+    return abandon();
+  const bool consumes_recv =
+      (shape.kind == Kind::kSend && shape.first) || (shape.kind == Kind::kWrite && shape.immediate);
+  if (consumes_recv && !s.recv && qp.rq.empty()) return abandon();
+  const Placement placed = PlacePacket(qp, shape, packet);
+  if (placed.nak_code == kPlaced) {
+    if (shape.last) FinishMessage(qp, shape, hdr);
+    return;
+  }
+  if (placed.recv_status != WcStatus::SUCCESS) {
+    // The receive cannot hold the message: it completes in error and the QP goes to Error,
+    // as on UD (IBA 10.8.3.4: responder local errors).
+    abi::WorkCompletion wc{};
+    wc.wr_id = s.recv ? s.recv->wr_id : 0;
+    wc.opcode = abi::WcOpcode::RECV;
+    wc.status = placed.recv_status;
+    s.recv.reset();
+    CompleteRecv(qp, wc, false);
+    EnterError(qp);
+    return;
+  }
+  abandon();  // a remote key or length fault of the sender: the message is dropped
 }
 
 void Hca::ReceiveRcDuplicate(QueuePair& qp, const ParsedPacket& packet) {
@@ -358,7 +385,7 @@ void Hca::ReceiveRcDuplicate(QueuePair& qp, const ParsedPacket& packet) {
 
 void Hca::RespondRead(QueuePair& qp, uint32_t psn, const wire::RETH& reth) {
   const uint32_t mtu = MtuBytes(qp.path_mtu);
-  const uint32_t count = reth.DMALen == 0 ? 1 : (reth.DMALen + mtu - 1) / mtu;
+  const uint32_t count = ResponsePackets(reth.DMALen, mtu);
   Port& out = port(qp.port);
   std::vector<uint8_t> payload;
   for (uint32_t k = 0; k < count; ++k) {

@@ -1,4 +1,4 @@
-// Two one-port HCAs cabled back to back, each with an RC QP brought up through
+// Two one-port HCAs cabled back to back, each with an RC (or UC) QP brought up through
 // RESET→INIT→RTR→RTS with real attributes and connected to the other, memory registered
 // over a local buffer, and a shared fake clock the tests advance.
 #pragma once
@@ -13,6 +13,7 @@
 namespace softib::hca::testing {
 
 struct RcOptions {
+  abi::QpType type = abi::QpType::RC;  // or UC: same set-up without the RC-only attributes
   abi::PathMtu mtu = abi::PathMtu::MTU_1024;
   uint8_t timeout = 10;  // 4.096 µs · 2^10 ≈ 4.2 ms
   uint8_t retry_count = 7;
@@ -111,7 +112,7 @@ class RcPair {
     s.pd = s.hca.AllocPd();
     ASSERT_EQ(s.hca.CreateCq(4096, &s.cq), abi::Status::SUCCESS);
     abi::QpCreateParams params{};
-    params.qp_type = abi::QpType::RC;
+    params.qp_type = options_.type;
     params.sq_signaled = options_.sq_signaled ? 1 : 0;
     params.caps = {options_.sq_depth, options_.rq_depth, 4, 4, 64, 0};
     ASSERT_EQ(s.hca.CreateQp(s.pd, params, s.cq, s.cq, &s.qpn), abi::Status::SUCCESS);
@@ -129,9 +130,10 @@ class RcPair {
     init.port_num = 1;
     init.access_flags = options_.qp_access;
     ASSERT_EQ(s.hca.ModifyQp(s.qpn, init), abi::Status::SUCCESS);
+    const bool rc = options_.type == abi::QpType::RC;
     abi::QpModifyAttributes rtr =
         RcToState(abi::QpState::RTR, M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN |
-                                         M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER);
+                                         (rc ? M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER : M{}));
     rtr.av.port_num = 1;
     rtr.av.dlid = peer_lid;
     rtr.path_mtu = static_cast<uint8_t>(options_.mtu);
@@ -140,9 +142,9 @@ class RcPair {
     rtr.max_dest_rd_atomic = 4;
     rtr.min_rnr_timer = options_.min_rnr_timer;
     ASSERT_EQ(s.hca.ModifyQp(s.qpn, rtr), abi::Status::SUCCESS);
-    abi::QpModifyAttributes rts =
-        RcToState(abi::QpState::RTS,
-                  M::SQ_PSN | M::TIMEOUT | M::RETRY_COUNT | M::RNR_RETRY | M::MAX_RD_ATOMIC);
+    abi::QpModifyAttributes rts = RcToState(
+        abi::QpState::RTS,
+        M::SQ_PSN | (rc ? M::TIMEOUT | M::RETRY_COUNT | M::RNR_RETRY | M::MAX_RD_ATOMIC : M{}));
     rts.sq_psn = sq_psn;
     rts.timeout = options_.timeout;
     rts.retry_count = options_.retry_count;

@@ -317,10 +317,8 @@ void Server::HandleEvents(const std::shared_ptr<FileContext>& file, uint32_t eve
 
 void Server::ReadFrames(const std::shared_ptr<FileContext>& file) {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerResponse)];
-  // One frame per readiness event: epoll is level-triggered, so the loop comes back at once
-  // while more frames wait, and busy files take turns. Reading on until EAGAIN would cost a
-  // ping-pong client (the control path) one more recvmsg per request.
-  for (;;) {
+  // A bounded batch per wake-up keeps one busy file from starving the others.
+  for (int batch = 0; batch < 64; ++batch) {
     iovec iov{recv_buffer_.data(), recv_buffer_.size()};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -340,7 +338,8 @@ void Server::ReadFrames(const std::shared_ptr<FileContext>& file) {
       return;
     }
     HandleFrame(file, static_cast<size_t>(r), (msg.msg_flags & MSG_TRUNC) != 0, had_fds);
-    return;
+    std::lock_guard lock(file->mutex_);
+    if (!file->ReadingLocked()) return;  // a close frame, or answers pile up unread
   }
 }
 

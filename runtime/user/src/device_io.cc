@@ -156,9 +156,7 @@ Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length
       sync_request.cv.wait(lock);
     }
   }
-  // Our answer came while we held the role (or another receiver dispatched it): pass the
-  // role on if someone is waiting for it.
-  if (!receiving_) HandOffLocked();
+  // No hand-off here: whoever freed the role (ReceiveOne) already woke the next taker.
   if (bytes_returned) *bytes_returned = sync_request.information;
   Status status = sync_request.status;
   LeaveSyncLocked();  // the last use of `this`: Close may delete the file once we unlock
