@@ -43,8 +43,8 @@ struct KernelIoctlSink::Request {
 // Runs when the driver completes the IRP (any thread, up to DISPATCH). The map's
 // reference is dropped here; a canceller still inside IoCancelIrp holds its own, so the
 // IRP is freed by whichever of the two lets go last.
-kernel::CompletionAction KernelIoctlSink::OnIrpComplete(kernel::DeviceObject* /*device*/,
-                                                        Irp* irp, void* context) {
+kernel::CompletionAction KernelIoctlSink::OnIrpComplete(kernel::DeviceObject* /*device*/, Irp* irp,
+                                                        void* context) {
   auto* raw = static_cast<Request*>(context);
   std::shared_ptr<Request> request;
   {
@@ -168,9 +168,9 @@ void KernelIoctlSink::DispatchOnWorker(const std::shared_ptr<BridgeFile>& file,
     } else {
       kernel::DeviceObject* device = file->object->DeviceObject;
       // Null output: the system buffer itself is the answer (copied in OnIrpComplete).
-      irp = kernel::IoBuildDeviceIoControlRequest(
-          request->code, device, request->input.data(),
-          static_cast<uint32_t>(request->input.size()), nullptr, request->output_length, false);
+      irp = kernel::IoBuildDeviceIoControlRequest(request->code, device, request->input.data(),
+                                                  static_cast<uint32_t>(request->input.size()),
+                                                  nullptr, request->output_length, false);
       if (irp == nullptr) {
         early = Status::INSUFFICIENT_MEMORY;
       } else {
@@ -199,6 +199,7 @@ void KernelIoctlSink::Cancel(FileContext& file, uint64_t request_id) {
     if (it == bridge_file->requests.end()) return;  // completed meanwhile
     if (it->second->irp == nullptr) {
       it->second->cancel_requested = true;  // still queued for the worker
+      cancels_before_dispatch_.fetch_add(1);
       return;
     }
     request = it->second;  // keeps the IRP alive through IoCancelIrp

@@ -26,8 +26,8 @@ int Fail(const char* what, Status status) {
 int Work(user::DeviceHandle device) {
   char out[64] = {};
   uint32_t returned = 0;
-  Status s = user::DeviceIoControl(device, kEcho, "from child", 10, out, sizeof out, &returned,
-                                   nullptr);
+  Status s =
+      user::DeviceIoControl(device, kEcho, "from child", 10, out, sizeof out, &returned, nullptr);
   if (s != Status::SUCCESS || returned != 10 || std::memcmp(out, "from child", 10) != 0) {
     return Fail("echo", s);
   }

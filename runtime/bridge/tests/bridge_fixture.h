@@ -38,6 +38,8 @@ class BridgeFixture : public ::testing::Test {
     std::string error;
     ASSERT_TRUE(server_.Start(run_dir_.path(), "dev", &error)) << error;
   }
+  // A test that failed while a kBlock held the bridge's worker must not hang the teardown.
+  void TearDown() override { driver_.Unblock(); }
   // Stops the channel and runs the bridge's queued closes, so the driver's counts are final.
   void StopChannel() {
     server_.Stop();

@@ -38,13 +38,13 @@ TEST_F(BridgeTest, SyncEchoRoundTrip) {
   user::DeviceHandle device = Open();
   char out[32] = {};
   uint32_t returned = 0;
-  EXPECT_EQ(user::DeviceIoControl(device, kEcho, "hello kernel", 12, out, sizeof out, &returned,
-                                  nullptr),
-            Status::SUCCESS);
+  EXPECT_EQ(
+      user::DeviceIoControl(device, kEcho, "hello kernel", 12, out, sizeof out, &returned, nullptr),
+      Status::SUCCESS);
   EXPECT_EQ(returned, 12u);
   EXPECT_EQ(std::memcmp(out, "hello kernel", 12), 0);
   EXPECT_EQ(user::CloseDevice(device), Status::SUCCESS);
-  StopChannel();
+  // CloseDevice returns after the driver's cleanup and close, not merely after the channel's.
   const auto counts = driver_.counts();
   EXPECT_EQ(counts.creates, 1);
   EXPECT_EQ(counts.cleanups, 1);
@@ -71,10 +71,10 @@ TEST_F(BridgeTest, BadLengthIsRejectedWithStatus) {
   user::DeviceHandle device = Open();
   std::vector<uint8_t> in(kMaxEcho + 1, 0x5a), out(kMaxEcho + 1);
   uint32_t returned = 99;
-  EXPECT_EQ(user::DeviceIoControl(device, kEcho, in.data(), static_cast<uint32_t>(in.size()),
-                                  out.data(), static_cast<uint32_t>(out.size()), &returned,
-                                  nullptr),
-            Status::INVALID_PARAMETER);
+  EXPECT_EQ(
+      user::DeviceIoControl(device, kEcho, in.data(), static_cast<uint32_t>(in.size()), out.data(),
+                            static_cast<uint32_t>(out.size()), &returned, nullptr),
+      Status::INVALID_PARAMETER);
   EXPECT_EQ(returned, 0u);
   // Output too small for the input: the driver says so too.
   EXPECT_EQ(user::DeviceIoControl(device, kEcho, "abcd", 4, out.data(), 2, &returned, nullptr),
@@ -142,6 +142,31 @@ TEST_F(BridgeTest, CancelIoExRunsTheDriversCancelRoutine) {
   EXPECT_EQ(user::CloseDevice(device), Status::SUCCESS);
 }
 
+TEST_F(BridgeTest, CancelBeforeTheIrpIsSentNeverReachesTheDriver) {
+  user::DeviceHandle device = Open();
+  // kBlock holds the bridge's worker, so the kPend behind it has no IRP yet.
+  user::Overlapped block = {};
+  ASSERT_EQ(user::DeviceIoControl(device, kBlock, nullptr, 0, nullptr, 0, nullptr, &block),
+            Status::PENDING);
+  ASSERT_TRUE(driver_.WaitFor([](const auto& c) { return c.blocked == 1; }));
+  user::Overlapped ov = {};
+  user::CompletionEvent event;
+  ov.Event = &event;
+  ASSERT_EQ(user::DeviceIoControl(device, kPend, nullptr, 0, nullptr, 0, nullptr, &ov),
+            Status::PENDING);
+  ASSERT_EQ(user::CancelIoEx(device, &ov), Status::SUCCESS);
+  // The cancel frame travels on its own: unblock once the sink has it.
+  ASSERT_TRUE(
+      WaitUntil([&] { return sink_.cancels_before_dispatch() == 1; }, std::chrono::seconds(10)));
+  driver_.Unblock();
+  uint32_t returned = 0;
+  EXPECT_EQ(user::GetOverlappedResult(device, &block, &returned, true), Status::SUCCESS);
+  ASSERT_TRUE(event.WaitFor(std::chrono::seconds(10)));
+  EXPECT_EQ(user::GetOverlappedResult(device, &ov, &returned, false), Status::CANCELED);
+  EXPECT_EQ(driver_.counts().pended, 0);
+  EXPECT_EQ(user::CloseDevice(device), Status::SUCCESS);
+}
+
 TEST_F(BridgeTest, CloseWithPendingIoctlsCancelsThemBeforeCleanup) {
   user::DeviceHandle device = Open();
   user::Overlapped ov[3];
@@ -153,9 +178,9 @@ TEST_F(BridgeTest, CloseWithPendingIoctlsCancelsThemBeforeCleanup) {
   const auto counts = driver_.counts();
   EXPECT_EQ(counts.cleanup_with_queued, 0);
   EXPECT_EQ(counts.released, 0);
-  EXPECT_EQ(counts.file_irps, (std::vector<kernel::IrpMajor>{
-                                  kernel::IrpMajor::kCreate, kernel::IrpMajor::kCleanup,
-                                  kernel::IrpMajor::kClose}));
+  EXPECT_EQ(counts.file_irps,
+            (std::vector<kernel::IrpMajor>{kernel::IrpMajor::kCreate, kernel::IrpMajor::kCleanup,
+                                           kernel::IrpMajor::kClose}));
 }
 
 TEST_F(BridgeTest, ConcurrentFilesAreIndependent) {
@@ -168,8 +193,8 @@ TEST_F(BridgeTest, ConcurrentFilesAreIndependent) {
         const int value = t * 1000 + i;
         int echoed = -1;
         uint32_t returned = 0;
-        EXPECT_EQ(user::DeviceIoControl(device, kEcho, &value, sizeof value, &echoed,
-                                        sizeof echoed, &returned, nullptr),
+        EXPECT_EQ(user::DeviceIoControl(device, kEcho, &value, sizeof value, &echoed, sizeof echoed,
+                                        &returned, nullptr),
                   Status::SUCCESS);
         EXPECT_EQ(echoed, value);
       }

@@ -101,6 +101,13 @@ Status BridgeTestDriver::DeviceControl(Irp* irp) {
     case kRelease:
       kernel::KeInsertQueueDpc(&release_dpc_, nullptr, nullptr);
       return Finish(irp, Status::SUCCESS);
+    case kBlock: {
+      std::unique_lock lock(mutex_);
+      ++counts_.blocked;
+      unblocked_cv_.wait(lock, [this] { return unblocked_; });
+      lock.unlock();
+      return Finish(irp, Status::SUCCESS);
+    }
     case kMode:
       if (params.OutputBufferLength < 1) return Finish(irp, Status::INVALID_PARAMETER);
       buffer[0] = static_cast<uint8_t>(irp->RequestorMode);
@@ -108,6 +115,12 @@ Status BridgeTestDriver::DeviceControl(Irp* irp) {
     default:
       return Finish(irp, Status::UNSUPPORTED);
   }
+}
+
+void BridgeTestDriver::Unblock() {
+  std::lock_guard lock(mutex_);
+  unblocked_ = true;
+  unblocked_cv_.notify_all();
 }
 
 void BridgeTestDriver::ReleaseDpc(kernel::Kdpc* /*dpc*/, void* context, void* /*arg1*/,

@@ -3,16 +3,17 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <vector>
 
+#include "bridge_test_ioctls.h"
 #include "softib/kernel/device.h"
 #include "softib/kernel/dpc.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/node.h"
-#include "bridge_test_ioctls.h"
 
 namespace softib::bridge::test {
 
@@ -30,14 +31,17 @@ class BridgeTestDriver {
     int creates = 0;
     int cleanups = 0;
     int closes = 0;
-    int pended = 0;      // IRPs inserted into the queue
-    int released = 0;    // IRPs the DPC completed
-    int kernel_mode_irps = 0;  // any IRP that did not come from user mode
-    int cleanup_with_queued = 0;  // cleanups that found IRPs still queued
+    int pended = 0;                           // IRPs inserted into the queue
+    int released = 0;                         // IRPs the DPC completed
+    int blocked = 0;                          // kBlock dispatches entered
+    int kernel_mode_irps = 0;                 // any IRP that did not come from user mode
+    int cleanup_with_queued = 0;              // cleanups that found IRPs still queued
     std::vector<kernel::IrpMajor> file_irps;  // create/cleanup/close in order
     const kernel::FileObject* last_opened = nullptr;
   };
   Counts counts();
+  // Lets kBlock dispatches return (now and from now on).
+  void Unblock();
   // No IRP waits in the queue now.
   bool queue_empty() { return queue_.empty(); }
   // Polls until `done(counts())` holds; false after `limit`.
@@ -55,6 +59,8 @@ class BridgeTestDriver {
   kernel::CancelSafeQueue queue_;
   kernel::Kdpc release_dpc_;
   std::mutex mutex_;
+  std::condition_variable unblocked_cv_;
+  bool unblocked_ = false;
   Counts counts_;
 };
 

@@ -6,6 +6,8 @@
 //   kRelease  completes at once and queues a DPC that completes every pended IRP with
 //             SUCCESS and the output kReleased.
 //   kMode     one byte of output: the IRP's RequestorMode (1 = user).
+//   kBlock    blocks in dispatch (PASSIVE) until the test unblocks the driver, then succeeds:
+//             holds the bridge's worker so later requests wait behind it.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@ inline constexpr uint32_t kEcho = 0x220000;
 inline constexpr uint32_t kPend = 0x220004;
 inline constexpr uint32_t kRelease = 0x220008;
 inline constexpr uint32_t kMode = 0x22000c;
+inline constexpr uint32_t kBlock = 0x220010;
 inline constexpr uint32_t kMaxEcho = 256;
 inline constexpr char kReleased[] = "released";  // its 8 letters are the output
 

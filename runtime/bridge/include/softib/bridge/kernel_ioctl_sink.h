@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -52,6 +53,10 @@ class KernelIoctlSink : public channel::IoctlSink {
   // Files opened and not yet closed (kernel side).
   size_t open_files() const;
 
+  // Cancels that arrived before the request's IRP was built (it then never reaches the
+  // driver); for tests and diagnostics.
+  uint64_t cancels_before_dispatch() const { return cancels_before_dispatch_.load(); }
+
   // Waits until the worker has run everything queued so far (tests).
   void Flush();
 
@@ -73,9 +78,10 @@ class KernelIoctlSink : public channel::IoctlSink {
   kernel::Node* const node_;
   const std::string device_name_;
 
-  mutable std::mutex mutex_;  // files_, pids_
+  mutable std::mutex mutex_;                                         // files_, pids_
   std::unordered_map<uint64_t, std::shared_ptr<BridgeFile>> files_;  // by channel file id
   std::unordered_map<const kernel::FileObject*, pid_t> pids_;
+  std::atomic<uint64_t> cancels_before_dispatch_{0};
 
   std::mutex work_mutex_;
   std::condition_variable work_cv_;
