@@ -129,7 +129,7 @@ void KernelIoctlSink::Open(FileContext& file) {
 void KernelIoctlSink::OpenOnWorker(const std::shared_ptr<BridgeFile>& file) {
   kernel::FileObject* object = nullptr;
   file->open_status =
-      kernel::IoCreateFile(node_, device_name_.c_str(), kernel::ProcessorMode::kUserMode, &object);
+      kernel::IoCreateFileForProcess(node_, device_name_.c_str(), file->peer_pid, &object);
   if (file->open_status != Status::SUCCESS) return;
   file->object = object;
   std::lock_guard lock(mutex_);

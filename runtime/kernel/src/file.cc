@@ -18,9 +18,8 @@ Status SendFileIrp(FileObject* file, IrpMajor major) {
   return status;
 }
 
-}  // namespace
-
-Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, FileObject** file) {
+Status CreateFile(Node* node, const char* device_name, ProcessorMode mode, int32_t pid,
+                  FileObject** file) {
   VerifyBlockingAllowed("IoCreateFile");
   DeviceObject* named = IoGetDeviceByName(node, device_name);
   if (named == nullptr) return Status::NOT_FOUND;
@@ -29,6 +28,7 @@ Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, Fil
   auto* opened = new FileObject{};
   opened->DeviceObject = top;
   opened->RequestorMode = mode;
+  opened->ProcessId = pid;
   const Status status = SendFileIrp(opened, IrpMajor::kCreate);
   if (status != Status::SUCCESS) {
     delete opened;
@@ -37,6 +37,17 @@ Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, Fil
   }
   *file = opened;
   return Status::SUCCESS;
+}
+
+}  // namespace
+
+Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, FileObject** file) {
+  return CreateFile(node, device_name, mode, 0, file);
+}
+
+Status IoCreateFileForProcess(Node* node, const char* device_name, int32_t pid,
+                              FileObject** file) {
+  return CreateFile(node, device_name, ProcessorMode::kUserMode, pid, file);
 }
 
 void IoCloseFile(FileObject* file) {

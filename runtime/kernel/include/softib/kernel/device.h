@@ -38,6 +38,7 @@ struct FileObject {
   void* FsContext;  // the driver's per-open state (e.g. the AL instance and handle table)
   void* FsContext2;
   ProcessorMode RequestorMode;  // who opened it
+  int32_t ProcessId;            // the opening user process (Linux pid); 0 for kernel opens
 };
 
 // ---- Drivers ----
@@ -90,6 +91,11 @@ inline Node* IoGetDeviceNode(DeviceObject* device) { return device->DriverObject
 // IRP_MJ_CREATE (RequestorMode `mode`); a failing create status is returned and no file
 // remains. PASSIVE only.
 Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, FileObject** file);
+
+// The same for a user-mode open on behalf of process `pid` (the HCA reaches that process's
+// memory by pid, and the open's owner is known from IRP_MJ_CREATE on).
+Status IoCreateFileForProcess(Node* node, const char* device_name, int32_t pid,
+                              FileObject** file);
 
 // Sends IRP_MJ_CLEANUP then IRP_MJ_CLOSE to the file's device, then drops the file and its
 // device reference. PASSIVE only.

@@ -1,0 +1,58 @@
+// A booted node: the emulated kernel with the HCA driver and its software HCAs, the bus
+// driver and the Access Layer, in the order a real host loads them. The composition root
+// that softibd and the tests use (CONTRACT written by the lead; runtime/stack implements it
+// and may add to it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "softib/kernel/node.h"
+#include "softib/kernel/status.h"
+
+namespace softib::al {
+class AccessLayer;
+}
+
+namespace softib::stack {
+
+struct CaConfig {
+  uint64_t node_guid = 0;  // host order; 0: derived from the node and the CA's index
+  uint8_t num_ports = 1;
+};
+
+struct NodeConfig {
+  std::string name = "node0";
+  std::vector<CaConfig> cas = {CaConfig{}, CaConfig{}};
+  // Port 1 of CA i cabled to port 1 of CA i+1 (i even): the default node of the main job,
+  // two HCAs back to back. The link comes up ACTIVE with LIDs assigned (no SM yet).
+  bool cable_pairs = true;
+};
+
+class NodeStack {
+ public:
+  // Boots the node; nullptr and `status` on failure (nothing left running).
+  static std::unique_ptr<NodeStack> Boot(const NodeConfig& config, kernel::Status* status);
+  ~NodeStack();  // orderly shutdown: AL, bus, HCAs, node
+
+  kernel::Node* node();
+  al::AccessLayer* access_layer();
+  std::vector<uint64_t> ca_guids() const;  // host order
+  // The device name a user process opens for the CA (the OpenCa redirect target).
+  std::string ca_device_name(uint64_t ca_guid) const;
+
+  // Surprise removal of a CA, as if the hardware vanished: its users' calls fail with
+  // CA_REMOVED, they get the removal events, nothing leaks. PASSIVE.
+  kernel::Status RemoveCa(uint64_t ca_guid);
+  // Adds a CA at run time (arrival events). PASSIVE.
+  kernel::Status AddCa(const CaConfig& config, uint64_t* ca_guid);
+
+ private:
+  NodeStack() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace softib::stack
