@@ -57,6 +57,7 @@ set(SOFTIB_GEN_USER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_srq_proxy.cc
 )
 set(SOFTIB_GEN_CONFORMANCE_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/rings_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/runtime_ioctls_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/runtime_ioctls_dispatch_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/types_abi_conformance.cc
@@ -80,4 +81,18 @@ set(SOFTIB_GEN_CONFORMANCE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_srq_dispatch_conformance.cc
 )
 set(SOFTIB_GEN_DOCS_SOURCES
+)
+set(SOFTIB_GEN_FUZZ_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/proxy_model.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/runtime_ioctls_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verb_model.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_al_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_ca_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_cm_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_cq_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_mcast_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_mr_mw_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_pd_av_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_qp_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_srq_fuzz.cc
 )

@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
 # Builds every preset that CI checks and runs every test in it.
-#   default: everything (labels codegen, unit, conformance, interop, integration)
-#   m32:     the user-side libraries and their tests, 32-bit
+#   m32:     the user-side libraries, their tests and the 32-bit clients
+#   default: everything (labels codegen, unit, conformance, interop, integration, bench)
 #   asan:    the whole suite under AddressSanitizer + UBSan
-# then every libFuzzer target briefly (scripts/fuzz.sh; SOFTIB_FUZZ_SECONDS, default 10).
+#   tsan:    the runtime and HCA folders under ThreadSanitizer
+# then every libFuzzer target briefly (scripts/fuzz.sh; SOFTIB_FUZZ_SECONDS in total,
+# default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${SOFTIB_JOBS:-2}
-# m32 first: its 32-bit channel client is the peer of the 64-bit server in the
-# default and asan integration tests (a 32-bit process against the 64-bit kernel).
-presets=${SOFTIB_PRESETS:-"m32 default asan"}
-m32_client="$PWD/build/m32/runtime/channel/channel_child_client"
+# m32 first: its 32-bit clients are the peers of the 64-bit servers in the default and
+# asan integration tests (a 32-bit process against the 64-bit kernel).
+presets=${SOFTIB_PRESETS:-"m32 default asan tsan"}
+m32_channel_client="$PWD/build/m32/runtime/channel/channel_child_client"
+m32_verbs_client="$PWD/build/m32/tests/integration/softib_verbs_client"
+# What the tsan preset builds and runs: the folders with threads of their own.
+tsan_folders="runtime hca"
 
 for preset in $presets; do
   echo "=== softib: preset ${preset} ==="
   extra=()
-  if [ "$preset" != m32 ] && [ -x "$m32_client" ]; then
-    extra=(-DSOFTIB_M32_CHANNEL_CLIENT="$m32_client")
+  if [ "$preset" != m32 ]; then
+    [ -x "$m32_channel_client" ] && extra+=(-DSOFTIB_M32_CHANNEL_CLIENT="$m32_channel_client")
+    [ -x "$m32_verbs_client" ] && extra+=(-DSOFTIB_M32_VERBS_CLIENT="$m32_verbs_client")
   fi
   cmake --preset "$preset" "${extra[@]}" >/dev/null
-  cmake --build --preset "$preset" -j "$jobs"
-  ctest --preset "$preset" -j "$jobs"
+  if [ "$preset" = tsan ]; then
+    targets=()
+    for folder in $tsan_folders; do targets+=("$folder/all"); done
+    cmake --build --preset "$preset" -j "$jobs" --target "${targets[@]}"
+    for folder in $tsan_folders; do
+      ctest --test-dir "build/tsan/$folder" -j "$jobs" --output-on-failure
+    done
+  else
+    cmake --build --preset "$preset" -j "$jobs"
+    ctest --preset "$preset" -j "$jobs"
+  fi
 done
-scripts/fuzz.sh "${SOFTIB_FUZZ_SECONDS:-10}"
+scripts/fuzz.sh "${SOFTIB_FUZZ_SECONDS:-20}"
 echo "=== softib: all presets passed (${presets}) ==="

@@ -16,6 +16,9 @@ Status IbGetAsyncEvent(IbAl* al, const abi::GetAsyncEventIn& in, abi::GetAsyncEv
                        Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbGetAsyncEvent");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).runtime_ioctls == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   GetAsyncEventRefs refs;
   if (const Status s = ValidateGetAsyncEvent(ctx, in, refs); s != Status::SUCCESS) {
@@ -57,6 +60,9 @@ Status IbGetCompletionEvent(IbAl* al, const abi::GetCompletionEventIn& in,
                             abi::GetCompletionEventOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbGetCompletionEvent");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).runtime_ioctls == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   GetCompletionEventRefs refs;
   if (const Status s = ValidateGetCompletionEvent(ctx, in, refs); s != Status::SUCCESS) {
@@ -102,6 +108,9 @@ Status CallGetCompletionEventIrp(DeviceObject* target, FileObject* file,
 Status IbGetPnpEvent(IbAl* al, const abi::GetPnpEventIn& in, abi::GetPnpEventOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbGetPnpEvent");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).runtime_ioctls == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   GetPnpEventRefs refs;
   if (const Status s = ValidateGetPnpEvent(ctx, in, refs); s != Status::SUCCESS) {

@@ -252,4 +252,24 @@ Status DispatchQueryObjectCounts(RuntimeIoctlsVerbHandlers& handlers, const Call
   return CompleteVerbIrp(irp, status, sizeof(abi::QueryObjectCountsOut));
 }
 
+Status ValidateGetFileAl([[maybe_unused]] const CallContext& ctx, const abi::GetFileAlIn& in) {
+  if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
+  return Status::SUCCESS;
+}
+
+Status DispatchGetFileAl(RuntimeIoctlsVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kPassive, "GetFileAl");
+  const BufferedIoctl io(irp);
+  if (io.in_length != sizeof(abi::GetFileAlIn)) return io.Fail(Status::INVALID_PARAMETER);
+  if (io.out_length < sizeof(abi::GetFileAlOut)) return io.Fail(Status::INVALID_PARAMETER);
+  abi::GetFileAlIn in;
+  io.ReadInput(&in);
+  if (const Status s = ValidateGetFileAl(ctx, in); s != Status::SUCCESS) {
+    return io.Fail(s);
+  }
+  abi::GetFileAlOut& out = *io.Output<abi::GetFileAlOut>();
+  const Status status = handlers.GetFileAl(ctx, in, out, irp);
+  return CompleteVerbIrp(irp, status, sizeof(abi::GetFileAlOut));
+}
+
 }  // namespace softib::kernel

@@ -115,6 +115,11 @@ class RuntimeIoctlsVerbHandlers {
   virtual Status QueryObjectCounts(const CallContext& ctx, const abi::QueryObjectCountsIn& in,
                                    QueryObjectCountsRefs& refs, abi::QueryObjectCountsOut& out,
                                    Irp* irp) = 0;
+
+  /// The handle of the calling file's implicit Al object (every open of the AL device or of
+  /// a CA device carries one), which the other requests of the file name.
+  virtual Status GetFileAl(const CallContext& ctx, const abi::GetFileAlIn& in,
+                           abi::GetFileAlOut& out, Irp* irp) = 0;
 };
 
 // ResolveCaDevice (0x0F00): the checks after the lengths, for the dispatch and direct calls.
@@ -174,5 +179,10 @@ Status ValidateQueryObjectCounts([[maybe_unused]] const CallContext& ctx,
 // Dispatches the IOCTL of QueryObjectCounts: validates, calls the handler, completes the IRP.
 Status DispatchQueryObjectCounts(RuntimeIoctlsVerbHandlers& handlers, const CallContext& ctx,
                                  Irp* irp);
+
+// GetFileAl (0x0F09): the checks after the lengths, for the dispatch and direct calls.
+Status ValidateGetFileAl([[maybe_unused]] const CallContext& ctx, const abi::GetFileAlIn& in);
+// Dispatches the IOCTL of GetFileAl: validates, calls the handler, completes the IRP.
+Status DispatchGetFileAl(RuntimeIoctlsVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
 
 }  // namespace softib::kernel

@@ -16,6 +16,7 @@ bool IsVerbIoctl(uint32_t code) {
     case abi::kIoctlGetPnpEvent:
     case abi::kIoctlCancelPending:
     case abi::kIoctlQueryObjectCounts:
+    case abi::kIoctlGetFileAl:
     case abi::kIoctlOpenAl:
     case abi::kIoctlCloseAl:
     case abi::kIoctlRegisterPnp:
@@ -135,6 +136,10 @@ Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx,
       if (!from_user) return refuse(Status::INVALID_PARAMETER);
       if (handlers.runtime_ioctls == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchQueryObjectCounts(*handlers.runtime_ioctls, ctx, irp);
+    case abi::kIoctlGetFileAl:
+      if (!from_user) return refuse(Status::INVALID_PARAMETER);
+      if (handlers.runtime_ioctls == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchGetFileAl(*handlers.runtime_ioctls, ctx, irp);
     case abi::kIoctlOpenAl:
       if (from_user) return refuse(Status::INVALID_PARAMETER);
       if (handlers.verbs_al == nullptr) return refuse(Status::UNSUPPORTED);

@@ -15,6 +15,8 @@ namespace softib::kernel {
 Status IbOpenAl(IbAl* al, const abi::OpenAlIn& in, abi::OpenAlOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbOpenAl");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (const Status s = ValidateOpenAl(ctx, in); s != Status::SUCCESS) {
     return FinishDirectCall(irp, s, 0);
@@ -53,6 +55,8 @@ Status CallOpenAlIrp(DeviceObject* target, FileObject* file, const abi::OpenAlIn
 Status IbCloseAl(IbAl* al, const abi::CloseAlIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbCloseAl");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CloseAlRefs refs;
   if (const Status s = ValidateCloseAl(ctx, in, refs); s != Status::SUCCESS) {
@@ -89,6 +93,8 @@ Status CallCloseAlIrp(DeviceObject* target, FileObject* file, const abi::CloseAl
 Status IbRegisterPnp(IbAl* al, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbRegisterPnp");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   RegisterPnpRefs refs;
   if (const Status s = ValidateRegisterPnp(ctx, in, refs); s != Status::SUCCESS) {
@@ -128,6 +134,8 @@ Status CallRegisterPnpIrp(DeviceObject* target, FileObject* file, const abi::Reg
 Status IbDeregisterPnp(IbAl* al, const abi::DeregisterPnpIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbDeregisterPnp");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DeregisterPnpRefs refs;
   if (const Status s = ValidateDeregisterPnp(ctx, in, refs); s != Status::SUCCESS) {
@@ -166,6 +174,8 @@ Status IbCreateMadPool(IbAl* al, const abi::CreateMadPoolIn& in, abi::CreateMadP
                        Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCreateMadPool");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CreateMadPoolRefs refs;
   if (const Status s = ValidateCreateMadPool(ctx, in, refs); s != Status::SUCCESS) {
@@ -206,6 +216,8 @@ Status CallCreateMadPoolIrp(DeviceObject* target, FileObject* file, const abi::C
 Status IbDestroyMadPool(IbAl* al, const abi::DestroyMadPoolIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDestroyMadPool");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DestroyMadPoolRefs refs;
   if (const Status s = ValidateDestroyMadPool(ctx, in, refs); s != Status::SUCCESS) {
@@ -245,6 +257,8 @@ Status CallDestroyMadPoolIrp(DeviceObject* target, FileObject* file,
 Status IbRegMadSvc(IbAl* al, const abi::RegMadSvcIn& in, abi::RegMadSvcOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbRegMadSvc");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   RegMadSvcRefs refs;
   if (const Status s = ValidateRegMadSvc(ctx, in, refs); s != Status::SUCCESS) {
@@ -284,6 +298,8 @@ Status CallRegMadSvcIrp(DeviceObject* target, FileObject* file, const abi::RegMa
 Status IbDeregMadSvc(IbAl* al, const abi::DeregMadSvcIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDeregMadSvc");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DeregMadSvcRefs refs;
   if (const Status s = ValidateDeregMadSvc(ctx, in, refs); s != Status::SUCCESS) {
@@ -321,6 +337,8 @@ Status IbSendMad(IbAl* al, const abi::SendMadIn& in, std::span<const uint8_t> ma
                  abi::SendMadOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbSendMad");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (mad.size() != in.mad_length || mad.size() > 131072) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -369,6 +387,8 @@ Status CallSendMadIrp(DeviceObject* target, FileObject* file, const abi::SendMad
 Status IbCancelMad(IbAl* al, const abi::CancelMadIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCancelMad");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CancelMadRefs refs;
   if (const Status s = ValidateCancelMad(ctx, in, refs); s != Status::SUCCESS) {
@@ -406,6 +426,8 @@ Status IbGetMadEvent(IbAl* al, const abi::GetMadEventIn& in, abi::GetMadEventOut
                      std::span<uint8_t> mad, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbGetMadEvent");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   GetMadEventRefs refs;
   if (const Status s = ValidateGetMadEvent(ctx, in, refs); s != Status::SUCCESS) {
@@ -449,6 +471,8 @@ Status IbSendSaRequest(IbAl* al, const abi::SendSaRequestIn& in, std::span<const
                        abi::SendSaRequestOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbSendSaRequest");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (attribute.size() != in.attribute_length || attribute.size() > 200) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -499,6 +523,8 @@ Status IbGetSaResponse(IbAl* al, const abi::GetSaResponseIn& in, abi::GetSaRespo
                        std::span<uint8_t> data, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbGetSaResponse");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   GetSaResponseRefs refs;
   if (const Status s = ValidateGetSaResponse(ctx, in, refs); s != Status::SUCCESS) {
@@ -542,6 +568,8 @@ Status CallGetSaResponseIrp(DeviceObject* target, FileObject* file, const abi::G
 Status IbCancelSaRequest(IbAl* al, const abi::CancelSaRequestIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCancelSaRequest");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CancelSaRequestRefs refs;
   if (const Status s = ValidateCancelSaRequest(ctx, in, refs); s != Status::SUCCESS) {
@@ -582,6 +610,8 @@ Status IbRegisterService(IbAl* al, const abi::RegisterServiceIn& in, abi::Regist
                          Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbRegisterService");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   RegisterServiceRefs refs;
   if (const Status s = ValidateRegisterService(ctx, in, refs); s != Status::SUCCESS) {
@@ -622,6 +652,8 @@ Status CallRegisterServiceIrp(DeviceObject* target, FileObject* file,
 Status IbDeregisterService(IbAl* al, const abi::DeregisterServiceIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDeregisterService");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DeregisterServiceRefs refs;
   if (const Status s = ValidateDeregisterService(ctx, in, refs); s != Status::SUCCESS) {
@@ -661,6 +693,8 @@ Status CallDeregisterServiceIrp(DeviceObject* target, FileObject* file,
 Status IbJoinMcast(IbAl* al, const abi::JoinMcastIn& in, abi::JoinMcastOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbJoinMcast");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   JoinMcastRefs refs;
   if (const Status s = ValidateJoinMcast(ctx, in, refs); s != Status::SUCCESS) {
@@ -700,6 +734,8 @@ Status CallJoinMcastIrp(DeviceObject* target, FileObject* file, const abi::JoinM
 Status IbLeaveMcast(IbAl* al, const abi::LeaveMcastIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbLeaveMcast");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   LeaveMcastRefs refs;
   if (const Status s = ValidateLeaveMcast(ctx, in, refs); s != Status::SUCCESS) {

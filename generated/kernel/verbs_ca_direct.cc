@@ -16,6 +16,8 @@ Status IbGetCaGuids(IbAl* al, const abi::GetCaGuidsIn& in, abi::GetCaGuidsOut& o
                     std::span<uint64_t> ca_guids, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbGetCaGuids");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   GetCaGuidsRefs refs;
   if (const Status s = ValidateGetCaGuids(ctx, in, refs); s != Status::SUCCESS) {
@@ -58,6 +60,8 @@ Status CallGetCaGuidsIrp(DeviceObject* target, FileObject* file, const abi::GetC
 Status IbOpenCa(IbAl* al, const abi::OpenCaIn& in, abi::OpenCaOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbOpenCa");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   OpenCaRefs refs;
   if (const Status s = ValidateOpenCa(ctx, in, refs); s != Status::SUCCESS) {
@@ -98,6 +102,8 @@ Status IbQueryCa(IbAl* al, const abi::QueryCaIn& in, abi::QueryCaOut& out,
                  std::span<abi::PortAttributes> ports, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryCa");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryCaRefs refs;
   if (const Status s = ValidateQueryCa(ctx, in, refs); s != Status::SUCCESS) {
@@ -142,6 +148,8 @@ Status IbQueryGidTable(IbAl* al, const abi::QueryGidTableIn& in, abi::QueryGidTa
                        std::span<abi::Gid> gids, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryGidTable");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryGidTableRefs refs;
   if (const Status s = ValidateQueryGidTable(ctx, in, refs); s != Status::SUCCESS) {
@@ -186,6 +194,8 @@ Status IbQueryPkeyTable(IbAl* al, const abi::QueryPkeyTableIn& in, abi::QueryPke
                         std::span<uint16_t> pkeys, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryPkeyTable");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryPkeyTableRefs refs;
   if (const Status s = ValidateQueryPkeyTable(ctx, in, refs); s != Status::SUCCESS) {
@@ -230,6 +240,8 @@ Status CallQueryPkeyTableIrp(DeviceObject* target, FileObject* file,
 Status IbModifyCa(IbAl* al, const abi::ModifyCaIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbModifyCa");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   ModifyCaRefs refs;
   if (const Status s = ValidateModifyCa(ctx, in, refs); s != Status::SUCCESS) {
@@ -266,6 +278,8 @@ Status CallModifyCaIrp(DeviceObject* target, FileObject* file, const abi::Modify
 Status IbCloseCa(IbAl* al, const abi::CloseCaIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbCloseCa");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CloseCaRefs refs;
   if (const Status s = ValidateCloseCa(ctx, in, refs); s != Status::SUCCESS) {
@@ -303,6 +317,8 @@ Status IbCiCall(IbAl* al, const abi::CiCallIn& in, std::span<const uint8_t> requ
                 abi::CiCallOut& out, std::span<uint8_t> response_data, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbCiCall");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (request_data.size() != in.request_length || request_data.size() > 4096) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -355,6 +371,8 @@ Status CallCiCallIrp(DeviceObject* target, FileObject* file, const abi::CiCallIn
 Status IbLocalMad(IbAl* al, const abi::LocalMadIn& in, abi::LocalMadOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbLocalMad");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_ca == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   LocalMadRefs refs;
   if (const Status s = ValidateLocalMad(ctx, in, refs); s != Status::SUCCESS) {

@@ -15,6 +15,8 @@ namespace softib::kernel {
 Status IbCreateCep(IbAl* al, const abi::CreateCepIn& in, abi::CreateCepOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCreateCep");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CreateCepRefs refs;
   if (const Status s = ValidateCreateCep(ctx, in, refs); s != Status::SUCCESS) {
@@ -54,6 +56,8 @@ Status CallCreateCepIrp(DeviceObject* target, FileObject* file, const abi::Creat
 Status IbDestroyCep(IbAl* al, const abi::DestroyCepIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDestroyCep");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DestroyCepRefs refs;
   if (const Status s = ValidateDestroyCep(ctx, in, refs); s != Status::SUCCESS) {
@@ -90,6 +94,8 @@ Status CallDestroyCepIrp(DeviceObject* target, FileObject* file, const abi::Dest
 Status IbCepListen(IbAl* al, const abi::CepListenIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepListen");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CepListenRefs refs;
   if (const Status s = ValidateCepListen(ctx, in, refs); s != Status::SUCCESS) {
@@ -127,6 +133,8 @@ Status IbCepSendReq(IbAl* al, const abi::CepSendReqIn& in, std::span<const uint8
                     Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendReq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 92) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -174,6 +182,8 @@ Status IbCepSendRep(IbAl* al, const abi::CepSendRepIn& in, std::span<const uint8
                     Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendRep");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 196) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -221,6 +231,8 @@ Status IbCepSendRtu(IbAl* al, const abi::CepSendRtuIn& in, std::span<const uint8
                     Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendRtu");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 224) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -268,6 +280,8 @@ Status IbCepSendRej(IbAl* al, const abi::CepSendRejIn& in, std::span<const uint8
                     Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendRej");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 148) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -315,6 +329,8 @@ Status IbCepSendMra(IbAl* al, const abi::CepSendMraIn& in, std::span<const uint8
                     Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendMra");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 222) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -362,6 +378,8 @@ Status IbCepSendLap(IbAl* al, const abi::CepSendLapIn& in, std::span<const uint8
                     Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendLap");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 168) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -409,6 +427,8 @@ Status IbCepSendApr(IbAl* al, const abi::CepSendAprIn& in, std::span<const uint8
                     Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendApr");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 148) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -456,6 +476,8 @@ Status IbCepSendDreq(IbAl* al, const abi::CepSendDreqIn& in, std::span<const uin
                      Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendDreq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 220) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -504,6 +526,8 @@ Status IbCepSendDrep(IbAl* al, const abi::CepSendDrepIn& in, std::span<const uin
                      Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendDrep");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 224) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -552,6 +576,8 @@ Status IbCepSendSidrReq(IbAl* al, const abi::CepSendSidrReqIn& in,
                         std::span<const uint8_t> private_data, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendSidrReq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 216) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -602,6 +628,8 @@ Status IbCepSendSidrRep(IbAl* al, const abi::CepSendSidrRepIn& in,
                         std::span<const uint8_t> private_data, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepSendSidrRep");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (private_data.size() != in.private_data_length || private_data.size() > 136) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -652,6 +680,8 @@ Status IbCepGetRtrAttributes(IbAl* al, const abi::CepGetRtrAttributesIn& in,
                              abi::CepGetRtrAttributesOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepGetRtrAttributes");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CepGetRtrAttributesRefs refs;
   if (const Status s = ValidateCepGetRtrAttributes(ctx, in, refs); s != Status::SUCCESS) {
@@ -697,6 +727,8 @@ Status IbCepGetRtsAttributes(IbAl* al, const abi::CepGetRtsAttributesIn& in,
                              abi::CepGetRtsAttributesOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepGetRtsAttributes");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CepGetRtsAttributesRefs refs;
   if (const Status s = ValidateCepGetRtsAttributes(ctx, in, refs); s != Status::SUCCESS) {
@@ -741,6 +773,8 @@ Status CallCepGetRtsAttributesIrp(DeviceObject* target, FileObject* file,
 Status IbCepGetEvent(IbAl* al, const abi::CepGetEventIn& in, abi::CepGetEventOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCepGetEvent");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cm == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CepGetEventRefs refs;
   if (const Status s = ValidateCepGetEvent(ctx, in, refs); s != Status::SUCCESS) {

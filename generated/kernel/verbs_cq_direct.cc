@@ -15,6 +15,8 @@ namespace softib::kernel {
 Status IbCreateCq(IbAl* al, const abi::CreateCqIn& in, abi::CreateCqOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCreateCq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CreateCqRefs refs;
   if (const Status s = ValidateCreateCq(ctx, in, refs); s != Status::SUCCESS) {
@@ -54,6 +56,8 @@ Status CallCreateCqIrp(DeviceObject* target, FileObject* file, const abi::Create
 Status IbQueryCq(IbAl* al, const abi::QueryCqIn& in, abi::QueryCqOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryCq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryCqRefs refs;
   if (const Status s = ValidateQueryCq(ctx, in, refs); s != Status::SUCCESS) {
@@ -93,6 +97,8 @@ Status CallQueryCqIrp(DeviceObject* target, FileObject* file, const abi::QueryCq
 Status IbModifyCq(IbAl* al, const abi::ModifyCqIn& in, abi::ModifyCqOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbModifyCq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   ModifyCqRefs refs;
   if (const Status s = ValidateModifyCq(ctx, in, refs); s != Status::SUCCESS) {
@@ -132,6 +138,8 @@ Status CallModifyCqIrp(DeviceObject* target, FileObject* file, const abi::Modify
 Status IbDestroyCq(IbAl* al, const abi::DestroyCqIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDestroyCq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_cq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DestroyCqRefs refs;
   if (const Status s = ValidateDestroyCq(ctx, in, refs); s != Status::SUCCESS) {

@@ -15,6 +15,9 @@ namespace softib::kernel {
 Status IbAttachMcast(IbAl* al, const abi::AttachMcastIn& in, abi::AttachMcastOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbAttachMcast");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mcast == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   AttachMcastRefs refs;
   if (const Status s = ValidateAttachMcast(ctx, in, refs); s != Status::SUCCESS) {
@@ -54,6 +57,9 @@ Status CallAttachMcastIrp(DeviceObject* target, FileObject* file, const abi::Att
 Status IbDetachMcast(IbAl* al, const abi::DetachMcastIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDetachMcast");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mcast == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DetachMcastRefs refs;
   if (const Status s = ValidateDetachMcast(ctx, in, refs); s != Status::SUCCESS) {

@@ -15,6 +15,9 @@ namespace softib::kernel {
 Status IbRegMem(IbAl* al, const abi::RegMemIn& in, abi::RegMemOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbRegMem");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   RegMemRefs refs;
   if (const Status s = ValidateRegMem(ctx, in, refs); s != Status::SUCCESS) {
@@ -55,6 +58,9 @@ Status IbRegPhys(IbAl* al, const abi::RegPhysIn& in, std::span<const abi::PhysRa
                  abi::RegPhysOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbRegPhys");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (ranges.size() != in.num_ranges || ranges.size() > 1024) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -103,6 +109,9 @@ Status CallRegPhysIrp(DeviceObject* target, FileObject* file, const abi::RegPhys
 Status IbQueryMr(IbAl* al, const abi::QueryMrIn& in, abi::QueryMrOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryMr");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryMrRefs refs;
   if (const Status s = ValidateQueryMr(ctx, in, refs); s != Status::SUCCESS) {
@@ -142,6 +151,9 @@ Status CallQueryMrIrp(DeviceObject* target, FileObject* file, const abi::QueryMr
 Status IbReregMem(IbAl* al, const abi::ReregMemIn& in, abi::ReregMemOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbReregMem");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   ReregMemRefs refs;
   if (const Status s = ValidateReregMem(ctx, in, refs); s != Status::SUCCESS) {
@@ -182,6 +194,9 @@ Status IbReregPhys(IbAl* al, const abi::ReregPhysIn& in, std::span<const abi::Ph
                    abi::ReregPhysOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbReregPhys");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   if (ranges.size() != in.num_ranges || ranges.size() > 1024) {
     return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
@@ -230,6 +245,9 @@ Status CallReregPhysIrp(DeviceObject* target, FileObject* file, const abi::Rereg
 Status IbRegShared(IbAl* al, const abi::RegSharedIn& in, abi::RegSharedOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbRegShared");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   RegSharedRefs refs;
   if (const Status s = ValidateRegShared(ctx, in, refs); s != Status::SUCCESS) {
@@ -269,6 +287,9 @@ Status CallRegSharedIrp(DeviceObject* target, FileObject* file, const abi::RegSh
 Status IbDeregMr(IbAl* al, const abi::DeregMrIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDeregMr");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DeregMrRefs refs;
   if (const Status s = ValidateDeregMr(ctx, in, refs); s != Status::SUCCESS) {
@@ -305,6 +326,9 @@ Status CallDeregMrIrp(DeviceObject* target, FileObject* file, const abi::DeregMr
 Status IbCreateMw(IbAl* al, const abi::CreateMwIn& in, abi::CreateMwOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCreateMw");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CreateMwRefs refs;
   if (const Status s = ValidateCreateMw(ctx, in, refs); s != Status::SUCCESS) {
@@ -344,6 +368,9 @@ Status CallCreateMwIrp(DeviceObject* target, FileObject* file, const abi::Create
 Status IbQueryMw(IbAl* al, const abi::QueryMwIn& in, abi::QueryMwOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryMw");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryMwRefs refs;
   if (const Status s = ValidateQueryMw(ctx, in, refs); s != Status::SUCCESS) {
@@ -383,6 +410,9 @@ Status CallQueryMwIrp(DeviceObject* target, FileObject* file, const abi::QueryMw
 Status IbDestroyMw(IbAl* al, const abi::DestroyMwIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDestroyMw");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_mr_mw == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DestroyMwRefs refs;
   if (const Status s = ValidateDestroyMw(ctx, in, refs); s != Status::SUCCESS) {

@@ -15,6 +15,9 @@ namespace softib::kernel {
 Status IbAllocPd(IbAl* al, const abi::AllocPdIn& in, abi::AllocPdOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbAllocPd");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_pd_av == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   AllocPdRefs refs;
   if (const Status s = ValidateAllocPd(ctx, in, refs); s != Status::SUCCESS) {
@@ -54,6 +57,9 @@ Status CallAllocPdIrp(DeviceObject* target, FileObject* file, const abi::AllocPd
 Status IbDeallocPd(IbAl* al, const abi::DeallocPdIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDeallocPd");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_pd_av == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DeallocPdRefs refs;
   if (const Status s = ValidateDeallocPd(ctx, in, refs); s != Status::SUCCESS) {
@@ -90,6 +96,9 @@ Status CallDeallocPdIrp(DeviceObject* target, FileObject* file, const abi::Deall
 Status IbCreateAv(IbAl* al, const abi::CreateAvIn& in, abi::CreateAvOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCreateAv");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_pd_av == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CreateAvRefs refs;
   if (const Status s = ValidateCreateAv(ctx, in, refs); s != Status::SUCCESS) {
@@ -129,6 +138,9 @@ Status CallCreateAvIrp(DeviceObject* target, FileObject* file, const abi::Create
 Status IbQueryAv(IbAl* al, const abi::QueryAvIn& in, abi::QueryAvOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryAv");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_pd_av == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryAvRefs refs;
   if (const Status s = ValidateQueryAv(ctx, in, refs); s != Status::SUCCESS) {
@@ -168,6 +180,9 @@ Status CallQueryAvIrp(DeviceObject* target, FileObject* file, const abi::QueryAv
 Status IbModifyAv(IbAl* al, const abi::ModifyAvIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbModifyAv");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_pd_av == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   ModifyAvRefs refs;
   if (const Status s = ValidateModifyAv(ctx, in, refs); s != Status::SUCCESS) {
@@ -204,6 +219,9 @@ Status CallModifyAvIrp(DeviceObject* target, FileObject* file, const abi::Modify
 Status IbDestroyAv(IbAl* al, const abi::DestroyAvIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDestroyAv");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_pd_av == nullptr)
+    return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DestroyAvRefs refs;
   if (const Status s = ValidateDestroyAv(ctx, in, refs); s != Status::SUCCESS) {

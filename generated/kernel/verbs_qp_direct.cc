@@ -15,6 +15,8 @@ namespace softib::kernel {
 Status IbCreateQp(IbAl* al, const abi::CreateQpIn& in, abi::CreateQpOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCreateQp");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_qp == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CreateQpRefs refs;
   if (const Status s = ValidateCreateQp(ctx, in, refs); s != Status::SUCCESS) {
@@ -55,6 +57,8 @@ Status IbGetSpecialQp(IbAl* al, const abi::GetSpecialQpIn& in, abi::GetSpecialQp
                       Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbGetSpecialQp");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_qp == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   GetSpecialQpRefs refs;
   if (const Status s = ValidateGetSpecialQp(ctx, in, refs); s != Status::SUCCESS) {
@@ -94,6 +98,8 @@ Status CallGetSpecialQpIrp(DeviceObject* target, FileObject* file, const abi::Ge
 Status IbQueryQp(IbAl* al, const abi::QueryQpIn& in, abi::QueryQpOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQueryQp");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_qp == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QueryQpRefs refs;
   if (const Status s = ValidateQueryQp(ctx, in, refs); s != Status::SUCCESS) {
@@ -133,6 +139,8 @@ Status CallQueryQpIrp(DeviceObject* target, FileObject* file, const abi::QueryQp
 Status IbModifyQp(IbAl* al, const abi::ModifyQpIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbModifyQp");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_qp == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   ModifyQpRefs refs;
   if (const Status s = ValidateModifyQp(ctx, in, refs); s != Status::SUCCESS) {
@@ -169,6 +177,8 @@ Status CallModifyQpIrp(DeviceObject* target, FileObject* file, const abi::Modify
 Status IbDestroyQp(IbAl* al, const abi::DestroyQpIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDestroyQp");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_qp == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DestroyQpRefs refs;
   if (const Status s = ValidateDestroyQp(ctx, in, refs); s != Status::SUCCESS) {

@@ -15,6 +15,8 @@ namespace softib::kernel {
 Status IbCreateSrq(IbAl* al, const abi::CreateSrqIn& in, abi::CreateSrqOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbCreateSrq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_srq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   CreateSrqRefs refs;
   if (const Status s = ValidateCreateSrq(ctx, in, refs); s != Status::SUCCESS) {
@@ -54,6 +56,8 @@ Status CallCreateSrqIrp(DeviceObject* target, FileObject* file, const abi::Creat
 Status IbQuerySrq(IbAl* al, const abi::QuerySrqIn& in, abi::QuerySrqOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbQuerySrq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_srq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   QuerySrqRefs refs;
   if (const Status s = ValidateQuerySrq(ctx, in, refs); s != Status::SUCCESS) {
@@ -93,6 +97,8 @@ Status CallQuerySrqIrp(DeviceObject* target, FileObject* file, const abi::QueryS
 Status IbModifySrq(IbAl* al, const abi::ModifySrqIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbModifySrq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_srq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   ModifySrqRefs refs;
   if (const Status s = ValidateModifySrq(ctx, in, refs); s != Status::SUCCESS) {
@@ -129,6 +135,8 @@ Status CallModifySrqIrp(DeviceObject* target, FileObject* file, const abi::Modif
 Status IbDestroySrq(IbAl* al, const abi::DestroySrqIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbDestroySrq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_srq == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
   const CallContext ctx = DirectCallContext(al);
   DestroySrqRefs refs;
   if (const Status s = ValidateDestroySrq(ctx, in, refs); s != Status::SUCCESS) {

@@ -124,4 +124,16 @@ Status QueryObjectCountsAsync(DeviceHandle device, const abi::QueryObjectCountsI
                          nullptr, overlapped);
 }
 
+Status GetFileAl(DeviceHandle device, const abi::GetFileAlIn& in, abi::GetFileAlOut& out) {
+  uint32_t returned = 0;
+  return DeviceIoControl(device, abi::kIoctlGetFileAl, &in, sizeof(abi::GetFileAlIn), &out,
+                         sizeof(abi::GetFileAlOut), &returned, nullptr);
+}
+
+Status GetFileAlAsync(DeviceHandle device, const abi::GetFileAlIn& in, abi::GetFileAlOut& out,
+                      Overlapped* overlapped) {
+  return DeviceIoControl(device, abi::kIoctlGetFileAl, &in, sizeof(abi::GetFileAlIn), &out,
+                         sizeof(abi::GetFileAlOut), nullptr, overlapped);
+}
+
 }  // namespace softib::user::proxy

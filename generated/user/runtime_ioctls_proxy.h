@@ -86,4 +86,12 @@ Status QueryObjectCounts(DeviceHandle device, const abi::QueryObjectCountsIn& in
 Status QueryObjectCountsAsync(DeviceHandle device, const abi::QueryObjectCountsIn& in,
                               abi::QueryObjectCountsOut& out, Overlapped* overlapped);
 
+/// The handle of the calling file's implicit Al object (every open of the AL device or of
+/// a CA device carries one), which the other requests of the file name.
+Status GetFileAl(DeviceHandle device, const abi::GetFileAlIn& in, abi::GetFileAlOut& out);
+// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
+// completes.
+Status GetFileAlAsync(DeviceHandle device, const abi::GetFileAlIn& in, abi::GetFileAlOut& out,
+                      Overlapped* overlapped);
+
 }  // namespace softib::user::proxy

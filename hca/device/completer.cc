@@ -63,12 +63,25 @@ void Hca::CompleteSend(QueuePair& qp, const abi::SendWorkRequest& wr, WcStatus s
   wc.status = status;
   wc.length = length;
   wc.qp_num = qp.qpn;
-  if (CompletionQueue* cq = Cq(qp.send_cq)) cq->Push(wc);
+  CompletionQueue* cq = Cq(qp.send_cq);
+  if (cq != nullptr && !cq->Push(wc)) CqOverrun(qp);
 }
 
 void Hca::CompleteRecv(QueuePair& qp, abi::WorkCompletion wc, bool solicited) {
   wc.qp_num = qp.qpn;
-  if (CompletionQueue* cq = Cq(qp.recv_cq)) cq->Push(wc, solicited);
+  CompletionQueue* cq = Cq(qp.recv_cq);
+  if (cq != nullptr && !cq->Push(wc, solicited)) CqOverrun(qp);
+}
+
+void Hca::CqOverrun(QueuePair& qp) {
+  // IBA 11.6.3: a work queue whose CQ overran cannot report anything any more: the QP is
+  // in error (a catastrophic work-queue error, QP_FATAL). Its outstanding work is flushed
+  // later, by the next post or modify, into a CQ that will refuse it.
+  if (qp.state == abi::QpState::ERROR) return;
+  qp.state = abi::QpState::ERROR;
+  qp.rc.req.stopped = true;
+  if (async_events) async_events(DeviceEvent{abi::AsyncEventType::QP_FATAL, qp.handle});
+  ReportLastWqe(qp);
 }
 
 void Hca::FlushSend(QueuePair& qp) {
@@ -90,7 +103,15 @@ void Hca::Flush(QueuePair& qp) {
   FlushSend(qp);
   RcResponder& resp = qp.rc.resp;
   if (resp.recv) {  // the receive an unfinished RC message was landing in is the oldest
-    qp.rq.push_front(*resp.recv);
+    if (qp.srq == 0) {
+      qp.rq.push_front(*resp.recv);
+    } else {  // taken from the SRQ: it is this QP's to flush, not the SRQ's
+      abi::WorkCompletion wc{};
+      wc.wr_id = resp.recv->wr_id;
+      wc.opcode = abi::WcOpcode::RECV;
+      wc.status = WcStatus::WR_FLUSH_ERR;
+      CompleteRecv(qp, wc, false);
+    }
     resp.recv.reset();
   }
   resp.in_progress = RcResponder::Kind::kNone;
@@ -102,6 +123,7 @@ void Hca::Flush(QueuePair& qp) {
     qp.rq.pop_front();
     CompleteRecv(qp, wc, false);
   }
+  if (qp.state == abi::QpState::ERROR) ReportLastWqe(qp);
 }
 
 void Hca::EnterError(QueuePair& qp) {
@@ -110,6 +132,7 @@ void Hca::EnterError(QueuePair& qp) {
 }
 
 void Hca::EnterSqError(QueuePair& qp) {
+  if (qp.state == abi::QpState::ERROR) return;  // e.g. its CQ overran meanwhile
   qp.state = abi::QpState::SQE;
   FlushSend(qp);
 }

@@ -5,6 +5,13 @@
 //   responder.cc  requests → receive queue / memory, ACK/NAK/read responses (Receive)
 //   completer.cc  RC ACKs and responses → work completions, flushing
 //
+// The other objects have a file each: srq.cc (shared receive queues and the receive-queue
+// indirection), mw.cc (memory windows), mcast.cc (multicast), special_qp.cc (QP0/QP1),
+// attributes.cc (QueryCa/QueryPort/tables/ModifyCa), counters.h (what the PMA reads).
+//
+// QP handles: every method taking a `qpn` takes the number CreateQp returned (the QPN
+// itself) or the handle CreateSpecialQp returned (QPNs 0 and 1 exist once per port).
+//
 // Threading: not synchronized. Its owner (the HCA driver) serializes calls into one Hca;
 // the callbacks it supplies run inside those calls and must not re-enter the Hca.
 // Time: none of its own; the owner calls Tick(now) to run the RC timers.
@@ -20,22 +27,64 @@
 #include "hca/device/ah.h"
 #include "hca/device/cq.h"
 #include "hca/device/events.h"
+#include "hca/device/mcast.h"
 #include "hca/device/mr.h"
 #include "hca/device/pd.h"
 #include "hca/device/port.h"
 #include "hca/device/qp.h"
+#include "hca/device/srq.h"
 #include "softib/abi/types.h"
 
 namespace softib::hca {
 
+// Limits and identity. Defaults follow a ConnectX-3 class HCA (its published device
+// limits) where the device can honour them; SGEs and inline data are bounded by the
+// work-request structures of the ABI.
 struct HcaConfig {
   uint8_t num_ports = 1;
   uint64_t node_guid = 0x0002C90300000001ull;
+  uint64_t system_image_guid = 0;  // 0: the node GUID
+  uint32_t vendor_id = 0x0002C9;   // IEEE OUI of the GUIDs above
+  uint32_t device_id = 0x1003;
+  uint32_t hw_revision = 0;
+  uint64_t fw_version = 0x0002002A0000ull;  // 2.42.0
+  uint32_t max_qps = 131000;
   uint32_t max_cqes = 1u << 16;
+  uint32_t max_cqs = 65408;
   uint32_t max_wrs = 1u << 14;
   uint32_t max_sges = 16;  // abi::SendWorkRequest holds 16
   uint32_t max_inline = 16 * sizeof(abi::LocalDataSegment);
+  uint32_t max_pds = 32764;
+  uint32_t max_mrs = 524032;  // regions and windows share the key table, as on hardware
+  uint32_t max_mws = 524032;
+  uint32_t max_ahs = 1u << 24;
+  uint32_t max_srqs = 65472;
+  uint32_t max_srq_wrs = 16383;
+  uint32_t max_srq_sges = 16;
+  uint32_t max_mcast_grps = 8192;
+  uint32_t max_qps_per_mcast_grp = 248;
+  uint32_t max_mcast_qp_attach = 8192 * 248;
+  uint8_t max_qp_resp_res = 16;     // responder resources per QP (max_dest_rd_atomic)
+  uint8_t max_qp_init_depth = 128;  // initiator depth per QP (max_rd_atomic)
+  uint16_t pkey_table_size = 128;
+  uint16_t gid_table_size = 128;
+  uint8_t local_ack_delay = 15;  // 4.096 us * 2^15
+  abi::PathMtu max_mtu = abi::PathMtu::MTU_4096;
+  uint8_t active_speed = 4;  // LinkSpeedActive: 10.0 Gb/s per lane (QDR)
+  uint8_t active_width = 2;  // LinkWidthActive: 4x
+  uint8_t max_vls = 8;
 };
+
+// Which special QP CreateSpecialQp makes (IBA 3.9.4 / 10.2.3.1: per port).
+inline constexpr uint32_t kSmiQpn = 0;
+inline constexpr uint32_t kGsiQpn = 1;
+// The well-known Q_Key of QP1: a GSI packet with any other Q_Key is a Q_Key violation.
+inline constexpr uint32_t kGsiQkey = 0x80010000;
+// The handles of special QPs: QPNs 0 and 1 exist once per port, so the device names them
+// by a handle outside the 24-bit QPN space: kSpecialQpHandle | port << 1 | qpn.
+inline constexpr uint32_t kSpecialQpHandle = 0x01000000;
+// BTH:DestQP of every multicast packet (IBA: the multicast QP number, 0xFFFFFF).
+inline constexpr uint32_t kMulticastQpn = 0xFFFFFF;
 
 class Hca {
  public:
@@ -46,7 +95,28 @@ class Hca {
   CompletionEventSink completion_events;
 
   Port& port(uint8_t number) { return ports_.at(number - 1); }
+  const Port& port(uint8_t number) const { return ports_.at(number - 1); }
   const HcaConfig& config() const { return config_; }
+  // The counters of port `number` (1-based), for the PMA.
+  const PortCounters& counters(uint8_t number) const { return port(number).counters; }
+
+  // --- attributes (attributes.cc) ------------------------------------------------------
+  abi::CaAttributes QueryCa() const;
+  // INVALID_PORT outside 1..num_ports.
+  abi::Status QueryPort(uint8_t port_number, abi::PortAttributes* out) const;
+  // Up to out.size() entries from `start`; *count says how many were written.
+  // INVALID_INDEX when `start` is past the table. P_Keys in network order, as QueryPkeyTable.
+  abi::Status QueryGidTable(uint8_t port_number, uint32_t start, std::span<abi::Gid> out,
+                            uint32_t* count) const;
+  abi::Status QueryPkeyTable(uint8_t port_number, uint32_t start, std::span<uint16_t> out,
+                             uint32_t* count) const;
+  // The ModifyCa verb's effect on the device: Q_Key/P_Key violation counters reset, port
+  // shutdown, InitTypeReply, system image GUID (network order), CapabilityMask set/clear.
+  // INVALID_PORT for a bad port with a port flag; INVALID_SETTING for flag bits outside
+  // the mask or a capability the port cannot claim (IS_SM without an SM, unknown bits).
+  abi::Status ModifyCa(uint8_t port_number, abi::ModifyCaFlags flags, abi::PortCapabilities cap_set,
+                       abi::PortCapabilities cap_clear, uint8_t init_type,
+                       uint64_t system_image_guid);
 
   // --- objects -------------------------------------------------------------------------
   PdId AllocPd() { return pds_.Allocate(); }
@@ -54,7 +124,15 @@ class Hca {
 
   abi::Status RegisterMr(PdId pd, uint64_t iova, uint64_t length, uint64_t addr,
                          abi::AccessFlags access, std::shared_ptr<DmaAccessor> dma, uint32_t* key);
+  // RESOURCE_BUSY while windows are bound to it.
   abi::Status DeregisterMr(uint32_t key) { return mrs_.Deregister(key); }
+  // Changes what `what` selects (TRANSLATION: iova/length/addr/dma; PD; ACCESS) of the
+  // region `key`; on success the region answers to *new_key only (same index, next key
+  // byte) and the old key is dead. On any error nothing changes. INVALID_MR_HANDLE,
+  // INVALID_PD_HANDLE, RESOURCE_BUSY (windows bound), and RegisterMr's checks.
+  abi::Status ReregisterMr(uint32_t key, abi::MrReregFlags what, PdId pd, uint64_t iova,
+                           uint64_t length, uint64_t addr, abi::AccessFlags access,
+                           std::shared_ptr<DmaAccessor> dma, uint32_t* new_key);
   const MrTable& mrs() const { return mrs_; }
 
   abi::Status CreateAh(PdId pd, const abi::AddressVector& av, uint32_t* number);
@@ -63,13 +141,63 @@ class Hca {
   abi::Status CreateCq(uint32_t capacity, uint32_t* number);
   abi::Status DestroyCq(uint32_t number);
   CompletionQueue* Cq(uint32_t number);
+  // Resizes a CQ to `capacity` (*granted: the size now in force). INVALID_CQ_SIZE for 0,
+  // above max_cqes, or fewer than the completions it holds; INVALID_CQ_HANDLE.
+  abi::Status ResizeCq(uint32_t number, uint32_t capacity, uint32_t* granted);
 
   abi::Status CreateQp(PdId pd, const abi::QpCreateParams& params, uint32_t send_cq,
                        uint32_t recv_cq, uint32_t* qpn);
+  // A QP that receives from SRQ `srq` (0: its own receive queue). With an SRQ,
+  // caps.rq_depth must be 0 and the SRQ must be in the same PD (INVALID_SETTING);
+  // INVALID_SRQ_HANDLE for an unknown SRQ.
+  abi::Status CreateQp(PdId pd, const abi::QpCreateParams& params, uint32_t send_cq,
+                       uint32_t recv_cq, uint32_t srq, uint32_t* qpn);
+  // QP0 (type SMI) or QP1 (type GSI) of `port_number`, in RESET. *handle names it in every
+  // other call (kSpecialQpHandle | port << 1 | qpn); its QP number on the wire and in
+  // completions is 0 or 1. INVALID_PORT, INVALID_SERVICE_TYPE (other types),
+  // RESOURCE_BUSY (that port's QP already exists), and CreateQp's checks.
+  abi::Status CreateSpecialQp(PdId pd, uint8_t port_number, const abi::QpCreateParams& params,
+                              uint32_t send_cq, uint32_t recv_cq, uint32_t* handle);
   abi::Status ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attrs);
   abi::Status QueryQp(uint32_t qpn, abi::QpAttributes* out) const;
   abi::Status DestroyQp(uint32_t qpn);
   QueuePair* Qp(uint32_t qpn);
+
+  // --- shared receive queues (srq.cc) ----------------------------------------------------
+  // INVALID_MAX_WRS (0 or above max_srq_wrs), INVALID_MAX_SGE, INVALID_SETTING (limit >
+  // max_wr). *granted: the sizes in force.
+  abi::Status CreateSrq(PdId pd, const abi::SrqAttributes& attrs, uint32_t* number,
+                        abi::SrqAttributes* granted);
+  // MAX_WR resizes (INVALID_SRQ_SIZE below the WRs queued or above the limit); LIMIT arms
+  // the one-shot SRQ_LIMIT_REACHED event (0 disarms; INVALID_SETTING above max_wr).
+  abi::Status ModifySrq(uint32_t number, abi::SrqAttrMask mask, const abi::SrqAttributes& attrs);
+  abi::Status QuerySrq(uint32_t number, abi::SrqAttributes* out) const;
+  abi::Status DestroySrq(uint32_t number);  // RESOURCE_BUSY while a QP uses it
+  abi::Status PostSrqRecv(uint32_t number, const abi::RecvWorkRequest& wr);
+  SharedReceiveQueue* Srq(uint32_t number);
+
+  // --- memory windows (mw.cc) ------------------------------------------------------------
+  // Keys as regions': 24-bit table index + 8-bit key. *mw is the window's handle (its
+  // index, stable across binds), *rkey its current R_Key.
+  abi::Status AllocMw(PdId pd, abi::MwType type, uint32_t* mw, uint32_t* rkey);
+  abi::Status QueryMw(uint32_t mw, PdId* pd, abi::MwType* type, uint32_t* rkey) const;
+  abi::Status DestroyMw(uint32_t mw);  // INVALID_MW_HANDLE
+  // The BindMw verb (type 1 windows): queues a bind on the QP's send queue and returns
+  // the R_Key the window will have once it executes; the bind completes like a send
+  // (WcOpcode MW_BIND; MW_BIND_ERR for a bind the checks refuse, which takes the QP to
+  // Error). Immediate errors: INVALID_MW_HANDLE, INVALID_QP_HANDLE, INVALID_MR_HANDLE,
+  // INVALID_QP_STATE, INVALID_SERVICE_TYPE (UD/special QP, or a type 2 window),
+  // INVALID_PERMISSION (access bits that are not remote rights), INSUFFICIENT_RESOURCES.
+  abi::Status BindMw(uint32_t mw, uint32_t qpn, uint32_t mr_key, const abi::MwBindParams& bind,
+                     uint32_t* rkey);
+
+  // --- multicast (mcast.cc) --------------------------------------------------------------
+  // INVALID_SERVICE_TYPE (not UD), INVALID_LID (outside 0xC000..0xFFFE), INVALID_GID (not a
+  // multicast GID: first byte 0xFF), MAX_MCAST_QPS_REACHED, INSUFFICIENT_RESOURCES.
+  // Attaching twice is idempotent.
+  abi::Status AttachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid);
+  abi::Status DetachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid);  // NOT_FOUND
+  const McastTable& mcast() const { return mcast_; }
 
   // --- data path (requester.cc, responder.cc) -------------------------------------------
   // UD: wr.av.value is the AH number. Immediate errors (bad QP state, too many SGEs, full
@@ -88,6 +216,7 @@ class Hca {
   uint64_t now() const { return now_ns_; }
 
  private:
+  abi::Status CheckQpCreate(const abi::QpCaps& caps, uint32_t srq, PdId pd) const;
   // requester.cc
   void ProgressSend(QueuePair& qp);
   abi::WcStatus SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* length);
@@ -106,10 +235,25 @@ class Hca {
   void ArmAckTimer(QueuePair& qp);
   void RunRcTimers(QueuePair& qp);
   // responder.cc
-  void ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet);
+  void ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet, uint16_t pkey_index);
   void ReceiveRc(QueuePair& qp, const ParsedPacket& packet);
   void ReceiveRcDuplicate(QueuePair& qp, const ParsedPacket& packet);
   void ReceiveUc(QueuePair& qp, const ParsedPacket& packet);
+  // Datagram checks and delivery to one QP (UD, GSI, SMI): P_Key, Q_Key, VL15.
+  void ReceiveDatagram(Port& in, QueuePair& qp, const ParsedPacket& packet);
+  // mcast.cc: a multicast packet to every QP of `in` attached to (DGID, DLID), except
+  // `except` (the sender, for the local copy).
+  void ReceiveMulticast(Port& in, const ParsedPacket& packet, const QueuePair* except);
+  QueuePair* DestinationQp(uint8_t port_number, uint32_t dest_qpn);
+  // srq.cc: the receive queue, whichever it is (own or SRQ).
+  bool RecvAvailable(const QueuePair& qp);
+  abi::RecvWorkRequest TakeRecv(QueuePair& qp);
+  void UntakeRecv(QueuePair& qp, const abi::RecvWorkRequest& wr);
+  void ReportLastWqe(QueuePair& qp);
+  // mw.cc: memory-management work requests (no packets): BIND_MW, LOCAL_INV.
+  abi::WcStatus ExecuteBind(QueuePair& qp, const abi::SendWorkRequest& wr, bool type1);
+  abi::WcStatus ExecuteLocalInvalidate(QueuePair& qp, uint32_t rkey);
+  bool RemoteInvalidate(QueuePair& qp, uint32_t rkey);
   // Places one in-sequence SEND / RDMA WRITE packet; on failure, what to answer (RC NAK
   // code) and how the receive being filled completes.
   static constexpr uint8_t kPlaced = 0xFF;
@@ -130,6 +274,9 @@ class Hca {
   void CompleteSend(QueuePair& qp, const abi::SendWorkRequest& wr, abi::WcStatus status,
                     uint32_t length);
   void CompleteRecv(QueuePair& qp, abi::WorkCompletion wc, bool solicited);
+  // A completion found its CQ overrun: the QP goes to Error without flushing into the
+  // dead CQ (IBA 11.6.3: CQ overrun), and QP_FATAL goes out for it.
+  void CqOverrun(QueuePair& qp);
   void EnterError(QueuePair& qp);    // QP to ERROR, outstanding work flushed
   void EnterSqError(QueuePair& qp);  // QP to SQE, outstanding sends flushed
   void Flush(QueuePair& qp);
@@ -148,6 +295,9 @@ class Hca {
   AhTable ahs_;
   std::map<uint32_t, std::unique_ptr<CompletionQueue>> cqs_;
   std::map<uint32_t, std::unique_ptr<QueuePair>> qps_;
+  std::map<uint32_t, std::unique_ptr<SharedReceiveQueue>> srqs_;
+  McastTable mcast_;
+  uint32_t next_srq_ = 1;
   uint64_t now_ns_ = 0;
   uint32_t next_cq_ = 1;
   uint32_t next_qpn_ = 0x48;  // below: QP0/QP1 and numbers kept out of use, as on hardware

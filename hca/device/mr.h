@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hca/device/dma.h"
+#include "hca/device/mw.h"
 #include "hca/device/pd.h"
 #include "softib/abi/types.h"
 
@@ -59,38 +60,63 @@ class MrTable {
   abi::Status Register(PdId pd, uint64_t iova, uint64_t length, uint64_t addr,
                        abi::AccessFlags access, std::shared_ptr<DmaAccessor> dma, uint32_t* key);
   abi::Status Deregister(uint32_t key);
+  // Reregistration: the same slot, a new key byte; see Hca::ReregisterMr.
+  abi::Status Reregister(uint32_t key, abi::MrReregFlags what, PdId pd, uint64_t iova,
+                         uint64_t length, uint64_t addr, abi::AccessFlags access,
+                         std::shared_ptr<DmaAccessor> dma, uint32_t* new_key);
 
   // Local (L_Key, from a work request's scatter/gather list) and remote (R_Key, from a
   // packet) checks. `need` lists the rights the operation needs (none for a local read).
   AccessError CheckLocal(uint32_t lkey, PdId pd, uint64_t va, uint64_t len, abi::AccessFlags need,
                          const MemoryRegion** mr) const;
+  // An R_Key may name a window (mw.cc): it must be bound, allow `need`, contain the range,
+  // and belong to the accessing QP's PD (type 1) or to that QP itself (type 2; `qp` is its
+  // handle); *mr is then the region under the window.
   AccessError CheckRemote(uint32_t rkey, PdId pd, uint64_t va, uint64_t len, abi::AccessFlags need,
-                          const MemoryRegion** mr) const;
+                          const MemoryRegion** mr, uint32_t qp = 0) const;
 
   const MemoryRegion* Find(uint32_t key) const;
   std::size_t size() const { return live_; }
   bool AnyInPd(PdId pd) const;
 
+  // Windows (mw.cc). `index` is the window's handle: its key's upper 24 bits.
+  abi::Status AllocWindow(PdId pd, abi::MwType type, uint32_t* index, uint32_t* rkey);
+  abi::Status FreeWindow(uint32_t index);
+  MemoryWindow* Window(uint32_t index);
+  const MemoryWindow* Window(uint32_t index) const;
+  // The window whose current key is `key`, or nullptr.
+  MemoryWindow* FindWindow(uint32_t key);
+  bool AnyWindowOn(uint32_t mr_key) const;
+  void InvalidateWindowsOf(uint32_t qp);
+  std::size_t windows() const { return windows_; }
+
  private:
+  bool AllocateSlot(uint32_t* index);
+  AccessError CheckWindow(const MemoryWindow& mw, PdId pd, uint64_t va, uint64_t len,
+                          abi::AccessFlags need, const MemoryRegion** mr, uint32_t qp) const;
+
   AccessError Check(uint32_t key, PdId pd, uint64_t va, uint64_t len, abi::AccessFlags need,
                     const MemoryRegion** mr) const;
 
   struct Slot {
     MemoryRegion mr;
     bool in_use = false;
+    bool is_window = false;
+    MemoryWindow mw;
     uint8_t key_byte = 0;
   };
   uint32_t max_regions_;
   std::vector<Slot> slots_{1};  // slot 0 unused: key 0 never names a region
   std::vector<uint32_t> free_;
-  std::size_t live_ = 0;
+  std::size_t live_ = 0;  // regions
+  std::size_t windows_ = 0;
 };
 
 // The responder's data path for RDMA WRITE and READ: R_Key check, then the copy. On any
 // error no byte moves.
 AccessError WriteRemote(const MrTable& mrs, uint32_t rkey, PdId pd, uint64_t va,
-                        std::span<const uint8_t> data);
+                        std::span<const uint8_t> data, uint32_t qp = 0);
 AccessError ReadRemote(const MrTable& mrs, uint32_t rkey, PdId pd, uint64_t va,
-                       std::span<uint8_t> data);
+                       std::span<uint8_t> data, uint32_t qp = 0);
 
 }  // namespace softib::hca

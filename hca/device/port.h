@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hca/device/cable.h"
+#include "hca/device/counters.h"
 #include "hca/device/packet.h"
 #include "softib/abi/types.h"
 
@@ -19,32 +20,6 @@ inline constexpr uint16_t kMulticastLidBase = 0xC000;
 
 uint32_t MtuBytes(abi::PathMtu mtu);
 
-// Why the receive side dropped a packet that parsed well, or passed the link.
-enum class RecvDrop : uint8_t {
-  kWrongDlid,       // not addressed to this port's LID range
-  kUnknownQp,       // BTH:DestQP names no QP of this HCA
-  kQpState,         // the QP cannot receive in its state (RESET, INIT, ERROR)
-  kWrongTransport,  // opcode of a transport the QP is not (e.g. RC opcode to a UD QP)
-  kPkeyViolation,   // BTH:P_Key does not match
-  kQkeyViolation,   // DETH:Q_Key does not match (UD)
-  kNoReceiveWqe,    // UD: nothing posted to receive into
-  kTooLong,         // UD: payload larger than the path MTU
-  kWrongSource,     // RC: SLID is not the connected peer's LID
-  kCount,
-};
-
-struct PortCounters {
-  uint64_t xmit_packets = 0;
-  uint64_t rcv_packets = 0;  // accepted by the link layer
-  uint64_t pkey_violations = 0;
-  uint64_t qkey_violations = 0;
-  std::array<uint64_t, 12> parse_drops{};  // by DropReason
-  std::array<uint64_t, static_cast<std::size_t>(RecvDrop::kCount)> recv_drops{};
-
-  uint64_t parse_drop(DropReason r) const { return parse_drops[static_cast<std::size_t>(r)]; }
-  uint64_t recv_drop(RecvDrop r) const { return recv_drops[static_cast<std::size_t>(r)]; }
-};
-
 struct Port {
   uint8_t number = 1;
   uint16_t lid = 0;
@@ -53,9 +28,23 @@ struct Port {
   abi::PathMtu active_mtu = abi::PathMtu::MTU_4096;
   uint64_t subnet_prefix = 0xFE80000000000000ull;  // link-local (IBA 4.1.1)
   uint64_t port_guid = 0;
+  // The P_Key table (host order); Hca sizes it to HcaConfig::pkey_table_size, index 0
+  // the default partition, unused entries 0 (the invalid P_Key, IBA 10.9.1.2).
   std::vector<uint16_t> pkeys{kDefaultPkey};
   Link* link = nullptr;
   PortCounters counters;
+  // PortInfo as the SMA will report it (IBA 14.2.5.6); the device only reports these.
+  uint16_t sm_lid = 0;
+  uint8_t subnet_timeout = 18;  // 4.096 us * 2^18 ≈ 1 s
+  uint8_t init_type_reply = 0;
+  abi::PortCapabilities capabilities{};
+  bool shut_down = false;  // ModifyCa SHUTDOWN_PORT: the link is disabled
+  // Link state (IBA PortState): Down without a cable or when shut down, Init until the
+  // port has a LID, Active after.
+  uint8_t LinkState() const { return link == nullptr || shut_down ? 1 : lid == 0 ? 2 : 4; }
+  // PortPhysicalState: Polling (2) without a cable, Disabled (3) when shut down, LinkUp (5).
+  uint8_t PhysState() const { return shut_down ? 3 : link == nullptr ? 2 : 5; }
+  bool Active() const { return LinkState() == 4; }
 
   // GID index 0: subnet prefix and port GUID, in network order.
   abi::Gid Gid(uint8_t index) const;

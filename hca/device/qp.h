@@ -23,7 +23,10 @@ struct QpLimits {
 inline constexpr uint32_t kPsnMask = 0xFFFFFF;
 
 struct QueuePair {
-  uint32_t qpn = 0;
+  uint32_t qpn = 0;     // on the wire and in completions
+  uint32_t handle = 0;  // what the Hca's methods take: qpn, or a special QP's handle
+  uint32_t srq = 0;     // 0: receives come from `rq`
+  bool last_wqe_reported = false;
   abi::QpType type = abi::QpType::UD;
   PdId pd = 0;
   uint32_t send_cq = 0;

@@ -43,12 +43,13 @@ uint64_t AckTimeoutNs(uint8_t timeout);
 // A send work request on an RC send queue, from posting until its completion is written.
 struct RcSendWqe {
   abi::SendWorkRequest wr{};
-  uint64_t total = 0;      // message bytes (atomics: 8)
-  bool started = false;    // PSNs assigned, first transmission done
-  uint32_t first_psn = 0;  // valid once started
-  uint32_t num_psns = 0;   // PSNs the message consumes (reads: one per response packet)
-  uint32_t responses = 0;  // read response packets accepted
-  bool done = false;       // ready to retire, with `status`
+  bool type1_bind = false;  // a BindMw verb's bind (wr.bind_rkey: the key it will give)
+  uint64_t total = 0;       // message bytes (atomics: 8)
+  bool started = false;     // PSNs assigned, first transmission done
+  uint32_t first_psn = 0;   // valid once started
+  uint32_t num_psns = 0;    // PSNs the message consumes (reads: one per response packet)
+  uint32_t responses = 0;   // read response packets accepted
+  bool done = false;        // ready to retire, with `status`
   abi::WcStatus status = abi::WcStatus::SUCCESS;
 
   uint32_t last_psn() const { return PsnAdd(first_psn, num_psns - 1); }

@@ -68,7 +68,10 @@ abi::Status Hca::PostSend(uint32_t qpn, const abi::SendWorkRequest& wr) {
   if (is_inline ? wr.inline_length > qp->caps.max_inline_data || wr.inline_length > sizeof(wr.sge)
                 : wr.num_sge > qp->caps.sq_sge || wr.num_sge > std::size(wr.sge))
     return is_inline ? abi::Status::INVALID_PARAMETER : abi::Status::INVALID_MAX_SGE;
-  if (qp->IsDatagram() && wr.wr_type != WrType::SEND) return abi::Status::INVALID_WR_TYPE;
+  if (qp->IsDatagram() && wr.wr_type != WrType::SEND && wr.wr_type != WrType::NOP)
+    return abi::Status::INVALID_WR_TYPE;
+  if (qp->type == abi::QpType::GSI && wr.pkey_index >= port(qp->port).pkeys.size())
+    return abi::Status::INVALID_SETTING;
   if (connected) return PostSendRc(*qp, wr);
   qp->sq.push_back(wr);
   ProgressSend(*qp);
@@ -93,7 +96,7 @@ abi::Status Hca::PostSendRc(QueuePair& qp, const abi::SendWorkRequest& wr) {
     case WrType::NOP:
     case WrType::LOCAL_INV:
     case WrType::BIND_MW:
-      return abi::Status::UNSUPPORTED;  // memory windows and local invalidation: next step
+      break;  // executed by the HCA itself, in order with the rest (mw.cc)
     default:
       return abi::Status::INVALID_WR_TYPE;
   }
@@ -115,7 +118,7 @@ void Hca::ProgressSend(QueuePair& qp) {
     const abi::SendWorkRequest wr = qp.sq.front();
     qp.sq.pop_front();
     uint32_t length = 0;
-    const WcStatus status = SendUd(qp, wr, &length);
+    const WcStatus status = wr.wr_type == WrType::NOP ? WcStatus::SUCCESS : SendUd(qp, wr, &length);
     CompleteSend(qp, wr, status, length);
     // A UD requester error stops the send queue only (IBA 10.8.3.3: the QP enters SQE).
     if (status != WcStatus::SUCCESS) EnterSqError(qp);
@@ -141,7 +144,8 @@ void Hca::ProgressSendRc(QueuePair& qp) {
     const WcStatus status = StartRc(qp, wqe);
     ++req.next;
     // UC promises nothing past the wire: the request is complete once sent (IBA 9.8.2).
-    if (qp.type == abi::QpType::UC) wqe.done = true;
+    // Local operations are complete once executed.
+    if (qp.type == abi::QpType::UC || wqe.num_psns == 0) wqe.done = true;
     if (status != WcStatus::SUCCESS) {
       // A local error completes this request once those before it retire, then the QP
       // goes to Error (IBA 10.8.3.3: requester local errors are class B).
@@ -157,6 +161,15 @@ void Hca::ProgressSendRc(QueuePair& qp) {
 
 WcStatus Hca::StartRc(QueuePair& qp, RcSendWqe& wqe) {
   const abi::SendWorkRequest& wr = wqe.wr;
+  if (wr.wr_type == WrType::NOP || wr.wr_type == WrType::LOCAL_INV ||
+      wr.wr_type == WrType::BIND_MW) {
+    wqe.started = true;
+    wqe.num_psns = 0;
+    wqe.first_psn = qp.sq_psn;
+    if (wr.wr_type == WrType::NOP) return WcStatus::SUCCESS;
+    if (wr.wr_type == WrType::LOCAL_INV) return ExecuteLocalInvalidate(qp, wr.invalidate_rkey);
+    return ExecuteBind(qp, wr, wqe.type1_bind);
+  }
   const uint32_t mtu = MtuBytes(qp.path_mtu);
   uint64_t total = 0;
   if (Has(wr, abi::SendFlags::INLINE)) {
@@ -369,8 +382,15 @@ PacketHeaders Hca::PathHeaders(const Port& out, const abi::AddressVector& av) co
 bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload) {
   std::vector<uint8_t> packet = BuildPacket(hdr, payload);
   if (packet.empty()) return false;
-  ++out.counters.xmit_packets;
-  if (out.link != nullptr) out.link->Transmit(std::move(packet));
+  PortCounters& c = out.counters;
+  if (out.link == nullptr || out.shut_down) {
+    ++c.xmit_discards;  // no link to carry it: lost, as on a dead port
+    return true;
+  }
+  ++c.xmit_packets;
+  c.xmit_data_words += (packet.size() - 2) / 4;  // up to the ICRC: the VCRC is 2 bytes
+  ++(IsMulticastLid(hdr.lrh.DLID) ? c.xmit_multicast_packets : c.xmit_unicast_packets);
+  out.link->Transmit(std::move(packet));
   return true;
 }
 
@@ -397,8 +417,10 @@ WcStatus Hca::Gather(const QueuePair& qp, const abi::SendWorkRequest& wr,
   std::size_t at = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) {
     const abi::LocalDataSegment& sge = wr.sge[i];
+    // The key was good but the memory behind it is gone (its process died, the pages went
+    // away): no protection rule was broken, the device simply failed (GENERAL_ERR).
     if (!mrs[i]->Read(sge.vaddr, std::span(*payload).subspan(at, sge.length)))
-      return WcStatus::LOCAL_PROT_ERR;
+      return WcStatus::GENERAL_ERR;
     at += sge.length;
   }
   return WcStatus::SUCCESS;
@@ -419,8 +441,15 @@ WcStatus Hca::SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* le
   const bool with_imm = Has(wr, abi::SendFlags::IMMEDIATE);
   hdr.bth.OpCode = Op(with_imm ? BthOpcode::UD_SEND_ONLY_WITH_IMMEDIATE : BthOpcode::UD_SEND_ONLY);
   hdr.bth.SE = Has(wr, abi::SendFlags::SOLICITED) ? 1 : 0;
-  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
-  hdr.bth.DestQP = wr.remote_qpn & kPsnMask;
+  // QP0 speaks on VL15 with the default P_Key; QP1 picks its P_Key per request.
+  const uint16_t pkey_index = qp.type == abi::QpType::GSI ? wr.pkey_index : qp.pkey_index;
+  hdr.bth.P_Key = pkey_index < out.pkeys.size() ? out.pkeys[pkey_index] : 0;
+  if (qp.type == abi::QpType::SMI) {
+    hdr.lrh.VL = 15;
+    hdr.bth.P_Key = kDefaultPkey;
+  }
+  const bool multicast = IsMulticastLid(ah->av.dlid);
+  hdr.bth.DestQP = multicast ? kMulticastQpn : wr.remote_qpn & kPsnMask;
   hdr.bth.PSN = qp.sq_psn;
   qp.sq_psn = (qp.sq_psn + 1) & kPsnMask;
   // A Q_Key with its high bit set means "use the QP's own Q_Key" (IBA 10.2.5).
@@ -428,7 +457,14 @@ WcStatus Hca::SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* le
   hdr.deth.SrcQP = qp.qpn;
   hdr.immdt.ImmediateData = be32toh(wr.immediate_data);  // the WR holds it in network order
 
-  return Transmit(out, hdr, payload) ? WcStatus::SUCCESS : WcStatus::LOCAL_LENGTH_ERR;
+  if (!Transmit(out, hdr, payload)) return WcStatus::LOCAL_LENGTH_ERR;
+  if (multicast) {
+    // The port's own attached QPs get their copy here, the sender excepted.
+    const std::vector<uint8_t> copy = BuildPacket(hdr, payload);
+    ParsedPacket parsed;
+    if (ParsePacket(copy, &parsed) == DropReason::kNone) ReceiveMulticast(out, parsed, &qp);
+  }
+  return WcStatus::SUCCESS;
 }
 
 }  // namespace softib::hca

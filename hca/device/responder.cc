@@ -43,44 +43,99 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
   Port& in = port(port_number);
   PortCounters& counters = in.counters;
   const auto drop = [&](RecvDrop why) { ++counters.recv_drops[static_cast<std::size_t>(why)]; };
+  if (in.shut_down) return;  // a disabled link hears nothing
 
   ParsedPacket packet;
   const DropReason parsed = ParsePacket(bytes, &packet);
   if (parsed != DropReason::kNone) {
     ++counters.parse_drops[static_cast<std::size_t>(parsed)];
+    ++counters.rcv_errors;
     return;
   }
   ++counters.rcv_packets;
+  counters.rcv_data_words += (bytes.size() - 2) / 4;  // LRH..ICRC, as LRH:PktLen
   const PacketHeaders& hdr = packet.hdr;
-  if (!in.AcceptsDlid(hdr.lrh.DLID)) return drop(RecvDrop::kWrongDlid);
-  QueuePair* qp = Qp(hdr.bth.DestQP);
-  if (qp == nullptr) return drop(RecvDrop::kUnknownQp);
+  if (IsMulticastLid(hdr.lrh.DLID)) {
+    ++counters.rcv_multicast_packets;
+    return ReceiveMulticast(in, packet, nullptr);
+  }
+  ++counters.rcv_unicast_packets;
+  // VL15 carries subnet management only, and QP0 hears nothing else (IBA 7.6.1: packets on
+  // VL15 to another QP, or for QP0 on a data VL, are dropped).
+  const bool vl15 = hdr.lrh.VL == 15;
+  if (vl15 != (hdr.bth.DestQP == kSmiQpn)) {
+    if (vl15) ++counters.vl15_dropped;
+    return drop(RecvDrop::kWrongVl);
+  }
+  // The permissive LID reaches any port, for directed-route SMPs only (IBA 14.2.2).
+  const bool permissive = hdr.lrh.DLID == kPermissiveLid && vl15;
+  if (!permissive && !in.AcceptsDlid(hdr.lrh.DLID)) return drop(RecvDrop::kWrongDlid);
+  QueuePair* qp = DestinationQp(port_number, hdr.bth.DestQP);
+  if (qp == nullptr) {
+    if (vl15) ++counters.vl15_dropped;
+    return drop(RecvDrop::kUnknownQp);
+  }
   const uint8_t transport = TransportOf(hdr.bth.OpCode);
   const bool rc = transport == kTransportRc && qp->type == abi::QpType::RC;
   const bool uc = transport == kTransportUc && qp->type == abi::QpType::UC;
   if (!rc && !uc && (transport != kTransportUd || !qp->IsDatagram()))
     return drop(RecvDrop::kWrongTransport);
   if (!qp->CanReceive() || qp->port != port_number) return drop(RecvDrop::kQpState);
-  const uint16_t qp_pkey = qp->pkey_index < in.pkeys.size() ? in.pkeys[qp->pkey_index] : 0;
-  if (!PkeysMatch(hdr.bth.P_Key, qp_pkey)) {
-    ++counters.pkey_violations;
-    return drop(RecvDrop::kPkeyViolation);
-  }
   if (rc || uc) {
+    const uint16_t qp_pkey = qp->pkey_index < in.pkeys.size() ? in.pkeys[qp->pkey_index] : 0;
+    if (!PkeysMatch(hdr.bth.P_Key, qp_pkey)) {
+      ++counters.pkey_violations;
+      return drop(RecvDrop::kPkeyViolation);
+    }
     // A connected QP hears only its peer (IBA 9.6.1.5.1: SLID checked against the path).
     if (hdr.lrh.SLID != qp->av.dlid) return drop(RecvDrop::kWrongSource);
     if (uc) return ReceiveUc(*qp, packet);
     if (IsRcResponse(hdr.bth.OpCode)) return ReceiveRcResponse(*qp, packet);
     return ReceiveRc(*qp, packet);
   }
-  if (hdr.deth.Q_Key != qp->qkey) {
-    ++counters.qkey_violations;
-    return drop(RecvDrop::kQkeyViolation);
-  }
-  ReceiveUd(in, *qp, packet);
+  ReceiveDatagram(in, *qp, packet);
 }
 
-void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet) {
+QueuePair* Hca::DestinationQp(uint8_t port_number, uint32_t dest_qpn) {
+  if (dest_qpn == kSmiQpn || dest_qpn == kGsiQpn)
+    return Qp(kSpecialQpHandle | uint32_t{port_number} << 1 | dest_qpn);
+  return Qp(dest_qpn);
+}
+
+void Hca::ReceiveDatagram(Port& in, QueuePair& qp, const ParsedPacket& packet) {
+  PortCounters& counters = in.counters;
+  const auto drop = [&](RecvDrop why) { ++counters.recv_drops[static_cast<std::size_t>(why)]; };
+  const PacketHeaders& hdr = packet.hdr;
+  // QP0 is exempt from partition and Q_Key enforcement: SMPs are guarded by the M_Key
+  // (IBA 14.2.4). QP1 accepts any P_Key of the port's table and reports which one; other
+  // QPs match their own. QP1's Q_Key is the well-known 0x80010000.
+  uint16_t pkey_index = qp.pkey_index;
+  if (qp.type != abi::QpType::SMI) {
+    bool matched = false;
+    if (qp.type == abi::QpType::GSI) {
+      for (std::size_t i = 0; i < in.pkeys.size() && !matched; ++i)
+        if (PkeysMatch(hdr.bth.P_Key, in.pkeys[i])) {
+          matched = true;
+          pkey_index = static_cast<uint16_t>(i);
+        }
+    } else {
+      matched =
+          PkeysMatch(hdr.bth.P_Key, qp.pkey_index < in.pkeys.size() ? in.pkeys[qp.pkey_index] : 0);
+    }
+    if (!matched) {
+      ++counters.pkey_violations;
+      return drop(RecvDrop::kPkeyViolation);
+    }
+    const uint32_t qkey = qp.type == abi::QpType::GSI ? kGsiQkey : qp.qkey;
+    if (hdr.deth.Q_Key != qkey) {
+      ++counters.qkey_violations;
+      return drop(RecvDrop::kQkeyViolation);
+    }
+  }
+  ReceiveUd(in, qp, packet, pkey_index);
+}
+
+void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet, uint16_t pkey_index) {
   PortCounters& counters = port.counters;
   const PacketHeaders& hdr = packet.hdr;
   if (packet.payload.size() > port.mtu_bytes()) {
@@ -88,12 +143,11 @@ void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet) {
     return;
   }
   // UD drops a message that finds no receive posted (IBA 9.8.3: no RNR on UD).
-  if (qp.rq.empty()) {
+  if (!RecvAvailable(qp)) {
     ++counters.recv_drops[static_cast<std::size_t>(RecvDrop::kNoReceiveWqe)];
     return;
   }
-  const abi::RecvWorkRequest wr = qp.rq.front();
-  qp.rq.pop_front();
+  const abi::RecvWorkRequest wr = TakeRecv(qp);
 
   abi::WorkCompletion wc{};
   wc.wr_id = wr.wr_id;
@@ -123,7 +177,7 @@ void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet) {
   wc.slid = hdr.lrh.SLID;
   wc.sl = hdr.lrh.SL;
   wc.dlid_path_bits = static_cast<uint8_t>(hdr.lrh.DLID & ((1u << port.lmc) - 1));
-  wc.pkey_index = qp.pkey_index;
+  wc.pkey_index = pkey_index;
   CompleteRecv(qp, wc, hdr.bth.SE != 0);
 }
 
@@ -167,7 +221,7 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
   // IBA 9.7.5.2.8) before any of its state changes.
   const bool consumes_recv =
       (shape.kind == Kind::kSend && shape.first) || (shape.kind == Kind::kWrite && shape.immediate);
-  if (consumes_recv && !s.recv && qp.rq.empty()) {
+  if (consumes_recv && !s.recv && !RecvAvailable(qp)) {
     SendAck(qp, psn, aeth::kRnrNak | (qp.min_rnr_timer & aeth::kValueMask));
     s.nak_sent = true;  // what follows in this burst is out of sequence: drop it quietly
     return;
@@ -181,7 +235,7 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
       const MemoryRegion* mr = nullptr;
       if (reth.DMALen != 0 &&
           mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_READ,
-                           &mr) != AccessError::kNone)
+                           &mr, qp.handle) != AccessError::kNone)
         return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
       const uint32_t responses = ResponsePackets(reth.DMALen, mtu);
       s.resources.push_back({psn, false, 0});
@@ -195,8 +249,8 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
       const MemoryRegion* mr = nullptr;
       uint64_t value = 0;
       std::array<uint8_t, sizeof(uint64_t)> bytes{};
-      if (mrs_.CheckRemote(a.R_Key, qp.pd, a.VA, sizeof value, abi::AccessFlags::REMOTE_ATOMIC,
-                           &mr) != AccessError::kNone ||
+      if (mrs_.CheckRemote(a.R_Key, qp.pd, a.VA, sizeof value, abi::AccessFlags::REMOTE_ATOMIC, &mr,
+                           qp.handle) != AccessError::kNone ||
           !mr->Read(a.VA, bytes))
         return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::SUCCESS);
       std::memcpy(&value, bytes.data(), sizeof value);  // the responder CPU's view
@@ -219,6 +273,12 @@ void Hca::ReceiveRc(QueuePair& qp, const ParsedPacket& packet) {
     return;
   }
 
+  if (shape.invalidate && !RemoteInvalidate(qp, hdr.ieth.R_Key)) {
+    // The key to invalidate is not a type 2 window this QP may invalidate: the message
+    // fails as a remote access violation, and the receive it lands in reports it.
+    if (!s.recv) s.recv = TakeRecv(qp);
+    return ResponderFatal(qp, psn, aeth::kNakRemoteAccess, WcStatus::LOCAL_ACCESS_ERR);
+  }
   const Placement placed = PlacePacket(qp, shape, packet);
   if (placed.nak_code != kPlaced)
     return ResponderFatal(qp, psn, placed.nak_code, placed.recv_status);
@@ -235,8 +295,7 @@ Hca::Placement Hca::PlacePacket(QueuePair& qp, const RequestShape& shape,
   const std::size_t length = packet.payload.size();
   if (shape.kind == Kind::kSend) {
     if (shape.first) {
-      s.recv = qp.rq.front();
-      qp.rq.pop_front();
+      s.recv = TakeRecv(qp);
       uint64_t capacity = 0;
       for (uint32_t i = 0; i < s.recv->num_sge; ++i) capacity += s.recv->sge[i].length;
       if (PlanScatter(mrs_, qp.pd, std::span(s.recv->sge, s.recv->num_sge), capacity, &s.plan) !=
@@ -256,8 +315,15 @@ Hca::Placement Hca::PlacePacket(QueuePair& qp, const RequestShape& shape,
       // A zero-length write names no memory, so its R_Key is not checked (IBA 9.7.4.1.4).
       if (reth.DMALen != 0 &&
           mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_WRITE,
-                           &mr) != AccessError::kNone)
+                           &mr, qp.handle) != AccessError::kNone) {
+        // An RDMA WRITE with immediate that the R_Key refuses still consumes the receive
+        // it would have completed, which reports the violation (IBA's local access error).
+        if (qp.type == abi::QpType::RC && shape.immediate && shape.last) {
+          s.recv = TakeRecv(qp);
+          return {aeth::kNakRemoteAccess, WcStatus::LOCAL_ACCESS_ERR};
+        }
         return {aeth::kNakRemoteAccess, WcStatus::SUCCESS};
+      }
       s.write_va = reth.VA;
       s.write_rkey = reth.R_Key;
       s.write_length = reth.DMALen;
@@ -265,8 +331,8 @@ Hca::Placement Hca::PlacePacket(QueuePair& qp, const RequestShape& shape,
     }
     if (s.offset + length > s.write_length || (shape.last && s.offset + length != s.write_length))
       return {aeth::kNakInvalidRequest, WcStatus::SUCCESS};
-    if (length != 0 && WriteRemote(mrs_, s.write_rkey, qp.pd, s.write_va + s.offset,
-                                   packet.payload) != AccessError::kNone)
+    if (length != 0 && WriteRemote(mrs_, s.write_rkey, qp.pd, s.write_va + s.offset, packet.payload,
+                                   qp.handle) != AccessError::kNone)
       return {aeth::kNakRemoteAccess, WcStatus::SUCCESS};
     s.offset += length;
   }
@@ -284,8 +350,7 @@ void Hca::FinishMessage(QueuePair& qp, const RequestShape& shape, const PacketHe
       recv = *s.recv;
       s.recv.reset();
     } else {
-      recv = qp.rq.front();
-      qp.rq.pop_front();
+      recv = TakeRecv(qp);
     }
     abi::WorkCompletion wc{};
     wc.wr_id = recv.wr_id;
@@ -295,8 +360,7 @@ void Hca::FinishMessage(QueuePair& qp, const RequestShape& shape, const PacketHe
       wc.flags |= abi::WcFlags::IMMEDIATE;
       wc.immediate_data = htobe32(hdr.immdt.ImmediateData);
     }
-    if (shape.invalidate) {
-      // Reported; invalidating the key itself arrives with memory windows.
+    if (shape.invalidate) {  // the window was invalidated on arrival (RemoteInvalidate)
       wc.flags |= abi::WcFlags::INVALIDATE;
       wc.immediate_data = hdr.ieth.R_Key;
     }
@@ -316,7 +380,7 @@ void Hca::ReceiveUc(QueuePair& qp, const ParsedPacket& packet) {
   RcResponder& s = qp.rc.resp;
   const PacketHeaders& hdr = packet.hdr;
   const auto abandon = [&] {
-    if (s.recv) qp.rq.push_front(*s.recv);
+    if (s.recv) UntakeRecv(qp, *s.recv);
     s.recv.reset();
     s.in_progress = Kind::kNone;
   };
@@ -337,7 +401,7 @@ void Hca::ReceiveUc(QueuePair& qp, const ParsedPacket& packet) {
     return abandon();
   const bool consumes_recv =
       (shape.kind == Kind::kSend && shape.first) || (shape.kind == Kind::kWrite && shape.immediate);
-  if (consumes_recv && !s.recv && qp.rq.empty()) return abandon();
+  if (consumes_recv && !s.recv && !RecvAvailable(qp)) return abandon();
   const Placement placed = PlacePacket(qp, shape, packet);
   if (placed.nak_code == kPlaced) {
     if (shape.last) FinishMessage(qp, shape, hdr);
@@ -370,7 +434,7 @@ void Hca::ReceiveRcDuplicate(QueuePair& qp, const ParsedPacket& packet) {
     const MemoryRegion* mr = nullptr;
     if (reth.DMALen == 0 ||
         mrs_.CheckRemote(reth.R_Key, qp.pd, reth.VA, reth.DMALen, abi::AccessFlags::REMOTE_READ,
-                         &mr) == AccessError::kNone)
+                         &mr, qp.handle) == AccessError::kNone)
       RespondRead(qp, hdr.bth.PSN, reth);
     return;
   }
@@ -391,8 +455,8 @@ void Hca::RespondRead(QueuePair& qp, uint32_t psn, const wire::RETH& reth) {
   for (uint32_t k = 0; k < count; ++k) {
     const uint64_t offset = uint64_t{k} * mtu;
     payload.resize(std::min<uint64_t>(mtu, reth.DMALen - offset));
-    if (!payload.empty() &&
-        ReadRemote(mrs_, reth.R_Key, qp.pd, reth.VA + offset, payload) != AccessError::kNone)
+    if (!payload.empty() && ReadRemote(mrs_, reth.R_Key, qp.pd, reth.VA + offset, payload,
+                                       qp.handle) != AccessError::kNone)
       return;  // memory vanished mid-read: the requester's timer takes it from here
     PacketHeaders hdr = PathHeaders(out, qp.av);
     hdr.bth.OpCode =
@@ -451,6 +515,7 @@ void Hca::ResponderFatal(QueuePair& qp, uint32_t psn, uint8_t nak_code, WcStatus
 abi::Status Hca::PostRecv(uint32_t qpn, const abi::RecvWorkRequest& wr) {
   QueuePair* qp = Qp(qpn);
   if (qp == nullptr) return abi::Status::INVALID_QP_HANDLE;
+  if (qp->srq != 0) return abi::Status::INVALID_SETTING;  // its receives come from the SRQ
   if (qp->state == abi::QpState::RESET) return abi::Status::INVALID_QP_STATE;
   if (qp->rq.size() >= qp->caps.rq_depth) return abi::Status::INSUFFICIENT_RESOURCES;
   if (wr.num_sge > qp->caps.rq_sge || wr.num_sge > std::size(wr.sge))

@@ -1,5 +1,5 @@
 """Output backends. Each module exposes emit(program, render) -> {path: content}."""
 
-from . import abi, codec, conformance, docs, kernel, user
+from . import abi, codec, conformance, docs, fuzz, kernel, user
 
-BACKENDS = [abi, codec, kernel, user, conformance, docs]
+BACKENDS = [abi, codec, kernel, user, conformance, docs, fuzz]

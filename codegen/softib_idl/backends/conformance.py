@@ -16,6 +16,9 @@ from . import abi as a
 
 CDIR = "conformance/verbs"
 
+# Output fields (last path component) that the node assigns afresh to each new object.
+ASSIGNED_IDS = {"qp_num", "qpn", "lkey", "rkey"}
+
 
 def test_suite_name(module: str, kind: str) -> str:
     return a.camel(module) + kind
@@ -190,13 +193,13 @@ def verb_dispatch_view(program: m.Program, v: m.Verb, busy: str) -> dict:
         handles.append(f"{{{lf.offset}, abi::ObjectType::{lf.decl.name}, {'true' if p.optional else 'false'}, "
                        f"abi::{st}::{status}, \"{lf.path[:-len('.value')]}\"}}")
 
+    # Output values that differ between two valid calls on two callers: handles (per-file
+    # tables) and the identifiers the node assigns to each new object (QPN, keys).
     masks = []
     if outs is not None:
         for lf in a.leaves(outs):
-            if lf.kind == "handle" and lf.top is not None and lf.top.type.is_handle:
-                p = a.param_of(v, lf.top, "out")
-                if p is not None and p.access == "new":
-                    masks.append(f"{{{lf.offset}, 8}}")
+            if lf.kind == "handle" or lf.path.split(".")[-1] in ASSIGNED_IDS:
+                masks.append(f"{{{lf.offset}, {lf.size}}}")
 
     count_off = count_size = 0
     if in_var is not None:
@@ -210,7 +213,10 @@ def verb_dispatch_view(program: m.Program, v: m.Verb, busy: str) -> dict:
     paths = [p for p in ("proxy", "direct", "irp") if p in v.paths]
     return {
         "name": v.name, "ordinal": a.hexs(v.ordinal, 4),
-        "ioctl": f"abi::kIoctl{v.name}" if v.ioctl_code is not None else "0",
+        # The rejection cases go through a user file: only for verbs with the proxy path.
+        "ioctl": f"abi::kIoctl{v.name}" if v.ioctl_code is not None and "proxy" in v.paths else "0",
+        # A kernel-only verb's IOCTL, which the dispatch must refuse from a user file.
+        "refused_ioctl": f"abi::kIoctl{v.name}" if v.ioctl_code is not None and "proxy" not in v.paths else "",
         "paths": a.paths_expr(v, "abi::"),
         "dispatch_level": "true" if v.irql == "dispatch" else "false",
         "in_size": ins.size if ins else 0, "out_size": outs.size if outs else 0,
@@ -220,6 +226,7 @@ def verb_dispatch_view(program: m.Program, v: m.Verb, busy: str) -> dict:
         "enums": enums, "flags": flags, "reserved": reserved, "handles": handles,
         "masks": masks, "busy": busy_children, "used_enums": used,
         "has_ioctl": v.ioctl_code is not None, "path_count": len(paths),
+        "cancellable": "true" if "CANCELED" in v.returns else "false",
     }
 
 

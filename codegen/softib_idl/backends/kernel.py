@@ -182,6 +182,7 @@ def emit(program: m.Program, render) -> dict[str, str]:
     if program.statuses is not None:
         for need in ("SUCCESS", "INVALID_PARAMETER", "PENDING", "INSUFFICIENT_RESOURCES"):
             a.require_status(program, need, "the kernel dispatch")
+    unsupported = "UNSUPPORTED" if "UNSUPPORTED" in a.status_names(program) else "INVALID_PARAMETER"
     modules = []
     for module in a.module_names(program):
         verbs = module_kernel_verbs(program, module)
@@ -192,7 +193,7 @@ def emit(program: m.Program, render) -> dict[str, str]:
             "comment": a.header_comment([a.source_of(program, module)]),
             "module": module, "member": a.module_member(module), "handlers": a.handler_class(module),
             "verbs": views, "status": st,
-            "abi_header": f"softib/abi/{module}.h",
+            "abi_header": f"softib/abi/{module}.h", "unsupported": unsupported,
         }
         files[f"{KDIR}/{module}_dispatch.h"] = render("kernel_dispatch.h.j2", **ctx)
         files[f"{KDIR}/{module}_dispatch.cc"] = render("kernel_dispatch.cc.j2", **ctx)
@@ -201,7 +202,6 @@ def emit(program: m.Program, render) -> dict[str, str]:
             files[f"{KDIR}/{module}_direct.cc"] = render("kernel_direct.cc.j2", **ctx)
         modules.append({"name": module, "member": a.module_member(module),
                         "handlers": a.handler_class(module), "verbs": views})
-    unsupported = "UNSUPPORTED" if "UNSUPPORTED" in a.status_names(program) else "INVALID_PARAMETER"
     ctx = {"comment": a.header_comment(a.all_sources(program)), "modules": modules, "status": st,
            "unsupported": unsupported}
     files[f"{KDIR}/verb_handlers.h"] = render("kernel_verb_handlers.h.j2", **ctx)

@@ -23,3 +23,8 @@ set(SOFTIB_GEN_CONFORMANCE_SOURCES
 )
 set(SOFTIB_GEN_DOCS_SOURCES
 )
+set(SOFTIB_GEN_FUZZ_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/fixture_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/proxy_model.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verb_model.cc
+)

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "conformance_support.h"
@@ -37,6 +39,7 @@ struct VerbCase {
   uint32_t in_max;
   uint32_t count_offset;  // of the array's count field in the input
   uint32_t count_size;
+  bool cancellable;  // a wait that answers CANCELED when nothing arrives
 };
 
 // Bytes that must be zero (reserved and pad fields). `elem`: in the first element of the
@@ -80,6 +83,15 @@ struct OutputMask {
 inline constexpr abi::Status kInvalidParameter = abi::Status::INVALID_PARAMETER;
 inline constexpr abi::Status kResourceBusy = abi::Status::RESOURCE_BUSY;
 
+// Implemented next to the harness of the test binary. The issue that will implement verb
+// `ordinal` when the node answers it UNSUPPORTED for now (null: it must work now), and the
+// issue that will make objects of `type` creatable (null: the harness creates them).
+const char* NotImplementedUntil(uint32_t ordinal);
+const char* NotCreatableUntil(abi::ObjectType type);
+// After Prepare: null when every handle of the request names a live object, else what is
+// missing ("a Cep (issue 5)").
+const char* IncompleteRequest();
+
 inline void Store(std::vector<uint8_t>& buf, uint32_t offset, uint32_t size, uint64_t value) {
   ASSERT_LE(offset + size, buf.size());
   for (uint32_t i = 0; i < size; ++i) buf[offset + i] = static_cast<uint8_t>(value >> (8 * i));
@@ -111,7 +123,30 @@ class DispatchCases {
   void Expect(std::span<const uint8_t> input, uint32_t out_length, abi::Status expected,
               const char* what, uint64_t detail = 0) {
     const CallResult r = h_.Ioctl(verb_.ioctl, input, out_length);
-    EXPECT_EQ(r.status, expected) << verb_.name << ": " << what << " " << detail;
+    if (!Unimplemented(r.status)) {
+      EXPECT_EQ(r.status, expected) << verb_.name << ": " << what << " " << detail;
+    }
+    ++cases_;
+  }
+
+  // A verb of a later issue whose module has no handlers yet is refused UNSUPPORTED before
+  // any check: counted and printed, not failed.
+  bool Unimplemented(abi::Status status) {
+    const char* issue = NotImplementedUntil(verb_.ordinal);
+    if (status != abi::Status::UNSUPPORTED || issue == nullptr) return false;
+    CountPending(std::string(verb_.name) +
+                 ": a rejection case answers UNSUPPORTED before any "
+                 "check (no handlers until " +
+                 issue + ")");
+    return true;
+  }
+
+  // A user file sending the IOCTL of a verb without the proxy path is refused.
+  void UserRefused(uint32_t code) {
+    if (!Prepare()) return;
+    const CallResult r = h_.Ioctl(code, input_, out_length_);
+    EXPECT_EQ(r.status, kInvalidParameter)
+        << verb_.name << ": IOCTL of a kernel-only verb from a user file";
     ++cases_;
   }
 
@@ -202,13 +237,22 @@ class DispatchCases {
         std::vector<uint8_t> bad = input_;
         Store(bad, f.offset, 8, h_.MakeBadHandle(f.type, kind));
         const CallResult r = h_.Ioctl(verb_.ioctl, bad, out_length_);
+        ++cases_;
+        if (Unimplemented(r.status)) continue;
+        if (const char* missing = IncompleteRequest()) {
+          // Another handle of the request is null (its object cannot be made yet), and the
+          // dispatch may check that one first: any invalid-handle rejection will do.
+          EXPECT_NE(r.status, abi::Status::SUCCESS) << verb_.name << ": bad handle " << f.name;
+          CountPending(std::string(verb_.name) + ": a bad-handle case whose request lacks " +
+                       missing);
+          continue;
+        }
         if (kind == BadHandle::kZero && f.optional) {
           EXPECT_NE(r.status, f.invalid_status) << verb_.name << ": null optional " << f.name;
         } else {
           EXPECT_EQ(r.status, f.invalid_status)
               << verb_.name << ": bad handle " << f.name << " kind " << static_cast<int>(kind);
         }
-        ++cases_;
       }
     }
   }
@@ -248,11 +292,26 @@ class DispatchCases {
       }
       ++cases_;
     }
+    if (!have_first) return;
+    if (const char* issue = NotImplementedUntil(verb_.ordinal)) {
+      // The same status through every path is all that can be expected for now.
+      CountPending(std::string(verb_.name) + ": valid call answers " + abi::ToString(first.status) +
+                   " (not implemented until " + issue + ")");
+    } else {
+      EXPECT_TRUE(first.status == abi::Status::SUCCESS ||
+                  (verb_.cancellable && first.status == abi::Status::CANCELED))
+          << verb_.name << ": a valid call answers " << abi::ToString(first.status);
+    }
   }
 
   // Destroying the object while a child or user of each type exists answers busy.
   void Busy(std::span<const abi::ObjectType> children) {
     for (abi::ObjectType child : children) {
+      if (const char* issue = NotCreatableUntil(child)) {
+        CountPending(std::string(verb_.name) + ": busy with a live " + abi::ToString(child) +
+                     " (no " + abi::ToString(child) + " until " + issue + ")");
+        continue;
+      }
       h_.Reset();
       input_.clear();
       const bool ok = h_.PrepareDestroyWithChild(verb_.ordinal, child, input_, out_length_);

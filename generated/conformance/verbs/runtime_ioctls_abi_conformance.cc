@@ -409,6 +409,24 @@ namespace {
   return n;
 }
 
+[[maybe_unused]] void Fill(abi::GetFileAlIn&, Rng&) {}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::GetFileAlIn& v,
+                           const abi::GetFileAlIn& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.reserved0, w.reserved0, "GetFileAlIn.reserved0");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::GetFileAlOut& v, Rng& r) { v.al.value = r.Int<uint64_t>(); }
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::GetFileAlOut& v,
+                           const abi::GetFileAlOut& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.al, w.al, "GetFileAlOut.al");
+  return n;
+}
+
 }  // namespace
 
 TEST(RuntimeIoctlsAbi, RingMapping) {
@@ -831,6 +849,44 @@ TEST(RuntimeIoctlsAbi, QueryObjectCountsOut) {
   Count("QueryObjectCounts", n);
 }
 
+TEST(RuntimeIoctlsAbi, GetFileAlIn) {
+  static constexpr FieldOffset kFields[] = {
+      {"reserved0", offsetof(abi::GetFileAlIn, reserved0), 0},
+  };
+  int n = ExpectLayout("GetFileAlIn", sizeof(abi::GetFileAlIn), 8, kFields);
+  Rng r("GetFileAlIn");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::GetFileAlIn v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::GetFileAlIn)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::GetFileAlIn w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("GetFileAl", n);
+}
+
+TEST(RuntimeIoctlsAbi, GetFileAlOut) {
+  static constexpr FieldOffset kFields[] = {
+      {"al", offsetof(abi::GetFileAlOut, al), 0},
+  };
+  int n = ExpectLayout("GetFileAlOut", sizeof(abi::GetFileAlOut), 8, kFields);
+  Rng r("GetFileAlOut");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::GetFileAlOut v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::GetFileAlOut)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::GetFileAlOut w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("GetFileAl", n);
+}
+
 TEST(RuntimeIoctlsAbi, ResolveCaDeviceCodes) {
   EXPECT_EQ(abi::ResolveCaDeviceVerb::kOrdinal, 0x0F00u);
   EXPECT_EQ(abi::kIoctlResolveCaDevice, 0x003B6300u);
@@ -919,6 +975,16 @@ TEST(RuntimeIoctlsAbi, QueryObjectCountsCodes) {
   EXPECT_EQ(abi::IoctlMethod(abi::kIoctlQueryObjectCounts), 0u);  // METHOD_BUFFERED
   EXPECT_EQ(abi::IoctlAccess(abi::kIoctlQueryObjectCounts), 1u);
   Count("QueryObjectCounts", 6);
+}
+
+TEST(RuntimeIoctlsAbi, GetFileAlCodes) {
+  EXPECT_EQ(abi::GetFileAlVerb::kOrdinal, 0x0F09u);
+  EXPECT_EQ(abi::kIoctlGetFileAl, 0x003B6324u);
+  EXPECT_EQ(abi::IoctlDeviceType(abi::kIoctlGetFileAl), 0x3Bu);
+  EXPECT_EQ(abi::IoctlFunction(abi::kIoctlGetFileAl), 0x8C9u);
+  EXPECT_EQ(abi::IoctlMethod(abi::kIoctlGetFileAl), 0u);  // METHOD_BUFFERED
+  EXPECT_EQ(abi::IoctlAccess(abi::kIoctlGetFileAl), 1u);
+  Count("GetFileAl", 6);
 }
 
 }  // namespace softib::conformance

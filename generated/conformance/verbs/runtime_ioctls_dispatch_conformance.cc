@@ -23,22 +23,23 @@ constexpr VerbCase kResolveCaDevice{"ResolveCaDevice",
                                     0,
                                     0,
                                     0,
-                                    0};
+                                    0,
+                                    false};
 constexpr HandleField kResolveCaDeviceHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 
 constexpr VerbCase kMapCqRing{
-    "MapCqRing", 0x0F01, abi::kIoctlMapCqRing, abi::kPathProxy, false, 8, 40, 0, 0, 0, 0};
+    "MapCqRing", 0x0F01, abi::kIoctlMapCqRing, abi::kPathProxy, false, 8, 40, 0, 0, 0, 0, false};
 constexpr HandleField kMapCqRingHandles[] = {
     {0, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "cq"}};
 
 constexpr VerbCase kMapQpRings{
-    "MapQpRings", 0x0F02, abi::kIoctlMapQpRings, abi::kPathProxy, false, 8, 72, 0, 0, 0, 0};
+    "MapQpRings", 0x0F02, abi::kIoctlMapQpRings, abi::kPathProxy, false, 8, 72, 0, 0, 0, 0, false};
 constexpr HandleField kMapQpRingsHandles[] = {
     {0, abi::ObjectType::Qp, false, abi::Status::INVALID_QP_HANDLE, "qp"}};
 
 constexpr VerbCase kMapSrqRing{
-    "MapSrqRing", 0x0F03, abi::kIoctlMapSrqRing, abi::kPathProxy, false, 8, 40, 0, 0, 0, 0};
+    "MapSrqRing", 0x0F03, abi::kIoctlMapSrqRing, abi::kPathProxy, false, 8, 40, 0, 0, 0, 0, false};
 constexpr HandleField kMapSrqRingHandles[] = {
     {0, abi::ObjectType::Srq, false, abi::Status::INVALID_SRQ_HANDLE, "srq"}};
 
@@ -52,9 +53,11 @@ constexpr VerbCase kGetAsyncEvent{"GetAsyncEvent",
                                   0,
                                   0,
                                   0,
-                                  0};
+                                  0,
+                                  true};
 constexpr HandleField kGetAsyncEventHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
+constexpr OutputMask kGetAsyncEventMasks[] = {{24, 8}, {32, 8}, {40, 8}, {48, 8}};
 
 constexpr VerbCase kGetCompletionEvent{"GetCompletionEvent",
                                        0x0F05,
@@ -66,7 +69,8 @@ constexpr VerbCase kGetCompletionEvent{"GetCompletionEvent",
                                        0,
                                        0,
                                        0,
-                                       0};
+                                       0,
+                                       true};
 constexpr HandleField kGetCompletionEventHandles[] = {
     {0, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "cq"}};
 
@@ -80,12 +84,24 @@ constexpr VerbCase kGetPnpEvent{"GetPnpEvent",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                true};
 constexpr HandleField kGetPnpEventHandles[] = {
     {0, abi::ObjectType::PnpReg, false, abi::Status::INVALID_PNP_REG_HANDLE, "reg"}};
+constexpr OutputMask kGetPnpEventMasks[] = {{32, 8}};
 
-constexpr VerbCase kCancelPending{
-    "CancelPending", 0x0F07, abi::kIoctlCancelPending, abi::kPathProxy, false, 24, 4, 0, 0, 0, 0};
+constexpr VerbCase kCancelPending{"CancelPending",
+                                  0x0F07,
+                                  abi::kIoctlCancelPending,
+                                  abi::kPathProxy,
+                                  false,
+                                  24,
+                                  4,
+                                  0,
+                                  0,
+                                  0,
+                                  0,
+                                  false};
 constexpr ByteRange kCancelPendingReserved[] = {{12, 4, false}};
 constexpr HandleField kCancelPendingHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
@@ -100,11 +116,17 @@ constexpr VerbCase kQueryObjectCounts{"QueryObjectCounts",
                                       0,
                                       0,
                                       0,
-                                      0};
+                                      0,
+                                      false};
 constexpr ByteRange kQueryObjectCountsReserved[] = {{12, 4, false}};
 constexpr EnumField kQueryObjectCountsEnums[] = {{8, 4, kInvalidCountScope, "scope", false}};
 constexpr HandleField kQueryObjectCountsHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
+
+constexpr VerbCase kGetFileAl{
+    "GetFileAl", 0x0F09, abi::kIoctlGetFileAl, abi::kPathProxy, false, 8, 8, 0, 0, 0, 0, false};
+constexpr ByteRange kGetFileAlReserved[] = {{0, 8, false}};
+constexpr OutputMask kGetFileAlMasks[] = {{0, 8}};
 
 }  // namespace
 
@@ -144,7 +166,7 @@ TEST(RuntimeIoctlsDispatch, GetAsyncEvent) {
   DispatchCases c(kGetAsyncEvent);
   c.Lengths();
   c.Handles(kGetAsyncEventHandles);
-  c.Paths({});
+  c.Paths(kGetAsyncEventMasks);
   Count("GetAsyncEvent", c.cases());
 }
 
@@ -160,7 +182,7 @@ TEST(RuntimeIoctlsDispatch, GetPnpEvent) {
   DispatchCases c(kGetPnpEvent);
   c.Lengths();
   c.Handles(kGetPnpEventHandles);
-  c.Paths({});
+  c.Paths(kGetPnpEventMasks);
   Count("GetPnpEvent", c.cases());
 }
 
@@ -181,6 +203,14 @@ TEST(RuntimeIoctlsDispatch, QueryObjectCounts) {
   c.Handles(kQueryObjectCountsHandles);
   c.Paths({});
   Count("QueryObjectCounts", c.cases());
+}
+
+TEST(RuntimeIoctlsDispatch, GetFileAl) {
+  DispatchCases c(kGetFileAl);
+  c.Lengths();
+  c.Reserved(kGetFileAlReserved);
+  c.Paths(kGetFileAlMasks);
+  Count("GetFileAl", c.cases());
 }
 
 }  // namespace softib::conformance

@@ -16,13 +16,12 @@ constexpr uint64_t kInvalidPnpClassValues[] = {3u, 5u, 6u, 7u, 9u, 4294967295u};
 constexpr std::span<const uint64_t> kInvalidPnpClass(kInvalidPnpClassValues);
 
 constexpr VerbCase kOpenAl{
-    "OpenAl", 0x0A00, abi::kIoctlOpenAl, abi::kPathDirect | abi::kPathIrp, false, 8, 8, 0, 0, 0, 0};
+    "OpenAl", 0x0A00, 0, abi::kPathDirect | abi::kPathIrp, false, 8, 8, 0, 0, 0, 0, false};
 constexpr ByteRange kOpenAlReserved[] = {{4, 4, false}};
 constexpr OutputMask kOpenAlMasks[] = {{0, 8}};
 
 constexpr VerbCase kCloseAl{
-    "CloseAl", 0x0A01, abi::kIoctlCloseAl, abi::kPathDirect | abi::kPathIrp, false, 8, 0, 0, 0,
-    0,         0};
+    "CloseAl", 0x0A01, 0, abi::kPathDirect | abi::kPathIrp, false, 8, 0, 0, 0, 0, 0, false};
 constexpr HandleField kCloseAlHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 constexpr abi::ObjectType kCloseAlBusy[] = {abi::ObjectType::Ca,    abi::ObjectType::MadPool,
@@ -39,7 +38,8 @@ constexpr VerbCase kRegisterPnp{"RegisterPnp",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                false};
 constexpr EnumField kRegisterPnpEnums[] = {{8, 4, kInvalidPnpClass, "pnp_class", false}};
 constexpr FlagField kRegisterPnpFlags[] = {{12, 4, 0xC0000000u, "flags", false}};
 constexpr HandleField kRegisterPnpHandles[] = {
@@ -56,7 +56,8 @@ constexpr VerbCase kDeregisterPnp{"DeregisterPnp",
                                   0,
                                   0,
                                   0,
-                                  0};
+                                  0,
+                                  false};
 constexpr HandleField kDeregisterPnpHandles[] = {
     {0, abi::ObjectType::PnpReg, false, abi::Status::INVALID_PNP_REG_HANDLE, "reg"}};
 
@@ -70,7 +71,8 @@ constexpr VerbCase kCreateMadPool{"CreateMadPool",
                                   0,
                                   0,
                                   0,
-                                  0};
+                                  0,
+                                  false};
 constexpr ByteRange kCreateMadPoolReserved[] = {{20, 4, false}};
 constexpr HandleField kCreateMadPoolHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
@@ -86,7 +88,8 @@ constexpr VerbCase kDestroyMadPool{"DestroyMadPool",
                                    0,
                                    0,
                                    0,
-                                   0};
+                                   0,
+                                   false};
 constexpr HandleField kDestroyMadPoolHandles[] = {
     {0, abi::ObjectType::MadPool, false, abi::Status::INVALID_MAD_POOL_HANDLE, "pool"}};
 constexpr abi::ObjectType kDestroyMadPoolBusy[] = {abi::ObjectType::MadSvc};
@@ -101,7 +104,8 @@ constexpr VerbCase kRegMadSvc{"RegMadSvc",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr ByteRange kRegMadSvcReserved[] = {{31, 1, false}};
 constexpr EnumField kRegMadSvcEnums[] = {{24, 4, kInvalidMadSvcType, "params.svc_type", false}};
 constexpr HandleField kRegMadSvcHandles[] = {
@@ -119,7 +123,8 @@ constexpr VerbCase kDeregMadSvc{"DeregMadSvc",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                false};
 constexpr HandleField kDeregMadSvcHandles[] = {
     {0, abi::ObjectType::MadSvc, false, abi::Status::INVALID_MAD_SVC_HANDLE, "svc"}};
 
@@ -133,7 +138,8 @@ constexpr VerbCase kSendMad{"SendMad",
                             1,
                             131072,
                             56,
-                            4};
+                            4,
+                            false};
 constexpr ByteRange kSendMadReserved[] = {{60, 4, false}};
 constexpr FlagField kSendMadFlags[] = {{48, 4, 0x1Fu, "params.send_flags", false}};
 constexpr HandleField kSendMadHandles[] = {
@@ -150,7 +156,8 @@ constexpr VerbCase kCancelMad{"CancelMad",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr HandleField kCancelMadHandles[] = {
     {0, abi::ObjectType::MadSvc, false, abi::Status::INVALID_MAD_SVC_HANDLE, "svc"}};
 
@@ -164,7 +171,8 @@ constexpr VerbCase kGetMadEvent{"GetMadEvent",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                true};
 constexpr HandleField kGetMadEventHandles[] = {
     {0, abi::ObjectType::MadSvc, false, abi::Status::INVALID_MAD_SVC_HANDLE, "svc"}};
 
@@ -178,7 +186,8 @@ constexpr VerbCase kSendSaRequest{"SendSaRequest",
                                   1,
                                   200,
                                   48,
-                                  4};
+                                  4,
+                                  false};
 constexpr ByteRange kSendSaRequestReserved[] = {{43, 1, false}, {52, 4, false}};
 constexpr HandleField kSendSaRequestHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
@@ -194,7 +203,8 @@ constexpr VerbCase kGetSaResponse{"GetSaResponse",
                                   0,
                                   0,
                                   0,
-                                  0};
+                                  0,
+                                  true};
 constexpr HandleField kGetSaResponseHandles[] = {
     {0, abi::ObjectType::SaReq, false, abi::Status::INVALID_SA_REQ_HANDLE, "req"}};
 
@@ -208,7 +218,8 @@ constexpr VerbCase kCancelSaRequest{"CancelSaRequest",
                                     0,
                                     0,
                                     0,
-                                    0};
+                                    0,
+                                    false};
 constexpr HandleField kCancelSaRequestHandles[] = {
     {0, abi::ObjectType::SaReq, false, abi::Status::INVALID_SA_REQ_HANDLE, "req"}};
 
@@ -222,7 +233,8 @@ constexpr VerbCase kRegisterService{"RegisterService",
                                     0,
                                     0,
                                     0,
-                                    0};
+                                    0,
+                                    true};
 constexpr HandleField kRegisterServiceHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 constexpr OutputMask kRegisterServiceMasks[] = {{0, 8}};
@@ -237,7 +249,8 @@ constexpr VerbCase kDeregisterService{"DeregisterService",
                                       0,
                                       0,
                                       0,
-                                      0};
+                                      0,
+                                      false};
 constexpr HandleField kDeregisterServiceHandles[] = {
     {0, abi::ObjectType::SaReg, false, abi::Status::INVALID_SA_REG_HANDLE, "reg"}};
 
@@ -251,7 +264,8 @@ constexpr VerbCase kJoinMcast{"JoinMcast",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              true};
 constexpr ByteRange kJoinMcastReserved[] = {{42, 6, false}, {100, 4, false}};
 constexpr HandleField kJoinMcastHandles[] = {
     {0, abi::ObjectType::Qp, false, abi::Status::INVALID_QP_HANDLE, "qp"}};
@@ -267,7 +281,8 @@ constexpr VerbCase kLeaveMcast{"LeaveMcast",
                                0,
                                0,
                                0,
-                               0};
+                               0,
+                               false};
 constexpr HandleField kLeaveMcastHandles[] = {
     {0, abi::ObjectType::McastJoin, false, abi::Status::INVALID_MCAST_JOIN_HANDLE, "join"}};
 
@@ -275,6 +290,7 @@ constexpr HandleField kLeaveMcastHandles[] = {
 
 TEST(VerbsAlDispatch, OpenAl) {
   DispatchCases c(kOpenAl);
+  c.UserRefused(abi::kIoctlOpenAl);
   c.Lengths();
   c.Reserved(kOpenAlReserved);
   c.Paths(kOpenAlMasks);
@@ -283,6 +299,7 @@ TEST(VerbsAlDispatch, OpenAl) {
 
 TEST(VerbsAlDispatch, CloseAl) {
   DispatchCases c(kCloseAl);
+  c.UserRefused(abi::kIoctlCloseAl);
   c.Lengths();
   c.Handles(kCloseAlHandles);
   c.Paths({});

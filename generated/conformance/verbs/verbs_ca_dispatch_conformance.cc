@@ -21,7 +21,8 @@ constexpr VerbCase kGetCaGuids{"GetCaGuids",
                                0,
                                0,
                                0,
-                               0};
+                               0,
+                               false};
 constexpr HandleField kGetCaGuidsHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 
@@ -35,7 +36,8 @@ constexpr VerbCase kOpenCa{"OpenCa",
                            0,
                            0,
                            0,
-                           0};
+                           0,
+                           false};
 constexpr HandleField kOpenCaHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 constexpr OutputMask kOpenCaMasks[] = {{0, 8}};
@@ -50,7 +52,8 @@ constexpr VerbCase kQueryCa{"QueryCa",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kQueryCaHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};
 
@@ -64,7 +67,8 @@ constexpr VerbCase kQueryGidTable{"QueryGidTable",
                                   0,
                                   0,
                                   0,
-                                  0};
+                                  0,
+                                  false};
 constexpr ByteRange kQueryGidTableReserved[] = {{9, 3, false}};
 constexpr HandleField kQueryGidTableHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};
@@ -79,7 +83,8 @@ constexpr VerbCase kQueryPkeyTable{"QueryPkeyTable",
                                    0,
                                    0,
                                    0,
-                                   0};
+                                   0,
+                                   false};
 constexpr ByteRange kQueryPkeyTableReserved[] = {{9, 3, false}};
 constexpr HandleField kQueryPkeyTableHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};
@@ -94,7 +99,8 @@ constexpr VerbCase kModifyCa{"ModifyCa",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kModifyCaReserved[] = {{30, 10, false}};
 constexpr FlagField kModifyCaFlags[] = {{16, 4, 0x3Fu, "flags", false},
                                         {20, 4, 0xFFF5FFEu, "cap_set", false},
@@ -112,7 +118,8 @@ constexpr VerbCase kCloseCa{"CloseCa",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kCloseCaHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};
 constexpr abi::ObjectType kCloseCaBusy[] = {abi::ObjectType::Pd, abi::ObjectType::Cq};
@@ -127,7 +134,8 @@ constexpr VerbCase kCiCall{"CiCall",
                            1,
                            4096,
                            16,
-                           4};
+                           4,
+                           false};
 constexpr ByteRange kCiCallReserved[] = {{20, 4, false}};
 constexpr HandleField kCiCallHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};
@@ -142,7 +150,8 @@ constexpr VerbCase kLocalMad{"LocalMad",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kLocalMadReserved[] = {{9, 7, false}};
 constexpr HandleField kLocalMadHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};

@@ -23,7 +23,8 @@ constexpr VerbCase kCreateCep{"CreateCep",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr HandleField kCreateCepHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 constexpr OutputMask kCreateCepMasks[] = {{0, 8}};
@@ -38,7 +39,8 @@ constexpr VerbCase kDestroyCep{"DestroyCep",
                                0,
                                0,
                                0,
-                               0};
+                               0,
+                               false};
 constexpr HandleField kDestroyCepHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
 
@@ -52,7 +54,8 @@ constexpr VerbCase kCepListen{"CepListen",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr ByteRange kCepListenReserved[] = {{26, 6, false}, {124, 4, false}};
 constexpr HandleField kCepListenHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -67,7 +70,8 @@ constexpr VerbCase kCepSendReq{"CepSendReq",
                                1,
                                92,
                                176,
-                               4};
+                               4,
+                               false};
 constexpr ByteRange kCepSendReqReserved[] = {{165, 11, false}, {180, 4, false}};
 constexpr HandleField kCepSendReqHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"},
@@ -83,7 +87,8 @@ constexpr VerbCase kCepSendRep{"CepSendRep",
                                1,
                                196,
                                32,
-                               4};
+                               4,
+                               false};
 constexpr ByteRange kCepSendRepReserved[] = {{27, 5, false}, {36, 4, false}};
 constexpr EnumField kCepSendRepEnums[] = {{23, 1, kInvalidCmFailover, "params.failover", false}};
 constexpr HandleField kCepSendRepHandles[] = {
@@ -100,7 +105,8 @@ constexpr VerbCase kCepSendRtu{"CepSendRtu",
                                1,
                                224,
                                8,
-                               4};
+                               4,
+                               false};
 constexpr ByteRange kCepSendRtuReserved[] = {{12, 4, false}};
 constexpr HandleField kCepSendRtuHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -115,7 +121,8 @@ constexpr VerbCase kCepSendRej{"CepSendRej",
                                1,
                                148,
                                12,
-                               4};
+                               4,
+                               false};
 constexpr ByteRange kCepSendRejReserved[] = {{11, 1, false}};
 constexpr HandleField kCepSendRejHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -130,7 +137,8 @@ constexpr VerbCase kCepSendMra{"CepSendMra",
                                1,
                                222,
                                12,
-                               4};
+                               4,
+                               false};
 constexpr ByteRange kCepSendMraReserved[] = {{9, 3, false}};
 constexpr HandleField kCepSendMraHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -145,7 +153,8 @@ constexpr VerbCase kCepSendLap{"CepSendLap",
                                1,
                                168,
                                76,
-                               4};
+                               4,
+                               false};
 constexpr ByteRange kCepSendLapReserved[] = {{73, 3, false}};
 constexpr HandleField kCepSendLapHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -160,7 +169,8 @@ constexpr VerbCase kCepSendApr{"CepSendApr",
                                1,
                                148,
                                12,
-                               4};
+                               4,
+                               false};
 constexpr ByteRange kCepSendAprReserved[] = {{10, 2, false}};
 constexpr HandleField kCepSendAprHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -175,7 +185,8 @@ constexpr VerbCase kCepSendDreq{"CepSendDreq",
                                 1,
                                 220,
                                 8,
-                                4};
+                                4,
+                                false};
 constexpr ByteRange kCepSendDreqReserved[] = {{12, 4, false}};
 constexpr HandleField kCepSendDreqHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -190,7 +201,8 @@ constexpr VerbCase kCepSendDrep{"CepSendDrep",
                                 1,
                                 224,
                                 8,
-                                4};
+                                4,
+                                false};
 constexpr ByteRange kCepSendDrepReserved[] = {{12, 4, false}};
 constexpr HandleField kCepSendDrepHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -205,7 +217,8 @@ constexpr VerbCase kCepSendSidrReq{"CepSendSidrReq",
                                    1,
                                    216,
                                    88,
-                                   4};
+                                   4,
+                                   false};
 constexpr ByteRange kCepSendSidrReqReserved[] = {{92, 4, false}};
 constexpr HandleField kCepSendSidrReqHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
@@ -220,7 +233,8 @@ constexpr VerbCase kCepSendSidrRep{"CepSendSidrRep",
                                    1,
                                    136,
                                    96,
-                                   4};
+                                   4,
+                                   false};
 constexpr ByteRange kCepSendSidrRepReserved[] = {{18, 2, false}, {100, 4, false}};
 constexpr HandleField kCepSendSidrRepHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"},
@@ -236,7 +250,8 @@ constexpr VerbCase kCepGetRtrAttributes{"CepGetRtrAttributes",
                                         0,
                                         0,
                                         0,
-                                        0};
+                                        0,
+                                        false};
 constexpr HandleField kCepGetRtrAttributesHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
 
@@ -250,7 +265,8 @@ constexpr VerbCase kCepGetRtsAttributes{"CepGetRtsAttributes",
                                         0,
                                         0,
                                         0,
-                                        0};
+                                        0,
+                                        false};
 constexpr HandleField kCepGetRtsAttributesHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
 
@@ -264,7 +280,8 @@ constexpr VerbCase kCepGetEvent{"CepGetEvent",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                true};
 constexpr HandleField kCepGetEventHandles[] = {
     {0, abi::ObjectType::Cep, false, abi::Status::INVALID_CEP_HANDLE, "cep"}};
 constexpr OutputMask kCepGetEventMasks[] = {{8, 8}};

@@ -21,7 +21,8 @@ constexpr VerbCase kCreateCq{"CreateCq",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kCreateCqReserved[] = {{12, 4, false}};
 constexpr HandleField kCreateCqHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};
@@ -37,7 +38,8 @@ constexpr VerbCase kQueryCq{"QueryCq",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kQueryCqHandles[] = {
     {0, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "cq"}};
 
@@ -51,7 +53,8 @@ constexpr VerbCase kModifyCq{"ModifyCq",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kModifyCqReserved[] = {{12, 4, false}};
 constexpr HandleField kModifyCqHandles[] = {
     {0, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "cq"}};
@@ -66,7 +69,8 @@ constexpr VerbCase kDestroyCq{"DestroyCq",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr HandleField kDestroyCqHandles[] = {
     {0, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "cq"}};
 constexpr abi::ObjectType kDestroyCqBusy[] = {abi::ObjectType::Qp};

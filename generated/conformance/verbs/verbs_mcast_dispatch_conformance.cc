@@ -21,7 +21,8 @@ constexpr VerbCase kAttachMcast{"AttachMcast",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                false};
 constexpr ByteRange kAttachMcastReserved[] = {{26, 6, false}};
 constexpr HandleField kAttachMcastHandles[] = {
     {0, abi::ObjectType::Qp, false, abi::Status::INVALID_QP_HANDLE, "qp"}};
@@ -37,7 +38,8 @@ constexpr VerbCase kDetachMcast{"DetachMcast",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                false};
 constexpr HandleField kDetachMcastHandles[] = {
     {0, abi::ObjectType::Mcast, false, abi::Status::INVALID_MCAST_HANDLE, "mcast"}};
 

@@ -23,20 +23,20 @@ constexpr VerbCase kRegMem{"RegMem",
                            0,
                            0,
                            0,
-                           0};
+                           0,
+                           false};
 constexpr ByteRange kRegMemReserved[] = {{28, 4, false}};
 constexpr FlagField kRegMemFlags[] = {{24, 4, 0x5Fu, "region.access", false}};
 constexpr HandleField kRegMemHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
-constexpr OutputMask kRegMemMasks[] = {{8, 8}};
+constexpr OutputMask kRegMemMasks[] = {{0, 4}, {4, 4}, {8, 8}};
 
 constexpr VerbCase kRegPhys{
-    "RegPhys", 0x0701, abi::kIoctlRegPhys, abi::kPathDirect | abi::kPathIrp, true, 40, 24, 16, 1024,
-    36,        4};
+    "RegPhys", 0x0701, 0, abi::kPathDirect | abi::kPathIrp, true, 40, 24, 16, 1024, 36, 4, false};
 constexpr FlagField kRegPhysFlags[] = {{32, 4, 0x5Fu, "access", false}};
 constexpr HandleField kRegPhysHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
-constexpr OutputMask kRegPhysMasks[] = {{16, 8}};
+constexpr OutputMask kRegPhysMasks[] = {{8, 4}, {12, 4}, {16, 8}};
 
 constexpr VerbCase kQueryMr{"QueryMr",
                             0x0702,
@@ -48,9 +48,11 @@ constexpr VerbCase kQueryMr{"QueryMr",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kQueryMrHandles[] = {
     {0, abi::ObjectType::Mr, false, abi::Status::INVALID_MR_HANDLE, "mr"}};
+constexpr OutputMask kQueryMrMasks[] = {{0, 8}, {44, 4}, {48, 4}};
 
 constexpr VerbCase kReregMem{"ReregMem",
                              0x0703,
@@ -62,31 +64,25 @@ constexpr VerbCase kReregMem{"ReregMem",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kReregMemReserved[] = {{12, 4, false}, {44, 4, false}};
 constexpr FlagField kReregMemFlags[] = {{8, 4, 0x7u, "flags", false},
                                         {40, 4, 0x5Fu, "region.access", false}};
 constexpr HandleField kReregMemHandles[] = {
     {0, abi::ObjectType::Mr, false, abi::Status::INVALID_MR_HANDLE, "mr"},
     {16, abi::ObjectType::Pd, true, abi::Status::INVALID_PD_HANDLE, "pd"}};
+constexpr OutputMask kReregMemMasks[] = {{0, 4}, {4, 4}};
 
-constexpr VerbCase kReregPhys{"ReregPhys",
-                              0x0704,
-                              abi::kIoctlReregPhys,
-                              abi::kPathDirect | abi::kPathIrp,
-                              true,
-                              56,
-                              16,
-                              16,
-                              1024,
-                              48,
-                              4};
+constexpr VerbCase kReregPhys{
+    "ReregPhys", 0x0704, 0, abi::kPathDirect | abi::kPathIrp, true, 56, 16, 16, 1024, 48, 4, false};
 constexpr ByteRange kReregPhysReserved[] = {{52, 4, false}};
 constexpr FlagField kReregPhysFlags[] = {{8, 4, 0x7u, "flags", false},
                                          {44, 4, 0x5Fu, "access", false}};
 constexpr HandleField kReregPhysHandles[] = {
     {0, abi::ObjectType::Mr, false, abi::Status::INVALID_MR_HANDLE, "mr"},
     {16, abi::ObjectType::Pd, true, abi::Status::INVALID_PD_HANDLE, "pd"}};
+constexpr OutputMask kReregPhysMasks[] = {{8, 4}, {12, 4}};
 
 constexpr VerbCase kRegShared{"RegShared",
                               0x0705,
@@ -98,13 +94,14 @@ constexpr VerbCase kRegShared{"RegShared",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr ByteRange kRegSharedReserved[] = {{20, 4, false}};
 constexpr FlagField kRegSharedFlags[] = {{16, 4, 0x5Fu, "access", false}};
 constexpr HandleField kRegSharedHandles[] = {
     {0, abi::ObjectType::Mr, false, abi::Status::INVALID_MR_HANDLE, "mr"},
     {8, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
-constexpr OutputMask kRegSharedMasks[] = {{16, 8}};
+constexpr OutputMask kRegSharedMasks[] = {{8, 4}, {12, 4}, {16, 8}};
 
 constexpr VerbCase kDeregMr{"DeregMr",
                             0x0706,
@@ -116,7 +113,8 @@ constexpr VerbCase kDeregMr{"DeregMr",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kDeregMrHandles[] = {
     {0, abi::ObjectType::Mr, false, abi::Status::INVALID_MR_HANDLE, "mr"}};
 
@@ -130,12 +128,13 @@ constexpr VerbCase kCreateMw{"CreateMw",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kCreateMwReserved[] = {{12, 4, false}};
 constexpr EnumField kCreateMwEnums[] = {{8, 4, kInvalidMwType, "type", false}};
 constexpr HandleField kCreateMwHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
-constexpr OutputMask kCreateMwMasks[] = {{8, 8}};
+constexpr OutputMask kCreateMwMasks[] = {{0, 4}, {8, 8}};
 
 constexpr VerbCase kQueryMw{"QueryMw",
                             0x0801,
@@ -147,9 +146,11 @@ constexpr VerbCase kQueryMw{"QueryMw",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kQueryMwHandles[] = {
     {0, abi::ObjectType::Mw, false, abi::Status::INVALID_MW_HANDLE, "mw"}};
+constexpr OutputMask kQueryMwMasks[] = {{0, 8}, {8, 4}};
 
 constexpr VerbCase kDestroyMw{"DestroyMw",
                               0x0802,
@@ -161,7 +162,8 @@ constexpr VerbCase kDestroyMw{"DestroyMw",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr HandleField kDestroyMwHandles[] = {
     {0, abi::ObjectType::Mw, false, abi::Status::INVALID_MW_HANDLE, "mw"}};
 
@@ -179,6 +181,7 @@ TEST(VerbsMrMwDispatch, RegMem) {
 
 TEST(VerbsMrMwDispatch, RegPhys) {
   DispatchCases c(kRegPhys);
+  c.UserRefused(abi::kIoctlRegPhys);
   c.Lengths();
   c.Flags(kRegPhysFlags);
   c.Handles(kRegPhysHandles);
@@ -190,7 +193,7 @@ TEST(VerbsMrMwDispatch, QueryMr) {
   DispatchCases c(kQueryMr);
   c.Lengths();
   c.Handles(kQueryMrHandles);
-  c.Paths({});
+  c.Paths(kQueryMrMasks);
   Count("QueryMr", c.cases());
 }
 
@@ -200,17 +203,18 @@ TEST(VerbsMrMwDispatch, ReregMem) {
   c.Reserved(kReregMemReserved);
   c.Flags(kReregMemFlags);
   c.Handles(kReregMemHandles);
-  c.Paths({});
+  c.Paths(kReregMemMasks);
   Count("ReregMem", c.cases());
 }
 
 TEST(VerbsMrMwDispatch, ReregPhys) {
   DispatchCases c(kReregPhys);
+  c.UserRefused(abi::kIoctlReregPhys);
   c.Lengths();
   c.Reserved(kReregPhysReserved);
   c.Flags(kReregPhysFlags);
   c.Handles(kReregPhysHandles);
-  c.Paths({});
+  c.Paths(kReregPhysMasks);
   Count("ReregPhys", c.cases());
 }
 
@@ -246,7 +250,7 @@ TEST(VerbsMrMwDispatch, QueryMw) {
   DispatchCases c(kQueryMw);
   c.Lengths();
   c.Handles(kQueryMwHandles);
-  c.Paths({});
+  c.Paths(kQueryMwMasks);
   Count("QueryMw", c.cases());
 }
 

@@ -23,7 +23,8 @@ constexpr VerbCase kAllocPd{"AllocPd",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr ByteRange kAllocPdReserved[] = {{12, 4, false}};
 constexpr EnumField kAllocPdEnums[] = {{8, 4, kInvalidPdType, "type", false}};
 constexpr HandleField kAllocPdHandles[] = {
@@ -40,7 +41,8 @@ constexpr VerbCase kDeallocPd{"DeallocPd",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr HandleField kDeallocPdHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
 constexpr abi::ObjectType kDeallocPdBusy[] = {abi::ObjectType::Av, abi::ObjectType::Srq,
@@ -57,7 +59,8 @@ constexpr VerbCase kCreateAv{"CreateAv",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kCreateAvReserved[] = {{15, 1, false}, {39, 1, false}};
 constexpr HandleField kCreateAvHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
@@ -73,9 +76,11 @@ constexpr VerbCase kQueryAv{"QueryAv",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kQueryAvHandles[] = {
     {0, abi::ObjectType::Av, false, abi::Status::INVALID_AV_HANDLE, "av"}};
+constexpr OutputMask kQueryAvMasks[] = {{32, 8}};
 
 constexpr VerbCase kModifyAv{"ModifyAv",
                              0x0302,
@@ -87,7 +92,8 @@ constexpr VerbCase kModifyAv{"ModifyAv",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kModifyAvReserved[] = {{15, 1, false}, {39, 1, false}};
 constexpr HandleField kModifyAvHandles[] = {
     {0, abi::ObjectType::Av, false, abi::Status::INVALID_AV_HANDLE, "av"}};
@@ -102,7 +108,8 @@ constexpr VerbCase kDestroyAv{"DestroyAv",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr HandleField kDestroyAvHandles[] = {
     {0, abi::ObjectType::Av, false, abi::Status::INVALID_AV_HANDLE, "av"}};
 
@@ -140,7 +147,7 @@ TEST(VerbsPdAvDispatch, QueryAv) {
   DispatchCases c(kQueryAv);
   c.Lengths();
   c.Handles(kQueryAvHandles);
-  c.Paths({});
+  c.Paths(kQueryAvMasks);
   Count("QueryAv", c.cases());
 }
 

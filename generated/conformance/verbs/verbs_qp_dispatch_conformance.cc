@@ -27,7 +27,8 @@ constexpr VerbCase kCreateQp{"CreateQp",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kCreateQpReserved[] = {{37, 3, false}, {60, 4, false}};
 constexpr EnumField kCreateQpEnums[] = {{32, 4, kInvalidQpType, "params.qp_type", false}};
 constexpr HandleField kCreateQpHandles[] = {
@@ -35,7 +36,7 @@ constexpr HandleField kCreateQpHandles[] = {
     {8, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "send_cq"},
     {16, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "recv_cq"},
     {24, abi::ObjectType::Srq, true, abi::Status::INVALID_SRQ_HANDLE, "srq"}};
-constexpr OutputMask kCreateQpMasks[] = {{0, 8}};
+constexpr OutputMask kCreateQpMasks[] = {{0, 8}, {8, 4}};
 
 constexpr VerbCase kGetSpecialQp{"GetSpecialQp",
                                  0x0401,
@@ -47,14 +48,15 @@ constexpr VerbCase kGetSpecialQp{"GetSpecialQp",
                                  0,
                                  0,
                                  0,
-                                 0};
+                                 0,
+                                 false};
 constexpr ByteRange kGetSpecialQpReserved[] = {{37, 3, false}, {60, 4, false}};
 constexpr EnumField kGetSpecialQpEnums[] = {{32, 4, kInvalidQpType, "params.qp_type", false}};
 constexpr HandleField kGetSpecialQpHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"},
     {8, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "send_cq"},
     {16, abi::ObjectType::Cq, false, abi::Status::INVALID_CQ_HANDLE, "recv_cq"}};
-constexpr OutputMask kGetSpecialQpMasks[] = {{0, 8}};
+constexpr OutputMask kGetSpecialQpMasks[] = {{0, 8}, {8, 4}};
 
 constexpr VerbCase kQueryQp{"QueryQp",
                             0x0402,
@@ -66,9 +68,11 @@ constexpr VerbCase kQueryQp{"QueryQp",
                             0,
                             0,
                             0,
-                            0};
+                            0,
+                            false};
 constexpr HandleField kQueryQpHandles[] = {
     {0, abi::ObjectType::Qp, false, abi::Status::INVALID_QP_HANDLE, "qp"}};
+constexpr OutputMask kQueryQpMasks[] = {{12, 4}, {144, 8}, {152, 8}, {160, 8}, {168, 8}};
 
 constexpr VerbCase kModifyQp{"ModifyQp",
                              0x0403,
@@ -80,7 +84,8 @@ constexpr VerbCase kModifyQp{"ModifyQp",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr ByteRange kModifyQpReserved[] = {
     {63, 1, false}, {87, 1, false}, {95, 1, false}, {119, 1, false}, {140, 12, false}};
 constexpr EnumField kModifyQpEnums[] = {
@@ -102,7 +107,8 @@ constexpr VerbCase kDestroyQp{"DestroyQp",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr HandleField kDestroyQpHandles[] = {
     {0, abi::ObjectType::Qp, false, abi::Status::INVALID_QP_HANDLE, "qp"}};
 constexpr abi::ObjectType kDestroyQpBusy[] = {abi::ObjectType::Mcast, abi::ObjectType::MadSvc,
@@ -134,7 +140,7 @@ TEST(VerbsQpDispatch, QueryQp) {
   DispatchCases c(kQueryQp);
   c.Lengths();
   c.Handles(kQueryQpHandles);
-  c.Paths({});
+  c.Paths(kQueryQpMasks);
   Count("QueryQp", c.cases());
 }
 

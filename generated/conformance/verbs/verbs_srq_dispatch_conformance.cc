@@ -21,7 +21,8 @@ constexpr VerbCase kCreateSrq{"CreateSrq",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr ByteRange kCreateSrqReserved[] = {{20, 4, false}};
 constexpr HandleField kCreateSrqHandles[] = {
     {0, abi::ObjectType::Pd, false, abi::Status::INVALID_PD_HANDLE, "pd"}};
@@ -37,7 +38,8 @@ constexpr VerbCase kQuerySrq{"QuerySrq",
                              0,
                              0,
                              0,
-                             0};
+                             0,
+                             false};
 constexpr HandleField kQuerySrqHandles[] = {
     {0, abi::ObjectType::Srq, false, abi::Status::INVALID_SRQ_HANDLE, "srq"}};
 
@@ -51,7 +53,8 @@ constexpr VerbCase kModifySrq{"ModifySrq",
                               0,
                               0,
                               0,
-                              0};
+                              0,
+                              false};
 constexpr ByteRange kModifySrqReserved[] = {{12, 4, false}, {28, 4, false}};
 constexpr FlagField kModifySrqFlags[] = {{8, 4, 0x3u, "mask", false}};
 constexpr HandleField kModifySrqHandles[] = {
@@ -67,7 +70,8 @@ constexpr VerbCase kDestroySrq{"DestroySrq",
                                0,
                                0,
                                0,
-                               0};
+                               0,
+                               false};
 constexpr HandleField kDestroySrqHandles[] = {
     {0, abi::ObjectType::Srq, false, abi::Status::INVALID_SRQ_HANDLE, "srq"}};
 constexpr abi::ObjectType kDestroySrqBusy[] = {abi::ObjectType::Qp};

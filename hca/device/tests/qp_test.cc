@@ -41,8 +41,8 @@ TEST_F(QpTest, UdInitNeedsPkeyPortQkeyAndRefusesOthers) {
   a.port_num = 1;
   EXPECT_EQ(hca_.ModifyQp(qpn, a), Status::INVALID_SETTING);  // RQ_PSN forbidden here
   a.mask = a.mask & ~QpAttrMask::RQ_PSN;
-  a.pkey_index = 1;
-  EXPECT_EQ(hca_.ModifyQp(qpn, a), Status::INVALID_PKEY);  // one-entry P_Key table
+  a.pkey_index = 128;
+  EXPECT_EQ(hca_.ModifyQp(qpn, a), Status::INVALID_PKEY);  // 128-entry P_Key table
   a.pkey_index = 0;
   a.port_num = 2;
   EXPECT_EQ(hca_.ModifyQp(qpn, a), Status::INVALID_PORT);

@@ -27,12 +27,13 @@ struct RcOptions {
   abi::AccessFlags qp_access = abi::AccessFlags::REMOTE_WRITE | abi::AccessFlags::REMOTE_READ |
                                abi::AccessFlags::REMOTE_ATOMIC;
   std::size_t buffer_bytes = 1 << 20;
+  uint32_t b_srq_depth = 0;  // non-zero: b's QP receives from an SRQ of this depth
 };
 
 struct RcSide {
   Hca hca;
   PdId pd = 0;
-  uint32_t cq = 0, qpn = 0, key = 0;
+  uint32_t cq = 0, qpn = 0, key = 0, srq = 0;
   std::vector<uint8_t> buffer;
   uint64_t addr(uint64_t offset = 0) const {
     return reinterpret_cast<uint64_t>(buffer.data()) + offset;
@@ -50,8 +51,8 @@ inline abi::QpModifyAttributes RcToState(abi::QpState state, abi::QpAttrMask ext
 class RcPair {
  public:
   explicit RcPair(const RcOptions& options = {}) : options_(options) {
-    Create(a, 1);
-    Create(b, 2);
+    Create(a, 1, 0);
+    Create(b, 2, options.b_srq_depth);
     Connect(a, b, 2, options.a_psn, options.b_psn);
     Connect(b, a, 1, options.b_psn, options.a_psn);
     a.hca.port(1).link = &cable.end(0);
@@ -106,7 +107,7 @@ class RcPair {
   uint64_t now = 0;
 
  private:
-  void Create(RcSide& s, uint16_t lid) {
+  void Create(RcSide& s, uint16_t lid, uint32_t srq_depth) {
     s.hca.port(1).lid = lid;
     s.buffer.assign(options_.buffer_bytes, 0);
     s.pd = s.hca.AllocPd();
@@ -114,8 +115,11 @@ class RcPair {
     abi::QpCreateParams params{};
     params.qp_type = options_.type;
     params.sq_signaled = options_.sq_signaled ? 1 : 0;
-    params.caps = {options_.sq_depth, options_.rq_depth, 4, 4, 64, 0};
-    ASSERT_EQ(s.hca.CreateQp(s.pd, params, s.cq, s.cq, &s.qpn), abi::Status::SUCCESS);
+    params.caps = {options_.sq_depth, srq_depth != 0 ? 0 : options_.rq_depth, 4, 4, 64, 0};
+    if (srq_depth != 0) {
+      ASSERT_EQ(s.hca.CreateSrq(s.pd, {srq_depth, 4, 0, 0}, &s.srq, nullptr), abi::Status::SUCCESS);
+    }
+    ASSERT_EQ(s.hca.CreateQp(s.pd, params, s.cq, s.cq, s.srq, &s.qpn), abi::Status::SUCCESS);
     ASSERT_EQ(s.hca.RegisterMr(s.pd, s.addr(), s.buffer.size(), s.addr(),
                                abi::AccessFlags::LOCAL_WRITE | abi::AccessFlags::REMOTE_WRITE |
                                    abi::AccessFlags::REMOTE_READ | abi::AccessFlags::REMOTE_ATOMIC,

@@ -1,12 +1,15 @@
 // KernelIoctlSink: channel requests as IRPs (see the header for the threading model).
 #include "softib/bridge/kernel_ioctl_sink.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <future>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "softib/bridge/reply_fds.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/irp.h"
 
@@ -57,7 +60,14 @@ kernel::CompletionAction KernelIoctlSink::OnIrpComplete(kernel::DeviceObject* /*
   const auto* buffer = static_cast<const uint8_t*>(irp->AssociatedIrp.SystemBuffer);
   std::span<const uint8_t> output;
   if (buffer != nullptr) output = {buffer, static_cast<size_t>(bytes)};
-  request->owner->channel->Complete(request->id, irp->IoStatus.Status, output);
+  int fds[kMaxReplyFds];
+  size_t fd_count = 0;
+  TakeReplyFds(irp, fds, &fd_count);
+  // A failed request hands out nothing.
+  const bool send_fds = irp->IoStatus.Status == Status::SUCCESS;
+  request->owner->channel->Complete(request->id, irp->IoStatus.Status, output,
+                                    std::span<const int>(fds, send_fds ? fd_count : 0));
+  for (size_t i = 0; i < fd_count; ++i) close(fds[i]);  // the channel sent its own copies
   // `request` may free the IRP now: the I/O manager touches nothing after this answer.
   return kernel::CompletionAction::kMoreProcessingRequired;
 }
@@ -186,6 +196,7 @@ void KernelIoctlSink::DispatchOnWorker(const std::shared_ptr<BridgeFile>& file,
     file->channel->Complete(request->id, early);
     return;
   }
+  RegisterReplyIrp(irp);
   kernel::IoCallDriver(file->object->DeviceObject, irp);
 }
 

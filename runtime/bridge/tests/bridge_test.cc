@@ -4,10 +4,13 @@
 
 #include <array>
 #include <cstring>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "bridge_fixture.h"
+#include "softib/bridge/reply_fds.h"
 #include "softib/user/completion_event.h"
 #include "softib/user/device_io.h"
 
@@ -207,6 +210,57 @@ TEST_F(BridgeTest, ConcurrentFilesAreIndependent) {
   EXPECT_EQ(counts.creates, kFiles);
   EXPECT_EQ(counts.cleanups, kFiles);
   EXPECT_EQ(counts.closes, kFiles);
+}
+
+TEST_F(BridgeTest, DriverAttachedFdRidesWithTheAnswer) {
+  user::DeviceHandle device = Open();
+  uint8_t attached = 0;
+  uint32_t returned = 0;
+  int fds[2] = {-1, -1};
+  uint32_t fd_count = 0;
+  ASSERT_EQ(user::DeviceIoControlWithFds(device, kMemfd, "ring", 4, &attached, 1, &returned, fds, 2,
+                                         &fd_count),
+            Status::SUCCESS);
+  EXPECT_EQ(attached, 1);
+  ASSERT_EQ(fd_count, 1u);
+  char content[8] = {};
+  EXPECT_EQ(pread(fds[0], content, sizeof content, 0), 4);
+  EXPECT_EQ(std::string(content), "ring");
+  close(fds[0]);
+  EXPECT_EQ(user::CloseDevice(device), Status::SUCCESS);
+}
+
+TEST_F(BridgeTest, FailedRequestCarriesNoFd) {
+  user::DeviceHandle device = Open();
+  uint8_t attached = 0;
+  int fds[1] = {-1};
+  uint32_t fd_count = 7;
+  EXPECT_EQ(user::DeviceIoControlWithFds(device, kMemfd, nullptr, 0, &attached, 1, nullptr, fds, 1,
+                                         &fd_count),
+            Status::ERROR);
+  EXPECT_EQ(fd_count, 0u);
+  EXPECT_EQ(user::CloseDevice(device), Status::SUCCESS);
+}
+
+TEST(ReplyFdsTest, OnlyBridgeIrpsTakeFds) {
+  alignas(8) unsigned char not_an_irp[64] = {};
+  const int fd = dup(0);
+  auto* irp = reinterpret_cast<kernel::Irp*>(not_an_irp);
+  EXPECT_FALSE(AttachReplyFds(irp, std::span<const int>(&fd, 1)));
+  RegisterReplyIrp(irp);
+  const int too_many[kMaxReplyFds + 1] = {};
+  EXPECT_FALSE(AttachReplyFds(irp, too_many));
+  EXPECT_TRUE(AttachReplyFds(irp, std::span<const int>(&fd, 1)));
+  int taken[kMaxReplyFds];
+  size_t count = 0;
+  TakeReplyFds(irp, taken, &count);
+  ASSERT_EQ(count, 1u);
+  EXPECT_NE(taken[0], fd);  // a duplicate
+  close(taken[0]);
+  TakeReplyFds(irp, taken, &count);  // gone once taken
+  EXPECT_EQ(count, 0u);
+  EXPECT_FALSE(AttachReplyFds(irp, std::span<const int>(&fd, 1)));
+  close(fd);
 }
 
 class BridgeMissingDeviceTest : public BridgeFixture {

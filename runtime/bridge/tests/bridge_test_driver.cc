@@ -1,9 +1,15 @@
 #include "bridge_test_driver.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <thread>
+
+#include "softib/bridge/reply_fds.h"
 
 namespace softib::bridge::test {
 
@@ -107,6 +113,17 @@ Status BridgeTestDriver::DeviceControl(Irp* irp) {
       unblocked_cv_.wait(lock, [this] { return unblocked_; });
       lock.unlock();
       return Finish(irp, Status::SUCCESS);
+    }
+    case kMemfd: {
+      if (params.OutputBufferLength < 1) return Finish(irp, Status::INVALID_PARAMETER);
+      const int fd = memfd_create("bridge-test", MFD_CLOEXEC);
+      if (fd < 0) return Finish(irp, Status::INSUFFICIENT_RESOURCES);
+      const ssize_t written = write(fd, buffer, params.InputBufferLength);
+      const bool attached = bridge::AttachReplyFds(irp, std::span<const int>(&fd, 1));
+      close(fd);  // the bridge keeps its own copy
+      buffer[0] = attached ? 1 : 0;
+      if (params.InputBufferLength == 0) return Finish(irp, Status::ERROR, 1);
+      return Finish(irp, written < 0 ? Status::ERROR : Status::SUCCESS, 1);
     }
     case kMode:
       if (params.OutputBufferLength < 1) return Finish(irp, Status::INVALID_PARAMETER);

@@ -15,6 +15,9 @@ namespace softib::kernel {
 Status IbFixCreateCq(IbAl* al, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out, Irp* irp) {
   VerifyIrqlAtMost(Irql::kPassive, "IbFixCreateCq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).fixture == nullptr)
+    return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
   const CallContext ctx = DirectCallContext(al);
   FixCreateCqRefs refs;
   if (const Status s = ValidateFixCreateCq(ctx, in, refs); s != Status::SUCCESS) {
@@ -54,6 +57,9 @@ Status CallFixCreateCqIrp(DeviceObject* target, FileObject* file, const abi::Fix
 Status IbFixDestroyCq(IbAl* al, const abi::FixDestroyCqIn& in, Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbFixDestroyCq");
   BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).fixture == nullptr)
+    return FinishDirectCall(irp, Status::INVALID_PARAMETER, 0);
   const CallContext ctx = DirectCallContext(al);
   FixDestroyCqRefs refs;
   if (const Status s = ValidateFixDestroyCq(ctx, in, refs); s != Status::SUCCESS) {

@@ -113,6 +113,7 @@ enum class VerbId : uint32_t {
   GetPnpEvent = 0x0F06,
   CancelPending = 0x0F07,
   QueryObjectCounts = 0x0F08,
+  GetFileAl = 0x0F09,
 };
 
 // X(Name, Module): Name##Verb is the verb's descriptor (softib/abi/<Module>.h).
@@ -208,7 +209,8 @@ enum class VerbId : uint32_t {
   X(GetCompletionEvent, runtime_ioctls) \
   X(GetPnpEvent, runtime_ioctls)        \
   X(CancelPending, runtime_ioctls)      \
-  X(QueryObjectCounts, runtime_ioctls)
+  X(QueryObjectCounts, runtime_ioctls)  \
+  X(GetFileAl, runtime_ioctls)
 
 struct VerbInfo {
   const char* name;
@@ -230,7 +232,7 @@ struct VerbInfo {
   constexpr uint32_t MinOutputLength() const { return out_size; }
 };
 
-inline constexpr std::array<VerbInfo, 92> kVerbInfos = {{
+inline constexpr std::array<VerbInfo, 93> kVerbInfos = {{
     {"GetCaGuids", "verbs_ca", 0x0100, 0x003B6040, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, false, 8, 8, 0, 0, 8, 64},
     {"OpenCa", "verbs_ca", 0x0101, 0x003BE044, VerbIrql::kPassive,
@@ -415,8 +417,10 @@ inline constexpr std::array<VerbInfo, 92> kVerbInfos = {{
      24, 4, 0, 0, 0, 0},
     {"QueryObjectCounts", "runtime_ioctls", 0x0F08, 0x003B6320, VerbIrql::kPassive, kPathProxy,
      false, 16, 80, 0, 0, 0, 0},
+    {"GetFileAl", "runtime_ioctls", 0x0F09, 0x003B6324, VerbIrql::kPassive, kPathProxy, false, 8, 8,
+     0, 0, 0, 0},
 }};
-inline constexpr uint32_t kVerbCount = 92;
+inline constexpr uint32_t kVerbCount = 93;
 
 constexpr const VerbInfo* FindVerbByOrdinal(uint32_t ordinal) {
   for (const VerbInfo& v : kVerbInfos) {

@@ -399,6 +399,32 @@ static_assert(std::is_standard_layout_v<QueryObjectCountsOut> &&
 // Reserved and pad bytes zero, enum values declared, flag bits within their mask.
 inline bool IsValid(const QueryObjectCountsOut&) { return true; }
 
+/// Input of verb GetFileAl.
+struct GetFileAlIn {
+  uint64_t reserved0;  // reserved: must be zero
+};
+static_assert(sizeof(GetFileAlIn) == 8);
+static_assert(offsetof(GetFileAlIn, reserved0) == 0);
+static_assert(std::is_standard_layout_v<GetFileAlIn> && std::is_trivially_copyable_v<GetFileAlIn>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const GetFileAlIn& v) {
+  if (!AllZero(&v.reserved0, sizeof(v.reserved0))) return false;
+  return true;
+}
+
+/// Output of verb GetFileAl.
+struct GetFileAlOut {
+  Handle<ObjectType::Al> al;
+};
+static_assert(sizeof(GetFileAlOut) == 8);
+static_assert(offsetof(GetFileAlOut, al) == 0);
+static_assert(std::is_standard_layout_v<GetFileAlOut> &&
+              std::is_trivially_copyable_v<GetFileAlOut>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const GetFileAlOut&) { return true; }
+
 // ---- verb ResolveCaDevice
 inline constexpr uint32_t kIoctlResolveCaDevice =
     CtlCode(kFileDeviceInfiniband, 0x8C0, kMethodBuffered, 1);
@@ -632,6 +658,33 @@ struct QueryObjectCountsVerb {
   using Out = QueryObjectCountsOut;
   static constexpr uint32_t kInSize = 16;
   static constexpr uint32_t kOutSize = 80;
+  using InElem = NoStruct;
+  static constexpr uint32_t kInElemSize = 0;
+  static constexpr uint32_t kInMaxCount = 0;
+  using OutElem = NoStruct;
+  static constexpr uint32_t kOutElemSize = 0;
+  static constexpr uint32_t kOutMaxCount = 0;
+};
+
+// ---- verb GetFileAl
+inline constexpr uint32_t kIoctlGetFileAl =
+    CtlCode(kFileDeviceInfiniband, 0x8C9, kMethodBuffered, 1);
+static_assert(kIoctlGetFileAl == 0x003B6324);
+inline constexpr uint32_t kOrdinalGetFileAl = 0x0F09;
+
+/// The handle of the calling file's implicit Al object (every open of the AL device or of
+/// a CA device carries one), which the other requests of the file name.
+struct GetFileAlVerb {
+  static constexpr const char* kName = "GetFileAl";
+  static constexpr uint32_t kOrdinal = 0x0F09;
+  static constexpr uint32_t kIoctlCode = 0x003B6324;  // 0: no IOCTL
+  static constexpr VerbIrql kIrql = VerbIrql::kPassive;
+  static constexpr uint32_t kPaths = kPathProxy;
+  static constexpr bool kAsync = false;
+  using In = GetFileAlIn;
+  using Out = GetFileAlOut;
+  static constexpr uint32_t kInSize = 8;
+  static constexpr uint32_t kOutSize = 8;
   using InElem = NoStruct;
   static constexpr uint32_t kInElemSize = 0;
   static constexpr uint32_t kInMaxCount = 0;

@@ -24,6 +24,14 @@ inline std::map<std::string, int>& CaseCounts() {
 // Records that `n` cases ran for `owner` (a verb, or "struct Name").
 inline void Count(const std::string& owner, int n) { CaseCounts()[owner] += n; }
 
+// Cases whose expectation is, for now, "not implemented yet" (same status through every
+// path), by note; printed with the counts so that nothing is skipped silently.
+inline std::map<std::string, int>& PendingCounts() {
+  static std::map<std::string, int> counts;
+  return counts;
+}
+inline void CountPending(const std::string& note) { ++PendingCounts()[note]; }
+
 class CaseReport : public ::testing::Environment {
  public:
   void TearDown() override {
@@ -33,6 +41,12 @@ class CaseReport : public ::testing::Environment {
       total += n;
     }
     std::printf("conformance: %zu verbs/structures, %d cases\n", CaseCounts().size(), total);
+    int pending = 0;
+    for (const auto& [note, n] : PendingCounts()) {
+      std::printf("conformance: %6d x %s\n", n, note.c_str());
+      pending += n;
+    }
+    if (pending != 0) std::printf("conformance: %d of the cases wait for a later issue\n", pending);
   }
 };
 inline const bool kCaseReportRegistered =

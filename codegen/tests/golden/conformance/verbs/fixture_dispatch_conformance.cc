@@ -21,7 +21,8 @@ constexpr VerbCase kFixCreateCq{"FixCreateCq",
                                 0,
                                 0,
                                 0,
-                                0};
+                                0,
+                                false};
 constexpr ByteRange kFixCreateCqReserved[] = {{92, 4, false}};
 constexpr FlagField kFixCreateCqFlags[] = {{12, 4, 0x7u, "access", false}};
 constexpr HandleField kFixCreateCqHandles[] = {
@@ -38,7 +39,8 @@ constexpr VerbCase kFixDestroyCq{"FixDestroyCq",
                                  0,
                                  0,
                                  0,
-                                 0};
+                                 0,
+                                 false};
 constexpr HandleField kFixDestroyCqHandles[] = {
     {0, abi::ObjectType::FixCq, false, abi::Status::INVALID_HANDLE, "cq"}};
 

@@ -13,6 +13,12 @@
 // DispatchVerbIoctl, or as a generated direct call Ib<Verb>(IbAl*, ...).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <span>
+
+#include "softib/abi/runtime_ioctls.h"
+#include "softib/abi/types.h"
 #include "softib/kernel/device.h"
 #include "softib/kernel/node.h"
 #include "softib/kernel/status.h"
@@ -33,6 +39,16 @@ kernel::Status LoadAccessLayer(kernel::Node* node, AccessLayer** al);
 // Unloads it: every file must be closed and every kernel client released first. PASSIVE.
 void UnloadAccessLayer(AccessLayer* al);
 
+// ---- added by runtime/al ----
+// Waits until the AL has taken CA `guid` (host order) in (its arrival is a PnP
+// notification, handled on a worker) or, with `present` false, has let it go. TIMEOUT
+// otherwise. PASSIVE.
+kernel::Status WaitForCa(AccessLayer* al, uint64_t guid, bool present,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+// Live AL objects, pending event requests and open files of the node (QueryObjectCounts
+// with scope NODE, for kernel-side leak checks).
+abi::ObjectCounts QueryNodeObjectCounts(AccessLayer* al);
+
 }  // namespace softib::al
 
 namespace softib::kernel {
@@ -44,5 +60,32 @@ Status IbOpenAl(Node* node, DeviceObject* client, IbAl** al);
 // Destroys every object the instance still owns (as a file close does) and drops the
 // client reference. PASSIVE.
 void IbReleaseAl(IbAl* al);
+
+// ---- added by runtime/al ----
+// The client's implicit Al handle (what OpenAl would return), which the verbs name.
+uint64_t IbGetAlHandle(IbAl* al);
+// The IRP path: the AL device and the client's kernel-mode file on it, for the generated
+// Build/Send/Call<Verb>Irp (IRP_MJ_INTERNAL_DEVICE_CONTROL). Handles are the same as the
+// direct calls'.
+DeviceObject* IbGetAlDevice(IbAl* al);
+FileObject* IbGetAlFile(IbAl* al);
+
+// The speed path of kernel clients (verbs the IDL gives `paths speed`): straight to the
+// HCA, IRQL <= DISPATCH, never blocking. Statuses as the IDL lists them, plus CA_REMOVED.
+// UD work requests name their address vector by its Av handle.
+Status IbPostSend(IbAl* al, uint64_t qp, std::span<const abi::SendWorkRequest> wrs,
+                  uint32_t* num_posted);
+Status IbPostRecv(IbAl* al, uint64_t qp, std::span<const abi::RecvWorkRequest> wrs,
+                  uint32_t* num_posted);
+Status IbPostSrqRecv(IbAl* al, uint64_t srq, std::span<const abi::RecvWorkRequest> wrs,
+                     uint32_t* num_posted);
+// NOT_FOUND when the CQ is empty (IBAL).
+Status IbPollCq(IbAl* al, uint64_t cq, std::span<abi::WorkCompletion> wcs, uint32_t* num_wcs);
+Status IbPeekCq(IbAl* al, uint64_t cq, uint32_t* num_entries);
+// Arms the CQ: its next notification completes a pending GetCompletionEvent.
+Status IbRearmCq(IbAl* al, uint64_t cq, abi::CqNotify notify);
+// Binds a type 1 window (queued on the QP's send queue); *rkey: the window's new R_Key.
+Status IbBindMw(IbAl* al, uint64_t mw, uint64_t qp, uint64_t mr, const abi::MwBindParams& bind,
+                uint32_t* rkey);
 
 }  // namespace softib::kernel

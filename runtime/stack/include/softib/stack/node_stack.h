@@ -51,6 +51,7 @@ class NodeStack {
 
  private:
   NodeStack() = default;
+  kernel::Status AddCaToDriver(const CaConfig& ca, const std::string& node_name, uint64_t* guid);
   struct State;
   std::unique_ptr<State> state_;
 };

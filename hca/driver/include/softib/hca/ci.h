@@ -1,0 +1,144 @@
+// The channel interface (CI) of the HCA driver: what the Access Layer calls down into,
+// like WinOFED's ci_interface_t, as a C++ interface. The AL obtains a CA's interface by
+// an internal IOCTL on the CA's device (the IRP_MN_QUERY_INTERFACE of WDM) and holds a
+// reference on it for as long as it uses the CA.
+//
+// Every verb is serialized by the CA's spin lock (the device core is not thread-safe),
+// callable at IRQL <= DISPATCH and never blocks. After a surprise removal every verb
+// answers CA_REMOVED, except the releases (Free*/Destroy*/Deregister*), which succeed so
+// that the layers above can tear down what they hold.
+//
+// Upward news never calls into the AL: the AL keeps kIoctlCiWaitEvents IRPs pending on the
+// CA device and the driver completes them with batches of event records (an inverted call
+// inside the kernel).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "softib/abi/types.h"
+#include "softib/kernel/status.h"
+
+namespace softib::hca::ci {
+
+// The PnP interface class the HCA driver enables on each CA device.
+inline constexpr char kCiInterfaceClass[] = "softib.ci";
+
+// "hca-<16 lowercase hex digits of the node GUID>" (host-order GUID).
+std::string CaDeviceName(uint64_t node_guid);
+
+// Internal device-control codes of the CA device (METHOD_BUFFERED, kernel callers only).
+// Query: output CiQueryInterfaceOut (the pointer is referenced for the caller).
+inline constexpr uint32_t kIoctlCiQueryInterface = 0x0022E000;
+// Wait: output CaEventBatch; pends until the CA has news. Completed with CA_REMOVED once
+// the CA is gone, CANCELED when cancelled.
+inline constexpr uint32_t kIoctlCiWaitEvents = 0x0022E004;
+
+enum class CaEventKind : uint32_t {
+  kCompletion = 1,  // `object`: CQ number whose arming fired
+  kAsync = 2,       // `type` about `object` (CQ, QP, SRQ or port number)
+};
+
+struct CaEvent {
+  CaEventKind kind;
+  abi::AsyncEventType type;
+  uint32_t object;
+  uint32_t reserved;
+};
+
+inline constexpr uint32_t kMaxEventsPerBatch = 32;
+struct CaEventBatch {
+  uint32_t count;
+  uint32_t reserved;
+  CaEvent events[kMaxEventsPerBatch];
+};
+
+class CaInterface;
+struct CiQueryInterfaceOut {
+  CaInterface* ci;
+};
+
+class CaInterface {
+ public:
+  using Status = kernel::Status;
+
+  // The interface reference (InterfaceReference / InterfaceDereference).
+  virtual void Reference() = 0;
+  virtual void Dereference() = 0;
+
+  virtual uint64_t node_guid() const = 0;  // host order
+  virtual uint8_t num_ports() const = 0;
+  virtual bool removed() const = 0;
+
+  // --- CA ----------------------------------------------------------------------------
+  // `ports` gets min(ports.size(), num_ports) entries.
+  virtual Status QueryCa(abi::CaAttributes* attributes, std::span<abi::PortAttributes> ports) = 0;
+  // Up to out.size() entries from `start`; *count: how many. INVALID_INDEX past the table.
+  virtual Status QueryGidTable(uint8_t port, uint32_t start, std::span<abi::Gid> out,
+                               uint32_t* count) = 0;
+  virtual Status QueryPkeyTable(uint8_t port, uint32_t start, std::span<uint16_t> out,
+                                uint32_t* count) = 0;
+  virtual Status ModifyCa(uint8_t port, abi::ModifyCaFlags flags, abi::PortCapabilities cap_set,
+                          abi::PortCapabilities cap_clear, uint8_t init_type,
+                          uint64_t system_image_guid) = 0;
+
+  // --- PD, AH, MR ------------------------------------------------------------------------
+  virtual Status AllocPd(uint32_t* pd) = 0;
+  virtual Status FreePd(uint32_t pd) = 0;
+  virtual Status CreateAh(uint32_t pd, const abi::AddressVector& av, uint32_t* ah) = 0;
+  virtual Status DestroyAh(uint32_t ah) = 0;
+  // `pid`: the user process whose memory [vaddr, vaddr+length) is; 0 for kernel memory.
+  virtual Status RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
+                            int32_t pid, uint32_t* key) = 0;
+  virtual Status DeregisterMr(uint32_t key) = 0;
+
+  // --- CQ --------------------------------------------------------------------------------
+  virtual Status CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size) = 0;
+  virtual Status ResizeCq(uint32_t cq, uint32_t* size) = 0;
+  virtual Status QueryCq(uint32_t cq, uint32_t* size) = 0;
+  virtual Status DestroyCq(uint32_t cq) = 0;
+  // NOT_FOUND when empty (IBAL ib_poll_cq).
+  virtual Status PollCq(uint32_t cq, std::span<abi::WorkCompletion> wcs, uint32_t* count) = 0;
+  virtual Status PeekCq(uint32_t cq, uint32_t* count) = 0;
+  virtual Status RearmCq(uint32_t cq, abi::CqNotify notify) = 0;
+
+  // --- QP --------------------------------------------------------------------------------
+  // `srq` 0: the QP has its own receive queue.
+  virtual Status CreateQp(uint32_t pd, const abi::QpCreateParams& params, uint32_t send_cq,
+                          uint32_t recv_cq, uint32_t srq, uint32_t* qpn, abi::QpCaps* caps) = 0;
+  // QP0/QP1 of a port: *qp is the handle every other call takes, *qp_num 0 or 1.
+  virtual Status CreateSpecialQp(uint32_t pd, uint8_t port, const abi::QpCreateParams& params,
+                                 uint32_t send_cq, uint32_t recv_cq, uint32_t* qp, uint32_t* qp_num,
+                                 abi::QpCaps* caps) = 0;
+  virtual Status ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attributes) = 0;
+  virtual Status QueryQp(uint32_t qpn, abi::QpAttributes* attributes) = 0;
+  virtual Status DestroyQp(uint32_t qpn) = 0;
+  // UD requests carry the AH number in av.value. Stops at the first refused request.
+  virtual Status PostSend(uint32_t qpn, std::span<const abi::SendWorkRequest> wrs,
+                          uint32_t* num_posted) = 0;
+  virtual Status PostRecv(uint32_t qpn, std::span<const abi::RecvWorkRequest> wrs,
+                          uint32_t* num_posted) = 0;
+
+  // --- SRQ, MW, multicast ------------------------------------------------------------------
+  virtual Status CreateSrq(uint32_t pd, const abi::SrqAttributes& attributes, uint32_t* srq,
+                           abi::SrqAttributes* granted) = 0;
+  virtual Status ModifySrq(uint32_t srq, abi::SrqAttrMask mask,
+                           const abi::SrqAttributes& attributes) = 0;
+  virtual Status QuerySrq(uint32_t srq, abi::SrqAttributes* attributes) = 0;
+  virtual Status DestroySrq(uint32_t srq) = 0;
+  virtual Status PostSrqRecv(uint32_t srq, std::span<const abi::RecvWorkRequest> wrs,
+                             uint32_t* num_posted) = 0;
+  virtual Status AllocMw(uint32_t pd, abi::MwType type, uint32_t* mw, uint32_t* rkey) = 0;
+  virtual Status QueryMw(uint32_t mw, abi::MwType* type, uint32_t* rkey) = 0;
+  virtual Status DestroyMw(uint32_t mw) = 0;
+  virtual Status BindMw(uint32_t mw, uint32_t qpn, uint32_t mr_key, const abi::MwBindParams& bind,
+                        uint32_t* rkey) = 0;
+  virtual Status AttachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) = 0;
+  virtual Status DetachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) = 0;
+
+ protected:
+  virtual ~CaInterface() = default;
+};
+
+}  // namespace softib::hca::ci

@@ -1,0 +1,39 @@
+// The HCA driver of the emulated kernel: owns the software CAs of a node (one hca::Hca
+// each, behind a device "hca-<guid>" with the PnP interface class softib.ci enabled), the
+// cables between their ports, and the time and packet delivery that drive them (DPCs).
+#pragma once
+
+#include <cstdint>
+
+#include "hca/device/hca.h"
+#include "softib/kernel/device.h"
+#include "softib/kernel/node.h"
+#include "softib/kernel/status.h"
+
+namespace softib::hca {
+
+struct HcaDriver;
+
+// Loads the driver on `node` (no CA yet). PASSIVE.
+kernel::Status LoadHcaDriver(kernel::Node* node, HcaDriver** driver);
+// Removes every CA still present, then unloads. PASSIVE.
+void UnloadHcaDriver(HcaDriver* driver);
+
+// Creates a CA: its device, then the softib.ci interface (arrival for PnP clients). Ports
+// come up with LID `first_lid + port - 1` (no SM yet). RESOURCE_BUSY: GUID taken. PASSIVE.
+kernel::Status HcaAddCa(HcaDriver* driver, const HcaConfig& config, uint16_t first_lid);
+
+// Surprise removal: an IRP_MN_REMOVE_DEVICE goes down the CA's device stack (filters over
+// it tear down first), the CA answers CA_REMOVED from then on, its cables go dead, and the
+// device is deleted. INVALID_GUID: no such CA. PASSIVE.
+kernel::Status HcaRemoveCa(HcaDriver* driver, uint64_t node_guid);
+
+// Cables port `port_a` of CA `guid_a` to port `port_b` of CA `guid_b` (back to back); the
+// link is ACTIVE at once. PASSIVE.
+kernel::Status HcaCablePorts(HcaDriver* driver, uint64_t guid_a, uint8_t port_a, uint64_t guid_b,
+                             uint8_t port_b);
+
+// IRP_MJ_PNP minor code of a removal (WDM IRP_MN_REMOVE_DEVICE).
+inline constexpr uint8_t kIrpMinorRemoveDevice = 0x02;
+
+}  // namespace softib::hca

@@ -1,0 +1,62 @@
+// Cables inside the node. A port's transmit only queues the packet (under the wire's spin
+// lock) and queues the delivery DPC; the DPC hands each packet to the peer CA with no lock
+// held. So a CA never re-enters itself or its peer from inside a call (A→B→A ACKs are
+// just more queued packets), and the lock order is always "CA, then wire".
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "hca/device/cable.h"
+#include "softib/kernel/dpc.h"
+#include "softib/kernel/spin_lock.h"
+
+namespace softib::hca {
+
+class SoftCa;
+class PacketWire;
+
+// The transmit side of one cabled port: packets go to `peer`'s port `peer_port`.
+class PortLink final : public Link {
+ public:
+  PortLink(PacketWire* wire, SoftCa* peer, uint8_t peer_port)
+      : wire_(wire), peer_(peer), peer_port_(peer_port) {}
+  void Transmit(std::vector<uint8_t> packet) override;
+
+ private:
+  friend class PacketWire;
+  PacketWire* const wire_;
+  SoftCa* peer_;  // wire lock held; null once the cable is cut
+  const uint8_t peer_port_;
+};
+
+// The node's packet queue and delivery DPC.
+class PacketWire {
+ public:
+  explicit PacketWire(kernel::Node* node);
+  ~PacketWire();  // the queue must be drained (Flush) and the links cut
+  PacketWire(const PacketWire&) = delete;
+  PacketWire& operator=(const PacketWire&) = delete;
+
+  // Makes `link` deliver nowhere (CA removal); packets already queued still go.
+  void Cut(PortLink* link);
+  // Cuts each of `links` that delivers to `ca`.
+  void CutAllTo(const std::vector<PortLink*>& links, const SoftCa* ca);
+
+ private:
+  friend class PortLink;
+  struct Packet {
+    SoftCa* to;  // referenced
+    uint8_t port;
+    std::vector<uint8_t> bytes;
+  };
+  void Queue(PortLink* link, std::vector<uint8_t> packet);
+  static void DeliverDpc(kernel::Kdpc* dpc, void* context, void* arg1, void* arg2);
+
+  kernel::KSpinLock lock_;
+  std::deque<Packet> queue_;
+  kernel::Kdpc dpc_;
+};
+
+}  // namespace softib::hca

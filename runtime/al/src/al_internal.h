@@ -1,0 +1,149 @@
+// The Access Layer's private state: the CAs it knows (AlCa), the per-open state (Instance:
+// a user file, a kernel client's file, or a CA file reached by the OpenCa redirect), and
+// the shared bookkeeping (object counts, pending requests, PnP registrations).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "runtime/al/src/pending_irps.h"
+#include "softib/abi/abi_objects.h"
+#include "softib/abi/types.h"
+#include "softib/al/access_layer.h"
+#include "softib/hca/ci.h"
+#include "softib/kernel/call_context.h"
+#include "softib/kernel/dpc.h"
+#include "softib/kernel/event.h"
+#include "softib/kernel/handle_table.h"
+#include "softib/kernel/object.h"
+#include "softib/kernel/pnp.h"
+
+namespace softib::al {
+
+class CaObj;
+class CqObj;
+class QpObj;
+class SrqObj;
+class PnpRegObj;
+class AlObj;
+
+// Live objects per type (leak checks: QueryObjectCounts).
+struct Counters {
+  std::array<std::atomic<uint32_t>, abi::kObjectTypeCount> by_type{};
+};
+
+// One CA the AL knows. Shared by the AL's list and every object of the CA, so it outlives
+// its removal for as long as objects of it remain.
+class AlCa {
+ public:
+  AlCa(AccessLayer* al, hca::ci::CaInterface* ci);
+  ~AlCa();  // drops the CI reference and frees the event IRP
+  AlCa(const AlCa&) = delete;
+  AlCa& operator=(const AlCa&) = delete;
+
+  AccessLayer* const al;
+  hca::ci::CaInterface* const ci;                      // referenced
+  const uint64_t guid;                                 // host order
+  kernel::DeviceObject* lower = nullptr;               // the CA device
+  std::atomic<kernel::DeviceObject*> filter{nullptr};  // ours, over it (null once removed)
+  std::atomic<bool> removed{false};
+
+  // Event routing (lock held): CQ and QP numbers to the objects, and the open CAs.
+  kernel::KSpinLock lock;
+  std::map<uint32_t, CqObj*> cqs;
+  std::map<uint32_t, QpObj*> qps;
+  std::map<uint32_t, SrqObj*> srqs;
+  std::set<CaObj*> opens;
+
+  // The wait-for-events IRP kept pending on the CA device, re-sent from a DPC.
+  kernel::Irp* event_irp = nullptr;
+  hca::ci::CaEventBatch batch{};
+  kernel::Kdpc repost_dpc{};
+  kernel::KEvent event_irp_home{kernel::EventType::kNotification, true};
+
+  void StartEvents();  // PASSIVE
+  void Dispatch(const hca::ci::CaEventBatch& batch);
+};
+
+// What a file's objects share with it (counts and the objects that hold pending IRPs),
+// kept alive by both.
+struct FileState {
+  Counters counts;
+};
+
+// Extension of the AL's devices: the AL device or a filter over a CA.
+struct AlDeviceExtension {
+  bool is_filter;
+  AccessLayer* al;
+  kernel::DeviceObject* lower;  // filters: the CA device below
+};
+
+class Instance {
+ public:
+  Instance(AccessLayer* al, kernel::FileObject* file, std::shared_ptr<AlCa> bound_ca);
+  ~Instance();
+
+  AccessLayer* const al;
+  kernel::FileObject* const file;
+  kernel::IbAl* ib_al = nullptr;         // a kernel client's instance
+  const int32_t pid;                     // the user process (0: kernel)
+  const std::shared_ptr<AlCa> bound_ca;  // CA files: the CA of the filter device
+  std::shared_ptr<FileState> state = std::make_shared<FileState>();
+  kernel::ObjectHandleTable table;
+  uint64_t al_handle = 0;  // the implicit Al object
+
+  // Objects of this file that hold pending IRPs (CancelPending, cleanup).
+  kernel::KSpinLock waitables_lock;
+  std::set<kernel::KernelObject*> waitables;
+
+  kernel::Status CreateImplicitAl();
+  std::size_t CancelPendingIrps(uint32_t function, uint64_t object_id);
+  void Cleanup();  // IRP_MJ_CLEANUP: pending IRPs cancelled, every object destroyed
+};
+
+class AccessLayer {
+ public:
+  explicit AccessLayer(kernel::Node* n) : node(n) {}
+
+  kernel::Node* const node;
+  kernel::DriverObject* driver = nullptr;
+  kernel::DeviceObject* device = nullptr;
+  kernel::PnpRegistration* ci_registration = nullptr;
+  Counters node_counts;
+  std::atomic<uint32_t> pending{0};
+  std::atomic<uint32_t> open_files{0};
+
+  kernel::KSpinLock lock;  // cas, pnp_regs
+  std::vector<std::shared_ptr<AlCa>> cas;
+  std::set<PnpRegObj*> pnp_regs;
+
+  std::shared_ptr<AlCa> FindCa(uint64_t guid);  // host order; null when unknown or removed
+  std::vector<std::shared_ptr<AlCa>> Cas();
+
+  // PnP (pnp.cc)
+  void OnCaArrival(kernel::DeviceObject* device);  // PASSIVE
+  void OnCaRemoval(AlCa* ca);                      // PASSIVE, the filter's remove IRP
+  void BroadcastCaEvent(AlCa& ca, abi::PnpEvent event);
+};
+
+Instance* InstanceOf(const kernel::CallContext& ctx);
+kernel::CallContext ContextFor(Instance* instance, kernel::Irp* irp);
+
+}  // namespace softib::al
+
+namespace softib::kernel {
+
+// A kernel client's open of the AL.
+class IbAl {
+ public:
+  al::AccessLayer* al = nullptr;
+  DeviceObject* client = nullptr;  // referenced until IbReleaseAl
+  FileObject* file = nullptr;      // kernel-mode open of the AL device
+  al::Instance* instance = nullptr;
+};
+
+}  // namespace softib::kernel

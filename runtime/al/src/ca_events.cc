@@ -1,0 +1,267 @@
+// The CAs the AL knows: arrival (CI interface, filter, event IRP), the event IRP kept
+// pending on the CA device (the inverted call inside the kernel), routing of its news to
+// the objects, and removal. PnP records for the AL's registrations.
+#include <endian.h>
+
+#include "runtime/al/src/objects.h"
+#include "softib/kernel/io.h"
+
+namespace softib::al {
+
+using kernel::Irp;
+using kernel::Status;
+
+Status CreateFilter(AccessLayer* al, AlCa* ca);  // al_driver.cc
+
+AlCa::AlCa(AccessLayer* al_in, hca::ci::CaInterface* ci_in)
+    : al(al_in), ci(ci_in), guid(ci_in->node_guid()) {}
+
+AlCa::~AlCa() {
+  if (event_irp != nullptr) kernel::IoFreeIrp(event_irp);
+  ci->Dereference();
+}
+
+namespace {
+
+kernel::CompletionAction EventIrpDone(kernel::DeviceObject*, Irp* irp, void* context) {
+  auto* ca = static_cast<AlCa*>(context);
+  if (irp->IoStatus.Status == Status::SUCCESS) {
+    ca->Dispatch(ca->batch);
+    if (!ca->removed.load()) {
+      // Re-sent from a DPC, never from here: a CA with news queued completes at once and
+      // this routine would recurse.
+      kernel::KeInsertQueueDpc(&ca->repost_dpc, nullptr, nullptr);
+      return kernel::CompletionAction::kMoreProcessingRequired;
+    }
+  }
+  kernel::KeSetEvent(&ca->event_irp_home);
+  return kernel::CompletionAction::kMoreProcessingRequired;  // ours: never freed by the I/O manager
+}
+
+void SendEventIrp(AlCa* ca) {
+  Irp* irp = ca->event_irp;
+  kernel::IoReuseIrp(irp, Status::SUCCESS);
+  kernel::IoStackLocation* next = kernel::IoGetNextIrpStackLocation(irp);
+  next->MajorFunction = kernel::IrpMajor::kInternalDeviceControl;
+  next->Parameters.DeviceIoControl.IoControlCode = hca::ci::kIoctlCiWaitEvents;
+  next->Parameters.DeviceIoControl.InputBufferLength = 0;
+  next->Parameters.DeviceIoControl.OutputBufferLength = sizeof(hca::ci::CaEventBatch);
+  irp->AssociatedIrp.SystemBuffer = &ca->batch;
+  kernel::IoSetCompletionRoutine(irp, &EventIrpDone, ca, true, true, true);
+  kernel::IoCallDriver(ca->lower, irp);
+}
+
+void RepostDpc(kernel::Kdpc*, void* context, void*, void*) {
+  auto* ca = static_cast<AlCa*>(context);
+  if (ca->removed.load()) {
+    kernel::KeSetEvent(&ca->event_irp_home);
+    return;
+  }
+  SendEventIrp(ca);
+}
+
+enum class EventObject { kQp, kCq, kSrq, kCa };
+
+// What the device's `object` number names, by event type (IBA 11.6.3).
+EventObject ObjectOf(abi::AsyncEventType type) {
+  using T = abi::AsyncEventType;
+  switch (type) {
+    case T::CQ_ERROR:
+    case T::CQ_OVERFLOW:
+      return EventObject::kCq;
+    case T::SRQ_LIMIT_REACHED:
+    case T::SRQ_CATASTROPHIC:
+      return EventObject::kSrq;
+    case T::SQ_ERROR:
+    case T::SQ_DRAINED:
+    case T::RQ_ERROR:
+    case T::QP_FATAL:
+    case T::QP_COMM_ESTABLISHED:
+    case T::QP_PATH_MIGRATED:
+    case T::QP_PATH_MIGRATE_ERROR:
+    case T::WQ_REQ_ERROR:
+    case T::WQ_ACCESS_ERROR:
+    case T::SRQ_QP_LAST_WQE_REACHED:
+      return EventObject::kQp;
+    default:
+      return EventObject::kCa;
+  }
+}
+
+abi::PnpEventRecord CaRecord(const AlCa& ca, abi::PnpEvent event) {
+  abi::PnpEventRecord record{};
+  record.event = event;
+  record.guid = htobe64(ca.guid);
+  record.ca_guid = htobe64(ca.guid);
+  return record;
+}
+
+std::vector<abi::PnpEventRecord> PortRecords(AlCa& ca, bool add) {
+  std::vector<abi::PnpEventRecord> records;
+  std::vector<abi::PortAttributes> ports(ca.ci->num_ports());
+  abi::CaAttributes attributes;
+  const bool known = ca.ci->QueryCa(&attributes, ports) == Status::SUCCESS;
+  for (uint8_t p = 1; p <= ca.ci->num_ports(); ++p) {
+    abi::PnpEventRecord record =
+        CaRecord(ca, add ? abi::PnpEvent::PORT_ADD : abi::PnpEvent::PORT_REMOVE);
+    record.port_num = p;
+    if (known) {
+      record.port = ports[p - 1];
+      record.guid = ports[p - 1].port_guid;  // already network order
+    }
+    records.push_back(record);
+    if (add && known && ports[p - 1].link_state == 4) {
+      record.event = abi::PnpEvent::PORT_ACTIVE;
+      records.push_back(record);
+    }
+  }
+  return records;
+}
+
+void PostTo(AccessLayer* al, abi::PnpClass pnp_class,
+            const std::vector<abi::PnpEventRecord>& records) {
+  std::vector<kernel::ObjectRef> regs;
+  {
+    kernel::SpinLockGuard guard(al->lock);
+    for (PnpRegObj* reg : al->pnp_regs) {
+      if (reg->pnp_class != pnp_class) continue;
+      kernel::ReferenceObject(reg);
+      regs.emplace_back(reg);
+    }
+  }
+  for (auto& ref : regs) {
+    for (const auto& record : records) static_cast<PnpRegObj*>(ref.get())->Post(record);
+  }
+}
+
+}  // namespace
+
+void AlCa::StartEvents() {
+  event_irp = kernel::IoAllocateIrp(lower->StackSize);
+  kernel::KeInitializeDpc(&repost_dpc, al->node, &RepostDpc, this);
+  kernel::KeResetEvent(&event_irp_home);
+  SendEventIrp(this);
+}
+
+void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
+  for (uint32_t i = 0; i < news.count && i < hca::ci::kMaxEventsPerBatch; ++i) {
+    const hca::ci::CaEvent& event = news.events[i];
+    if (event.kind == hca::ci::CaEventKind::kCompletion) {
+      kernel::ObjectRef cq;
+      {
+        kernel::SpinLockGuard guard(lock);
+        auto it = cqs.find(event.object);
+        if (it != cqs.end()) {
+          kernel::ReferenceObject(it->second);
+          cq = kernel::ObjectRef(it->second);
+        }
+      }
+      if (cq) static_cast<CqObj*>(cq.get())->Notify();
+      continue;
+    }
+    // An asynchronous event: to the Al of the object it concerns, or of every open of the CA.
+    abi::AsyncEventRecord record{};
+    record.code = event.type;
+    std::vector<std::pair<kernel::ObjectRef, abi::AsyncEventRecord>> targets;
+    {
+      kernel::SpinLockGuard guard(lock);
+      auto add = [&](CaObj* ca_obj, abi::AsyncEventRecord r) {
+        kernel::ReferenceObject(ca_obj->al_obj);
+        r.ca.value = ca_obj->handle;
+        targets.emplace_back(kernel::ObjectRef(ca_obj->al_obj), r);
+      };
+      switch (ObjectOf(event.type)) {
+        case EventObject::kQp:
+          if (auto q = qps.find(event.object); q != qps.end()) {
+            record.qp.value = q->second->handle;
+            record.context = q->second->context;
+            add(q->second->pd_obj->ca_obj, record);
+          }
+          break;
+        case EventObject::kCq:
+          if (auto c = cqs.find(event.object); c != cqs.end()) {
+            record.cq.value = c->second->handle;
+            record.context = c->second->context;
+            add(c->second->ca_obj, record);
+          }
+          break;
+        case EventObject::kSrq:
+          if (auto q = srqs.find(event.object); q != srqs.end()) {
+            record.srq.value = q->second->handle;
+            record.context = q->second->context;
+            add(q->second->pd_obj->ca_obj, record);
+          }
+          break;
+        case EventObject::kCa:
+          record.port_num = static_cast<uint8_t>(event.object);
+          for (CaObj* open : opens) {
+            record.context = open->context;
+            add(open, record);
+          }
+          break;
+      }
+    }
+    for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
+  }
+}
+
+void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
+  // Query the CI of the CA (IRP_MN_QUERY_INTERFACE in WDM).
+  hca::ci::CiQueryInterfaceOut query{};
+  Irp* irp = kernel::IoBuildDeviceIoControlRequest(hca::ci::kIoctlCiQueryInterface, device, nullptr,
+                                                   0, &query, sizeof(query), true);
+  if (irp == nullptr || kernel::IoCallDriverAndWait(device, irp) != Status::SUCCESS) return;
+  auto ca = std::make_shared<AlCa>(this, query.ci);
+  ca->lower = device;
+  if (CreateFilter(this, ca.get()) != Status::SUCCESS) return;
+  {
+    kernel::SpinLockGuard guard(lock);
+    cas.push_back(ca);
+  }
+  ca->StartEvents();
+  BroadcastCaEvent(*ca, abi::PnpEvent::CA_ADD);
+}
+
+void AccessLayer::OnCaRemoval(AlCa* ca) {
+  if (ca->removed.exchange(true)) return;
+  // Port removals, then the CA's (IBAL's order: ports go before their CA).
+  PostTo(this, abi::PnpClass::PORT, PortRecords(*ca, false));
+  BroadcastCaEvent(*ca, abi::PnpEvent::CA_REMOVE);
+  // Waiters on the CA's CQs will never be notified again.
+  std::vector<kernel::ObjectRef> cqs;
+  {
+    kernel::SpinLockGuard guard(ca->lock);
+    for (auto& [number, cq] : ca->cqs) {
+      kernel::ReferenceObject(cq);
+      cqs.emplace_back(cq);
+    }
+  }
+  for (auto& cq : cqs) static_cast<CqObj*>(cq.get())->waiters.CancelAll();
+  kernel::SpinLockGuard guard(lock);
+  std::erase_if(cas, [ca](const std::shared_ptr<AlCa>& known) { return known.get() == ca; });
+}
+
+void AccessLayer::BroadcastCaEvent(AlCa& ca, abi::PnpEvent event) {
+  if (event == abi::PnpEvent::CA_ADD) {
+    PostTo(this, abi::PnpClass::CA, {CaRecord(ca, event)});
+    PostTo(this, abi::PnpClass::PORT, PortRecords(ca, true));
+  } else {
+    PostTo(this, abi::PnpClass::CA, {CaRecord(ca, event)});
+  }
+}
+
+// The records a new registration gets for what exists, then REG_COMPLETE.
+void PostExisting(AccessLayer* al, PnpRegObj* reg) {
+  for (const auto& ca : al->Cas()) {
+    if (reg->pnp_class == abi::PnpClass::CA) {
+      reg->Post(CaRecord(*ca, abi::PnpEvent::CA_ADD));
+    } else if (reg->pnp_class == abi::PnpClass::PORT) {
+      for (const auto& record : PortRecords(*ca, true)) reg->Post(record);
+    }
+  }
+  abi::PnpEventRecord done{};
+  done.event = abi::PnpEvent::REG_COMPLETE;
+  reg->Post(done);
+}
+
+}  // namespace softib::al

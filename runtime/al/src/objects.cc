@@ -1,0 +1,354 @@
+// Object lifetimes: counts, parent/uses links, and what OnDestroy gives back to the HCA.
+#include "runtime/al/src/objects.h"
+
+#include "softib/kernel/verb_support.h"
+
+namespace softib::al {
+
+using kernel::Irp;
+using kernel::Status;
+
+namespace {
+constexpr std::size_t kMaxQueuedEvents = 4096;  // per waiter object; older news is dropped
+
+uint32_t FunctionOf(uint32_t ioctl) { return (ioctl >> 2) & 0xFFF; }
+}  // namespace
+
+AlObject::AlObject(abi::ObjectType type, Instance* owner)
+    : KernelObject(type), al_(owner->al), file_(owner->state) {
+  const auto t = static_cast<std::size_t>(type);
+  al_->node_counts.by_type[t].fetch_add(1, std::memory_order_relaxed);
+  file_->counts.by_type[t].fetch_add(1, std::memory_order_relaxed);
+}
+
+AlObject::~AlObject() {
+  const auto t = static_cast<std::size_t>(type());
+  al_->node_counts.by_type[t].fetch_sub(1, std::memory_order_relaxed);
+  file_->counts.by_type[t].fetch_sub(1, std::memory_order_relaxed);
+}
+
+Status Publish(Instance* instance, AlObject* object, uint64_t* handle) {
+  const Status status = instance->table.Insert(object, handle);
+  if (status == Status::SUCCESS) {
+    object->handle.store(*handle, std::memory_order_release);
+  } else {
+    object->Destroy();
+  }
+  kernel::DereferenceObject(object);
+  return status;
+}
+
+// ---- Waitable ------------------------------------------------------------------------------
+
+Waitable::Waitable(abi::ObjectType type, Instance* owner, uint32_t ioctl)
+    : AlObject(type, owner),
+      waiters(owner->al->node, &owner->al->pending),
+      function(FunctionOf(ioctl)),
+      owner_(owner) {
+  kernel::SpinLockGuard guard(owner->waitables_lock);
+  owner->waitables.insert(this);
+}
+
+void Waitable::StopWaiting() {
+  {
+    kernel::SpinLockGuard guard(owner_->waitables_lock);
+    owner_->waitables.erase(this);
+  }
+  waiters.CancelAll();
+}
+
+// ---- Al --------------------------------------------------------------------------------------
+
+AlObj::AlObj(Instance* owner) : Waitable(abi::ObjectType::Al, owner, abi::kIoctlGetAsyncEvent) {}
+
+void AlObj::OnDestroy() { StopWaiting(); }
+
+void AlObj::Post(const abi::AsyncEventRecord& record) {
+  if (destroyed()) return;
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (queue_.size() == kMaxQueuedEvents) queue_.pop_front();
+    queue_.push_back(record);
+  }
+  Pump();
+}
+
+// Pairs queued records with waiting IRPs; the pairing happens under the lock, so a record
+// and a waiter never both stay queued.
+void AlObj::Pump() {
+  for (;;) {
+    Irp* irp;
+    abi::AsyncEventRecord record;
+    {
+      kernel::SpinLockGuard guard(lock_);
+      if (queue_.empty()) return;
+      irp = waiters.Remove();
+      if (irp == nullptr) return;
+      record = queue_.front();
+      queue_.pop_front();
+    }
+    // Where the waiting call wants its output (system buffer or caller's struct).
+    auto* out = static_cast<abi::GetAsyncEventOut*>(irp->DriverContext[1]);
+    *out = abi::GetAsyncEventOut{record};
+    kernel::CompleteVerbIrp(irp, Status::SUCCESS, sizeof(*out));
+  }
+}
+
+Status AlObj::Wait(Irp* irp, abi::GetAsyncEventOut& out) {
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (!queue_.empty()) {
+      out.record = queue_.front();
+      queue_.pop_front();
+      return Status::SUCCESS;
+    }
+  }
+  if (irp == nullptr) return Status::CANCELED;  // a call without an IRP cannot wait
+  irp->DriverContext[1] = &out;
+  const Status status = waiters.Insert(irp);
+  Pump();
+  return status;
+}
+
+// ---- Ca --------------------------------------------------------------------------------------
+
+CaObj::CaObj(Instance* owner, std::shared_ptr<AlCa> ca_in, uint64_t context_in)
+    : AlObject(abi::ObjectType::Ca, owner), ca(std::move(ca_in)), context(context_in) {}
+
+void CaObj::OnDestroy() {
+  kernel::SpinLockGuard guard(ca->lock);
+  ca->opens.erase(this);
+}
+
+// ---- Pd, Av, Mr -----------------------------------------------------------------------------
+
+PdObj::PdObj(Instance* owner, CaObj* ca, uint32_t pd_in)
+    : AlObject(abi::ObjectType::Pd, owner), ca_obj(ca), pd(pd_in) {}
+
+void PdObj::OnDestroy() { ca_obj->ca->ci->FreePd(pd); }
+
+AvObj::AvObj(Instance* owner, PdObj* pd, uint32_t ah_in, const abi::AddressVector& av_in)
+    : AlObject(abi::ObjectType::Av, owner), pd_obj(pd), ah(ah_in), av(av_in) {}
+
+void AvObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyAh(ah); }
+
+MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& region_in,
+             int32_t pid_in)
+    : AlObject(abi::ObjectType::Mr, owner),
+      pd_obj(pd),
+      pid(pid_in),
+      key(key_in),
+      region(region_in) {}
+
+void MrObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DeregisterMr(key); }
+
+// ---- Cq --------------------------------------------------------------------------------------
+
+CqObj::CqObj(Instance* owner, CaObj* ca, uint32_t number_in, uint64_t context_in)
+    : Waitable(abi::ObjectType::Cq, owner, abi::kIoctlGetCompletionEvent),
+      ca_obj(ca),
+      number(number_in),
+      context(context_in) {}
+
+CqObj::~CqObj() = default;
+
+void CqObj::Register() {
+  kernel::SpinLockGuard guard(ca_obj->ca->lock);
+  ca_obj->ca->cqs[number] = this;
+}
+
+void CqObj::OnDestroy() {
+  {
+    kernel::SpinLockGuard guard(ca_obj->ca->lock);
+    auto it = ca_obj->ca->cqs.find(number);
+    if (it != ca_obj->ca->cqs.end() && it->second == this) ca_obj->ca->cqs.erase(it);
+  }
+  StopWaiting();
+  ca_obj->ca->ci->DestroyCq(number);
+}
+
+void CqObj::Notify() {
+  if (destroyed()) return;
+  {
+    kernel::SpinLockGuard guard(lock_);
+    ++unclaimed_;
+  }
+  Pump();
+}
+
+void CqObj::Pump() {
+  Irp* irp;
+  uint32_t count;
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (unclaimed_ == 0) return;
+    irp = waiters.Remove();
+    if (irp == nullptr) return;
+    count = unclaimed_;
+    unclaimed_ = 0;
+  }
+  // Where the waiting call wants its output (system buffer or caller's struct).
+  auto* out = static_cast<abi::GetCompletionEventOut*>(irp->DriverContext[1]);
+  *out = abi::GetCompletionEventOut{};
+  out->context = context;
+  out->event_count = count;
+  kernel::CompleteVerbIrp(irp, Status::SUCCESS, sizeof(*out));
+}
+
+Status CqObj::Wait(Irp* irp, abi::GetCompletionEventOut& out) {
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (unclaimed_ != 0) {
+      out.context = context;
+      out.event_count = unclaimed_;
+      unclaimed_ = 0;
+      return Status::SUCCESS;
+    }
+  }
+  if (irp == nullptr) return Status::CANCELED;
+  irp->DriverContext[1] = &out;
+  const Status status = waiters.Insert(irp);
+  Pump();
+  return status;
+}
+
+// ---- Qp --------------------------------------------------------------------------------------
+
+QpObj::QpObj(Instance* owner, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq_in, uint32_t qpn_in,
+             uint32_t qp_num_in, abi::QpType type_in, uint64_t context_in)
+    : AlObject(abi::ObjectType::Qp, owner),
+      pd_obj(pd),
+      send_cq(scq),
+      recv_cq(rcq),
+      srq(srq_in),
+      qpn(qpn_in),
+      qp_num(qp_num_in),
+      type(type_in),
+      context(context_in) {
+  kernel::ReferenceObject(send_cq);
+  kernel::ReferenceObject(recv_cq);
+  if (srq != nullptr) kernel::ReferenceObject(srq);
+}
+
+QpObj::~QpObj() {
+  kernel::DereferenceObject(send_cq);
+  kernel::DereferenceObject(recv_cq);
+  if (srq != nullptr) kernel::DereferenceObject(srq);
+}
+
+void QpObj::Register() {
+  kernel::SpinLockGuard guard(pd_obj->ca_obj->ca->lock);
+  pd_obj->ca_obj->ca->qps[qpn] = this;
+}
+
+void QpObj::OnDestroy() {
+  AlCa* ca = pd_obj->ca_obj->ca.get();
+  {
+    kernel::SpinLockGuard guard(ca->lock);
+    auto it = ca->qps.find(qpn);
+    if (it != ca->qps.end() && it->second == this) ca->qps.erase(it);
+  }
+  ca->ci->DestroyQp(qpn);
+  send_cq->RemoveChild();
+  recv_cq->RemoveChild();
+  if (srq != nullptr) srq->RemoveChild();
+}
+
+// ---- Srq, Mw, Mcast -------------------------------------------------------------------------
+
+SrqObj::SrqObj(Instance* owner, PdObj* pd, uint32_t number_in, uint64_t context_in)
+    : AlObject(abi::ObjectType::Srq, owner), pd_obj(pd), number(number_in), context(context_in) {}
+
+void SrqObj::Register() {
+  kernel::SpinLockGuard guard(pd_obj->ca_obj->ca->lock);
+  pd_obj->ca_obj->ca->srqs[number] = this;
+}
+
+void SrqObj::OnDestroy() {
+  AlCa* ca = pd_obj->ca_obj->ca.get();
+  {
+    kernel::SpinLockGuard guard(ca->lock);
+    auto it = ca->srqs.find(number);
+    if (it != ca->srqs.end() && it->second == this) ca->srqs.erase(it);
+  }
+  ca->ci->DestroySrq(number);
+}
+
+MwObj::MwObj(Instance* owner, PdObj* pd, uint32_t mw_in, abi::MwType type_in)
+    : AlObject(abi::ObjectType::Mw, owner), pd_obj(pd), mw(mw_in), type(type_in) {}
+
+void MwObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyMw(mw); }
+
+McastObj::McastObj(Instance* owner, QpObj* qp, const abi::Gid& mgid_in, uint16_t mlid_in)
+    : AlObject(abi::ObjectType::Mcast, owner), qp_obj(qp), mgid(mgid_in), mlid(mlid_in) {}
+
+void McastObj::OnDestroy() { qp_obj->pd_obj->ca_obj->ca->ci->DetachMcast(qp_obj->qpn, mgid, mlid); }
+
+// ---- PnpReg ----------------------------------------------------------------------------------
+
+PnpRegObj::PnpRegObj(Instance* owner, abi::PnpClass pnp_class_in, uint64_t context_in)
+    : Waitable(abi::ObjectType::PnpReg, owner, abi::kIoctlGetPnpEvent),
+      pnp_class(pnp_class_in),
+      context(context_in) {}
+
+void PnpRegObj::Register() {
+  kernel::SpinLockGuard guard(al_->lock);
+  al_->pnp_regs.insert(this);
+}
+
+void PnpRegObj::OnDestroy() {
+  {
+    kernel::SpinLockGuard guard(al_->lock);
+    al_->pnp_regs.erase(this);
+  }
+  StopWaiting();
+}
+
+void PnpRegObj::Post(abi::PnpEventRecord record) {
+  if (destroyed()) return;
+  record.pnp_context = context;
+  record.reg.value = handle;
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (queue_.size() == kMaxQueuedEvents) queue_.pop_front();
+    queue_.push_back(record);
+  }
+  Pump();
+}
+
+void PnpRegObj::Pump() {
+  for (;;) {
+    Irp* irp;
+    abi::PnpEventRecord record;
+    {
+      kernel::SpinLockGuard guard(lock_);
+      if (queue_.empty()) return;
+      irp = waiters.Remove();
+      if (irp == nullptr) return;
+      record = queue_.front();
+      queue_.pop_front();
+    }
+    // Where the waiting call wants its output (system buffer or caller's struct).
+    auto* out = static_cast<abi::GetPnpEventOut*>(irp->DriverContext[1]);
+    *out = abi::GetPnpEventOut{record};
+    kernel::CompleteVerbIrp(irp, Status::SUCCESS, sizeof(*out));
+  }
+}
+
+Status PnpRegObj::Wait(Irp* irp, abi::GetPnpEventOut& out) {
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (!queue_.empty()) {
+      out.record = queue_.front();
+      queue_.pop_front();
+      return Status::SUCCESS;
+    }
+  }
+  if (irp == nullptr) return Status::CANCELED;
+  irp->DriverContext[1] = &out;
+  const Status status = waiters.Insert(irp);
+  Pump();
+  return status;
+}
+
+}  // namespace softib::al

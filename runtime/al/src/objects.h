@@ -1,0 +1,193 @@
+// The AL's objects (idl/objects.idl): each is a KernelObject with its parent link, counted
+// per file and per node, and releases what it holds in the HCA in OnDestroy.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+
+#include "runtime/al/src/al_internal.h"
+
+namespace softib::al {
+
+class AlObject : public kernel::KernelObject {
+ public:
+  AlObject(abi::ObjectType type, Instance* owner);
+  ~AlObject() override;
+
+  // In the owner's table, once published (event routing reads it from other threads).
+  std::atomic<uint64_t> handle{0};
+
+ protected:
+  AccessLayer* const al_;
+  const std::shared_ptr<FileState> file_;
+};
+
+// Publishes a new object (which holds the creator's reference) under a handle of
+// `instance`; on failure the object is destroyed. Either way the creator's reference goes.
+kernel::Status Publish(Instance* instance, AlObject* object, uint64_t* handle);
+
+// An object holding pending IRPs: listed in its file's waitables while it lives.
+class Waitable : public AlObject {
+ public:
+  Waitable(abi::ObjectType type, Instance* owner, uint32_t function);
+  PendingIrps waiters;
+  const uint32_t function;  // IOCTL function code of the wait verb (CancelPending)
+
+ protected:
+  void StopWaiting();  // OnDestroy: unlisted, waiters CANCELED
+  Instance* const owner_;
+};
+
+class AlObj final : public Waitable {
+ public:
+  explicit AlObj(Instance* owner);
+  // Queues an async event record (completes a waiter if any).
+  void Post(const abi::AsyncEventRecord& record);
+  // GetAsyncEvent: answers at once with a queued record, else pends.
+  kernel::Status Wait(kernel::Irp* irp, abi::GetAsyncEventOut& out);
+
+ private:
+  void OnDestroy() override;
+  void Pump();
+  kernel::KSpinLock lock_;
+  std::deque<abi::AsyncEventRecord> queue_;
+};
+
+class CaObj final : public AlObject {
+ public:
+  CaObj(Instance* owner, std::shared_ptr<AlCa> ca, uint64_t context);
+  const std::shared_ptr<AlCa> ca;
+  const uint64_t context;
+  AlObj* al_obj = nullptr;  // parent
+
+ private:
+  void OnDestroy() override;
+};
+
+class PdObj final : public AlObject {
+ public:
+  PdObj(Instance* owner, CaObj* ca_obj, uint32_t pd);
+  CaObj* const ca_obj;  // parent
+  const uint32_t pd;
+
+ private:
+  void OnDestroy() override;
+};
+
+class AvObj final : public AlObject {
+ public:
+  AvObj(Instance* owner, PdObj* pd_obj, uint32_t ah, const abi::AddressVector& av);
+  PdObj* const pd_obj;
+  uint32_t ah;  // the AL serializes ModifyAv through the object's lock
+  abi::AddressVector av;
+  kernel::KSpinLock lock;
+
+ private:
+  void OnDestroy() override;
+};
+
+class CqObj final : public Waitable {
+ public:
+  CqObj(Instance* owner, CaObj* ca_obj, uint32_t number, uint64_t context);
+  ~CqObj() override;
+  CaObj* const ca_obj;
+  const uint32_t number;
+  const uint64_t context;
+  // A completion notification: completes a waiting GetCompletionEvent or counts it.
+  void Notify();
+  // GetCompletionEvent: answers at once with counted notifications, else pends.
+  kernel::Status Wait(kernel::Irp* irp, abi::GetCompletionEventOut& out);
+  void Register();  // listed in the CA's routing table
+
+ private:
+  void OnDestroy() override;
+  void Pump();
+  kernel::KSpinLock lock_;
+  uint32_t unclaimed_ = 0;
+};
+
+class SrqObj final : public AlObject {
+ public:
+  SrqObj(Instance* owner, PdObj* pd_obj, uint32_t number, uint64_t context);
+  PdObj* const pd_obj;
+  const uint32_t number;
+  const uint64_t context;
+  void Register();
+
+ private:
+  void OnDestroy() override;
+};
+
+class QpObj final : public AlObject {
+ public:
+  // The QP counts as a dependent of its CQs and SRQ (uses): the caller added it.
+  QpObj(Instance* owner, PdObj* pd_obj, CqObj* send_cq, CqObj* recv_cq, SrqObj* srq, uint32_t qpn,
+        uint32_t qp_num, abi::QpType type, uint64_t context);
+  ~QpObj() override;
+  PdObj* const pd_obj;
+  CqObj* const send_cq;  // referenced
+  CqObj* const recv_cq;
+  SrqObj* const srq;      // null, or referenced
+  const uint32_t qpn;     // the device's handle of the QP
+  const uint32_t qp_num;  // its number on the wire (0/1 for the special QPs)
+  const abi::QpType type;
+  const uint64_t context;
+  void Register();
+
+ private:
+  void OnDestroy() override;
+};
+
+class MrObj final : public AlObject {
+ public:
+  MrObj(Instance* owner, PdObj* pd_obj, uint32_t key, const abi::MrRegion& region, int32_t pid);
+  PdObj* const pd_obj;
+  const int32_t pid;       // whose memory (0: kernel)
+  kernel::KSpinLock lock;  // key and region change with ReregMem
+  uint32_t key;
+  abi::MrRegion region;
+
+ private:
+  void OnDestroy() override;
+};
+
+class MwObj final : public AlObject {
+ public:
+  MwObj(Instance* owner, PdObj* pd_obj, uint32_t mw, abi::MwType type);
+  PdObj* const pd_obj;
+  const uint32_t mw;
+  const abi::MwType type;
+
+ private:
+  void OnDestroy() override;
+};
+
+class McastObj final : public AlObject {
+ public:
+  McastObj(Instance* owner, QpObj* qp_obj, const abi::Gid& mgid, uint16_t mlid);
+  QpObj* const qp_obj;
+  const abi::Gid mgid;
+  const uint16_t mlid;
+
+ private:
+  void OnDestroy() override;
+};
+
+class PnpRegObj final : public Waitable {
+ public:
+  PnpRegObj(Instance* owner, abi::PnpClass pnp_class, uint64_t context);
+  const abi::PnpClass pnp_class;
+  const uint64_t context;
+  void Post(abi::PnpEventRecord record);
+  kernel::Status Wait(kernel::Irp* irp, abi::GetPnpEventOut& out);
+  void Register();  // listed in the AL's registrations
+
+ private:
+  void OnDestroy() override;
+  void Pump();
+  kernel::KSpinLock lock_;
+  std::deque<abi::PnpEventRecord> queue_;
+};
+
+}  // namespace softib::al

@@ -1,0 +1,173 @@
+// UD through address vectors, asynchronous errors reaching GetAsyncEvent, and the
+// dispatch-level verbs called at DISPATCH under the verifier.
+#include "kernel_client.h"
+#include "softib/kernel/irql.h"
+
+namespace softib::testing {
+namespace {
+
+void BringUpUd(Client& client, const Side& s, uint32_t qkey) {
+  using M = abi::QpAttrMask;
+  abi::ModifyQpIn in{};
+  in.qp.value = s.qp;
+  in.attributes.mask = M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY;
+  in.attributes.state = abi::QpState::INIT;
+  in.attributes.port_num = 1;
+  in.attributes.qkey = htobe32(qkey);
+  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
+  in.attributes = {};
+  in.attributes.mask = M::STATE;
+  in.attributes.state = abi::QpState::RTR;
+  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
+  in.attributes.mask = M::STATE | M::SQ_PSN;
+  in.attributes.state = abi::QpState::RTS;
+  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
+}
+
+TEST(Datagram, UdSendNamesItsAddressVectorByHandle) {
+  auto node = BootDefault("dg-ud");
+  ASSERT_TRUE(node);
+  Client client(node->node());
+  Side a, b;
+  ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a, abi::QpType::UD));
+  ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b, abi::QpType::UD));
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, a, 0x1234));
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, b, 0x1234));
+  abi::CreateAvIn av_in{};
+  av_in.pd.value = a.pd;
+  av_in.attributes.port_num = 1;
+  av_in.attributes.dlid = b.lid;
+  abi::CreateAvOut av{};
+  ASSERT_EQ(kernel::IbCreateAv(client.al(), av_in, av), Status::SUCCESS);
+  abi::QueryAvOut queried{};
+  ASSERT_EQ(kernel::IbQueryAv(client.al(), {av.av}, queried), Status::SUCCESS);
+  EXPECT_EQ(queried.attributes.dlid, b.lid);
+  EXPECT_EQ(queried.pd.value, a.pd);
+  EXPECT_EQ(kernel::IbDeallocPd(client.al(), {{a.pd}}), Status::RESOURCE_BUSY);
+
+  uint32_t posted = 0;
+  const abi::RecvWorkRequest recv = Recv(b, 0, 40 + 256, 8);  // GRH space + payload
+  ASSERT_EQ(kernel::IbPostRecv(client.al(), b.qp, {&recv, 1}, &posted), Status::SUCCESS);
+  Pattern(a.buffer, 0, 256, 4);
+  abi::SendWorkRequest wr = Send(a, 0, 256, 9);
+  wr.av = av.av;
+  wr.remote_qpn = b.qpn;
+  wr.remote_qkey = 0x1234;  // host order, as the device takes it
+  ASSERT_EQ(kernel::IbPostSend(client.al(), a.qp, {&wr, 1}, &posted), Status::SUCCESS);
+  const auto got = client.PollN(b.cq, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status, abi::WcStatus::SUCCESS);
+  EXPECT_EQ(got[0].length, 40u + 256u);
+  EXPECT_EQ(got[0].src_qp, a.qpn);
+  EXPECT_EQ(got[0].slid, a.lid);
+  EXPECT_TRUE(HasPattern(b.buffer, 40, 256, 4));
+  EXPECT_EQ(client.PollN(a.cq, 1).size(), 1u);
+
+  // A stale Av handle is refused before anything is queued.
+  ASSERT_EQ(kernel::IbDestroyAv(client.al(), {av.av}), Status::SUCCESS);
+  EXPECT_EQ(kernel::IbPostSend(client.al(), a.qp, {&wr, 1}, &posted), Status::INVALID_AV_HANDLE);
+  EXPECT_EQ(posted, 0u);
+}
+
+TEST(Datagram, CqOverflowReachesTheAlAsAnAsyncEventWithTheCqsContext) {
+  auto node = BootDefault("dg-overflow");
+  ASSERT_TRUE(node);
+  Client client(node->node());
+  Side a, b;
+  ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a, abi::QpType::UD));
+  ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b, abi::QpType::UD));
+  // A one-entry receive CQ on b: the second datagram overflows it.
+  abi::CreateCqOut small{};
+  ASSERT_EQ(client.CreateCq({{b.ca}, 1, 0, 0xBEEF}, &small), Status::SUCCESS);
+  ASSERT_EQ(small.actual_size, 1u);
+  abi::CreateQpIn qp_in{};
+  qp_in.pd.value = b.pd;
+  qp_in.send_cq.value = b.cq;
+  qp_in.recv_cq = small.cq;
+  qp_in.params.qp_type = abi::QpType::UD;
+  qp_in.params.caps = {8, 8, 1, 1, 0, 0};
+  abi::CreateQpOut qp{};
+  ASSERT_EQ(client.CreateQp(qp_in, &qp), Status::SUCCESS);
+  Side b2 = b;
+  b2.qp = qp.qp.value;
+  b2.qpn = qp.qp_num;
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, a, 1));
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, b2, 1));
+  abi::CreateAvIn av_in{};
+  av_in.pd.value = a.pd;
+  av_in.attributes.port_num = 1;
+  av_in.attributes.dlid = b.lid;
+  abi::CreateAvOut av{};
+  ASSERT_EQ(kernel::IbCreateAv(client.al(), av_in, av), Status::SUCCESS);
+  uint32_t posted;
+  for (int i = 0; i < 2; ++i) {
+    const abi::RecvWorkRequest recv = Recv(b2, 1024 * i, 512, i);
+    ASSERT_EQ(kernel::IbPostRecv(client.al(), b2.qp, {&recv, 1}, &posted), Status::SUCCESS);
+  }
+  abi::SendWorkRequest wr = Send(a, 0, 16, 1);
+  wr.av = av.av;
+  wr.remote_qpn = b2.qpn;
+  wr.remote_qkey = 1;
+  const abi::SendWorkRequest wrs[] = {wr, wr};
+  ASSERT_EQ(kernel::IbPostSend(client.al(), a.qp, wrs, &posted), Status::SUCCESS);
+
+  abi::GetAsyncEventOut event{};
+  IrpWatch watch(kernel::BuildGetAsyncEventIrp(kernel::IbGetAlDevice(client.al()),
+                                               kernel::IbGetAlFile(client.al()),
+                                               {{client.al_handle()}}, nullptr),
+                 &event, sizeof(event));
+  kernel::IoCallDriver(kernel::IbGetAlDevice(client.al()), watch.irp);
+  if (!watch.WaitDone()) {
+    kernel::IoCancelIrp(watch.irp);  // bounded: a lost event fails the test, never hangs it
+    watch.WaitDone();
+    FAIL() << "no asynchronous event";
+  }
+  ASSERT_EQ(watch.status.load(), Status::SUCCESS);
+  EXPECT_EQ(event.record.code, abi::AsyncEventType::CQ_OVERFLOW);
+  EXPECT_EQ(event.record.cq.value, small.cq.value);
+  EXPECT_EQ(event.record.ca.value, b.ca);
+  EXPECT_EQ(event.record.context, 0xBEEFu);
+}
+
+TEST(Irql, DispatchLevelVerbsRunAtDispatchWithoutBlocking) {
+  auto node = BootDefault("irql-dispatch");
+  ASSERT_TRUE(node);
+  Client client(node->node());
+  Side a;
+  abi::OpenCaOut ca{};
+  ASSERT_EQ(client.OpenCa({{client.al_handle()}, htobe64(node->ca_guids()[0]), 0}, &ca),
+            Status::SUCCESS);  // OpenCa is PASSIVE
+  kernel::ScopedIrql dispatch(kernel::Irql::kDispatch);
+  abi::AllocPdOut pd{};
+  ASSERT_EQ(kernel::IbAllocPd(client.al(), {ca.ca, abi::PdType{}, 0, 0}, pd), Status::SUCCESS);
+  abi::CreateCqOut cq{};
+  ASSERT_EQ(kernel::IbCreateCq(client.al(), {ca.ca, 8, 0, 0}, cq), Status::SUCCESS);
+  abi::CreateQpIn qp_in{};
+  qp_in.pd = pd.pd;
+  qp_in.send_cq = cq.cq;
+  qp_in.recv_cq = cq.cq;
+  qp_in.params.qp_type = abi::QpType::RC;
+  qp_in.params.caps = {8, 8, 1, 1, 0, 0};
+  abi::CreateQpOut qp{};
+  ASSERT_EQ(kernel::IbCreateQp(client.al(), qp_in, qp), Status::SUCCESS);
+  abi::ModifyQpIn modify{};
+  modify.qp = qp.qp;
+  modify.attributes.mask = abi::QpAttrMask::STATE | abi::QpAttrMask::PKEY_INDEX |
+                           abi::QpAttrMask::PORT | abi::QpAttrMask::ACCESS_FLAGS;
+  modify.attributes.state = abi::QpState::INIT;
+  modify.attributes.port_num = 1;
+  ASSERT_EQ(kernel::IbModifyQp(client.al(), modify), Status::SUCCESS);
+  abi::WorkCompletion wc;
+  uint32_t n;
+  EXPECT_EQ(kernel::IbPollCq(client.al(), cq.cq.value, {&wc, 1}, &n), Status::NOT_FOUND);
+  EXPECT_EQ(kernel::IbRearmCq(client.al(), cq.cq.value, abi::CqNotify::NEXT), Status::SUCCESS);
+  std::vector<abi::PortAttributes> ports(1);
+  abi::QueryCaOut query{};
+  EXPECT_EQ(kernel::IbQueryCa(client.al(), {ca.ca}, query, ports), Status::SUCCESS);
+  EXPECT_EQ(kernel::IbDestroyQp(client.al(), {qp.qp}), Status::SUCCESS);
+  EXPECT_EQ(kernel::IbDestroyCq(client.al(), {cq.cq}), Status::SUCCESS);
+  EXPECT_EQ(kernel::IbDeallocPd(client.al(), {pd.pd}), Status::SUCCESS);
+}
+
+}  // namespace
+}  // namespace softib::testing

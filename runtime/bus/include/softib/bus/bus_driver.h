@@ -1,0 +1,48 @@
+// The IB bus driver (WinOFED's ibbus role): for every CA that arrives (the softib.ci
+// interface of the HCA driver), it enumerates one IPoIB PDO per port and one IOU PDO, each
+// with its own interface class so that ULP drivers load on them; when the CA goes, it
+// removes them (IRP_MN_REMOVE_DEVICE down each stack, then the interface removal events).
+// It listens for PnP notifications only: it never calls up and holds no CI reference
+// longer than the arrival that reads the CA's port count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "softib/kernel/node.h"
+#include "softib/kernel/status.h"
+
+namespace softib::bus {
+
+// Interface classes enabled on the PDOs.
+inline constexpr char kIpoibInterfaceClass[] = "softib.ipoib";
+inline constexpr char kIouInterfaceClass[] = "softib.iou";
+
+// What a PDO stands for; a ULP learns it with kIoctlBusQueryIdentity.
+enum class PdoKind : uint32_t { kIpoibPort = 1, kIou = 2 };
+struct PdoIdentity {
+  PdoKind kind;
+  uint8_t port;  // 0 for the IOU
+  uint8_t reserved[3];
+  uint64_t ca_guid;  // host order
+};
+
+// Internal device control on a PDO (kernel callers): output PdoIdentity.
+inline constexpr uint32_t kIoctlBusQueryIdentity = 0x0022E100;
+
+// PDO device names: "ipoib-<16 hex digits>-<port>" and "iou-<16 hex digits>".
+std::string IpoibPdoName(uint64_t ca_guid, uint8_t port);
+std::string IouPdoName(uint64_t ca_guid);
+
+struct BusDriver;
+
+// Loads the bus driver: CAs already present arrive at once. PASSIVE.
+kernel::Status LoadBusDriver(kernel::Node* node, BusDriver** bus);
+// Stops listening, removes every PDO, unloads. PASSIVE.
+void UnloadBusDriver(BusDriver* bus);
+
+// PDOs currently enumerated (tests, diagnostics).
+size_t BusPdoCount(BusDriver* bus);
+
+}  // namespace softib::bus

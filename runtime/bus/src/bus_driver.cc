@@ -1,0 +1,162 @@
+// The bus driver: CA arrival → PDOs, CA removal → PDOs removed.
+#include "softib/bus/bus_driver.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "pdo.h"
+#include "softib/hca/ci.h"
+#include "softib/kernel/device.h"
+#include "softib/kernel/io.h"
+#include "softib/kernel/mutex.h"
+#include "softib/kernel/pnp.h"
+
+namespace softib::bus {
+
+using kernel::Status;
+
+namespace {
+
+// The PDOs enumerated for one CA.
+struct CaChildren {
+  uint64_t guid = 0;
+  std::vector<kernel::DeviceObject*> ports;  // index: port - 1
+  kernel::DeviceObject* iou = nullptr;
+};
+
+std::string GuidHex(uint64_t guid) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, guid);
+  return text;
+}
+
+}  // namespace
+
+struct BusDriver {
+  kernel::Node* node = nullptr;
+  kernel::DriverObject* driver = nullptr;
+  kernel::PnpRegistration* registration = nullptr;
+  kernel::FastMutex mutex;  // guards `cas` (PnP callbacks vs. unload and queries)
+  std::map<kernel::DeviceObject*, CaChildren> cas;
+};
+
+std::string IpoibPdoName(uint64_t ca_guid, uint8_t port) {
+  return "ipoib-" + GuidHex(ca_guid) + "-" + std::to_string(port);
+}
+
+std::string IouPdoName(uint64_t ca_guid) { return "iou-" + GuidHex(ca_guid); }
+
+namespace {
+
+// Reads the CA's GUID and port count through the CI query (the reference it returns is
+// dropped at once: the bus keeps nothing of the CA but its identity).
+Status QueryCa(kernel::DeviceObject* ca_device, uint64_t* guid, uint8_t* num_ports) {
+  hca::ci::CiQueryInterfaceOut out{};
+  kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(
+      hca::ci::kIoctlCiQueryInterface, ca_device, nullptr, 0, &out, sizeof out, true);
+  const Status status = kernel::IoCallDriverAndWait(ca_device, irp);
+  if (status != Status::SUCCESS || out.ci == nullptr) {
+    return status == Status::SUCCESS ? Status::INVALID_STATE : status;
+  }
+  *guid = out.ci->node_guid();
+  *num_ports = out.ci->num_ports();
+  out.ci->Dereference();
+  return Status::SUCCESS;
+}
+
+void RemoveChildren(CaChildren& children) {
+  for (kernel::DeviceObject* pdo : children.ports) RemovePdo(pdo, kIpoibInterfaceClass);
+  if (children.iou != nullptr) RemovePdo(children.iou, kIouInterfaceClass);
+  children.ports.clear();
+  children.iou = nullptr;
+}
+
+void OnCaArrival(BusDriver* bus, kernel::DeviceObject* ca_device) {
+  CaChildren children;
+  uint8_t num_ports = 0;
+  if (QueryCa(ca_device, &children.guid, &num_ports) != Status::SUCCESS) return;
+  for (uint8_t port = 1; port <= num_ports; ++port) {
+    const PdoIdentity identity{PdoKind::kIpoibPort, port, {}, children.guid};
+    kernel::DeviceObject* pdo = nullptr;
+    if (CreatePdo(bus->driver, IpoibPdoName(children.guid, port), identity, kIpoibInterfaceClass,
+                  &pdo) == Status::SUCCESS) {
+      children.ports.push_back(pdo);
+    }
+  }
+  const PdoIdentity iou{PdoKind::kIou, 0, {}, children.guid};
+  CreatePdo(bus->driver, IouPdoName(children.guid), iou, kIouInterfaceClass, &children.iou);
+  bus->mutex.Acquire();
+  bus->cas[ca_device] = std::move(children);
+  bus->mutex.Release();
+}
+
+void OnCaRemoval(BusDriver* bus, kernel::DeviceObject* ca_device) {
+  CaChildren children;
+  bus->mutex.Acquire();
+  auto it = bus->cas.find(ca_device);
+  if (it != bus->cas.end()) {
+    children = std::move(it->second);
+    bus->cas.erase(it);
+  }
+  bus->mutex.Release();
+  RemoveChildren(children);
+}
+
+void OnCiNotification(const kernel::PnpNotification& notification, void* context) {
+  auto* bus = static_cast<BusDriver*>(context);
+  if (notification.event == kernel::PnpEvent::kArrival) {
+    OnCaArrival(bus, notification.device);
+  } else {
+    OnCaRemoval(bus, notification.device);
+  }
+}
+
+Status DriverEntry(kernel::DriverObject* driver, void* context) {
+  driver->DriverExtension = context;
+  InstallPdoDispatch(driver);
+  return Status::SUCCESS;
+}
+
+}  // namespace
+
+Status LoadBusDriver(kernel::Node* node, BusDriver** out) {
+  auto* bus = new BusDriver;
+  bus->node = node;
+  Status status = kernel::IoCreateDriver(node, "ibbus", &DriverEntry, bus, &bus->driver);
+  if (status != Status::SUCCESS) {
+    delete bus;
+    return status;
+  }
+  status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
+                                                  &OnCiNotification, bus, &bus->registration);
+  if (status != Status::SUCCESS) {
+    kernel::IoUnloadDriver(bus->driver);
+    delete bus;
+    return status;
+  }
+  *out = bus;
+  return Status::SUCCESS;
+}
+
+void UnloadBusDriver(BusDriver* bus) {
+  // After this no callback runs, so the children below are ours alone.
+  kernel::IoUnregisterPlugPlayNotification(bus->registration);
+  for (auto& [device, children] : bus->cas) RemoveChildren(children);
+  bus->cas.clear();
+  kernel::IoUnloadDriver(bus->driver);
+  delete bus;
+}
+
+size_t BusPdoCount(BusDriver* bus) {
+  bus->mutex.Acquire();
+  size_t count = 0;
+  for (const auto& [device, children] : bus->cas) {
+    count += children.ports.size() + (children.iou != nullptr ? 1 : 0);
+  }
+  bus->mutex.Release();
+  return count;
+}
+
+}  // namespace softib::bus

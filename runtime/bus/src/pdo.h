@@ -1,0 +1,26 @@
+// The PDOs of the bus driver: their extension and dispatch.
+#pragma once
+
+#include "softib/bus/bus_driver.h"
+#include "softib/kernel/device.h"
+
+namespace softib::bus {
+
+struct PdoExtension {
+  PdoIdentity identity;
+};
+
+// Installs the PDO dispatch routines in the bus driver object.
+void InstallPdoDispatch(kernel::DriverObject* driver);
+
+// Creates a PDO named `name` with `identity` and enables `interface_class` on it (the
+// arrival ULP drivers hear). PASSIVE.
+kernel::Status CreatePdo(kernel::DriverObject* driver, const std::string& name,
+                         const PdoIdentity& identity, const char* interface_class,
+                         kernel::DeviceObject** pdo);
+
+// Sends IRP_MN_REMOVE_DEVICE down the PDO's stack (function drivers over it let go first),
+// disables its interface (the removal ULP clients hear) and deletes it. PASSIVE.
+void RemovePdo(kernel::DeviceObject* pdo, const char* interface_class);
+
+}  // namespace softib::bus

@@ -1,0 +1,124 @@
+// Boots a node as a host loads it: the HCA driver and its CAs (cabled, links ACTIVE, LIDs
+// assigned since there is no SM yet), then the Access Layer, which takes the CAs in
+// through their PnP interface arrivals.
+#include "softib/stack/node_stack.h"
+
+#include <mutex>
+
+#include "softib/al/access_layer.h"
+#include "softib/hca/ci.h"
+#include "softib/hca/hca_driver.h"
+#include "softib/kernel/node.h"
+
+namespace softib::stack {
+
+using kernel::Status;
+
+struct NodeStack::State {
+  std::unique_ptr<kernel::Node> node;
+  hca::HcaDriver* hca = nullptr;
+  al::AccessLayer* al = nullptr;
+  std::mutex mutex;           // cas, next_index
+  std::vector<uint64_t> cas;  // host order, in creation order
+  uint32_t next_index = 0;    // LIDs and derived GUIDs never repeat
+};
+
+namespace {
+
+uint64_t DerivedGuid(const std::string& node_name, uint32_t index) {
+  // A stable GUID per (node, CA index): the Mellanox OUI, a hash of the node name, the index.
+  uint32_t hash = 2166136261u;
+  for (const char c : node_name) hash = (hash ^ static_cast<uint8_t>(c)) * 16777619u;
+  return 0x0002C90000000000ull | (uint64_t{hash & 0xFFFFFF} << 16) | (index & 0xFFFF);
+}
+
+}  // namespace
+
+std::unique_ptr<NodeStack> NodeStack::Boot(const NodeConfig& config, Status* status) {
+  std::unique_ptr<NodeStack> stack(new NodeStack());
+  stack->state_ = std::make_unique<State>();
+  State& s = *stack->state_;
+  kernel::NodeOptions options;
+  options.name = config.name;
+  s.node = std::make_unique<kernel::Node>(options);
+  *status = hca::LoadHcaDriver(s.node.get(), &s.hca);
+  if (*status != Status::SUCCESS) return nullptr;
+  for (const CaConfig& ca : config.cas) {
+    uint64_t guid = 0;
+    *status = stack->AddCaToDriver(ca, config.name, &guid);
+    if (*status != Status::SUCCESS) return nullptr;  // the destructor unwinds
+  }
+  if (config.cable_pairs) {
+    for (std::size_t i = 0; i + 1 < s.cas.size(); i += 2) {
+      *status = hca::HcaCablePorts(s.hca, s.cas[i], 1, s.cas[i + 1], 1);
+      if (*status != Status::SUCCESS) return nullptr;
+    }
+  }
+  *status = al::LoadAccessLayer(s.node.get(), &s.al);
+  if (*status != Status::SUCCESS) return nullptr;
+  for (const uint64_t guid : s.cas) {
+    *status = al::WaitForCa(s.al, guid, true);
+    if (*status != Status::SUCCESS) return nullptr;
+  }
+  return stack;
+}
+
+Status NodeStack::AddCaToDriver(const CaConfig& ca, const std::string& node_name, uint64_t* guid) {
+  State& s = *state_;
+  uint32_t index;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    index = s.next_index++;
+  }
+  hca::HcaConfig hca_config;
+  hca_config.num_ports = ca.num_ports;
+  hca_config.node_guid = ca.node_guid != 0 ? ca.node_guid : DerivedGuid(node_name, index);
+  // LIDs: 1 + CA index for port 1 (then one per further port, spaced by 16 per CA).
+  const auto first_lid = static_cast<uint16_t>(1 + index * (ca.num_ports > 1 ? 16 : 1));
+  const Status status = hca::HcaAddCa(s.hca, hca_config, first_lid);
+  if (status != Status::SUCCESS) return status;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.cas.push_back(hca_config.node_guid);
+  *guid = hca_config.node_guid;
+  return Status::SUCCESS;
+}
+
+NodeStack::~NodeStack() {
+  if (state_ == nullptr) return;
+  State& s = *state_;
+  if (s.al != nullptr) al::UnloadAccessLayer(s.al);
+  if (s.hca != nullptr) hca::UnloadHcaDriver(s.hca);
+  s.node.reset();
+}
+
+kernel::Node* NodeStack::node() { return state_->node.get(); }
+al::AccessLayer* NodeStack::access_layer() { return state_->al; }
+
+std::vector<uint64_t> NodeStack::ca_guids() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->cas;
+}
+
+std::string NodeStack::ca_device_name(uint64_t ca_guid) const {
+  return hca::ci::CaDeviceName(ca_guid);
+}
+
+Status NodeStack::RemoveCa(uint64_t ca_guid) {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (std::erase(s.cas, ca_guid) == 0) return Status::INVALID_GUID;
+  }
+  const Status status = hca::HcaRemoveCa(s.hca, ca_guid);
+  if (status != Status::SUCCESS) return status;
+  return al::WaitForCa(s.al, ca_guid, false);
+}
+
+Status NodeStack::AddCa(const CaConfig& config, uint64_t* ca_guid) {
+  State& s = *state_;
+  Status status = AddCaToDriver(config, s.node->name(), ca_guid);
+  if (status != Status::SUCCESS) return status;
+  return al::WaitForCa(s.al, *ca_guid, true);
+}
+
+}  // namespace softib::stack

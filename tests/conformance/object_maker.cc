@@ -1,0 +1,468 @@
+#include "object_maker.h"
+
+#include <endian.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include "softib/abi/runtime_ioctls.h"
+#include "softib/abi/verbs_al.h"
+#include "softib/abi/verbs_ca.h"
+#include "softib/abi/verbs_cq.h"
+#include "softib/abi/verbs_mcast.h"
+#include "softib/abi/verbs_mr_mw.h"
+#include "softib/abi/verbs_pd_av.h"
+#include "softib/abi/verbs_qp.h"
+#include "softib/abi/verbs_srq.h"
+
+namespace softib::conformance {
+
+using abi::ObjectType;
+using abi::Status;
+
+void StoreLe(std::vector<uint8_t>& buf, uint32_t offset, uint32_t size, uint64_t value) {
+  for (uint32_t i = 0; i < size && offset + i < buf.size(); ++i) {
+    buf[offset + i] = static_cast<uint8_t>(value >> (8 * std::min(i, 7u)));
+  }
+}
+
+uint64_t LoadLe(std::span<const uint8_t> buf, uint32_t offset, uint32_t size) {
+  uint64_t value = 0;
+  for (uint32_t i = 0; i < size && i < 8 && offset + i < buf.size(); ++i) {
+    value |= uint64_t{buf[offset + i]} << (8 * i);
+  }
+  return value;
+}
+
+const char* LaterIssueOfVerb(uint32_t ordinal) {
+  if (ordinal == 0x0107) return "a vendor command is defined (CiCall has none)";
+  if (ordinal == 0x0108 || (ordinal >= 0x0A10 && ordinal <= 0x0A16)) return "issue 4 (MADs)";
+  if ((ordinal >= 0x0A20 && ordinal <= 0x0A24) || ordinal == 0x0A30 || ordinal == 0x0A31) {
+    return "issue 4 (SA)";
+  }
+  if ((ordinal & 0xFF00) == 0x0B00) return "issue 5 (CM)";
+  if (ordinal >= 0x0F01 && ordinal <= 0x0F03) return "the speed path (hca/uvp rings)";
+  return nullptr;
+}
+
+const char* LaterIssueOfObject(ObjectType type) {
+  switch (type) {
+    case ObjectType::MadPool:
+    case ObjectType::MadSvc:
+      return "issue 4 (MADs)";
+    case ObjectType::SaReq:
+    case ObjectType::SaReg:
+    case ObjectType::McastJoin:
+      return "issue 4 (SA)";
+    case ObjectType::Cep:
+      return "issue 5 (CM)";
+    default:
+      return nullptr;
+  }
+}
+
+const VerbInfo* FindVerbByIoctl(uint32_t code) {
+  for (const VerbInfo& verb : fuzz::AllVerbs()) {
+    if (verb.ioctl == code && code != 0) return &verb;
+  }
+  return nullptr;
+}
+
+namespace {
+
+template <typename T>
+T As(const std::vector<uint8_t>& input) {
+  T value{};
+  if (!input.empty()) std::memcpy(&value, input.data(), std::min(sizeof(T), input.size()));
+  return value;
+}
+
+template <typename T>
+void Put(std::vector<uint8_t>& input, const T& value) {
+  if (!input.empty()) std::memcpy(input.data(), &value, std::min(sizeof(T), input.size()));
+}
+
+template <typename T>
+T OutOf(const CallResult& r) {
+  T value{};
+  if (!r.output.empty()) std::memcpy(&value, r.output.data(), std::min(sizeof(T), r.output.size()));
+  return value;
+}
+
+constexpr abi::AccessFlags kMrAccess = abi::AccessFlags::LOCAL_WRITE |
+                                       abi::AccessFlags::REMOTE_WRITE |
+                                       abi::AccessFlags::REMOTE_READ | abi::AccessFlags::MW_BIND;
+
+constexpr uint32_t kQueueDepth = 16;
+constexpr uint16_t kMlid = 0xC001;
+
+abi::QpCreateParams QpParams(abi::QpType type, bool with_srq) {
+  abi::QpCreateParams p{};
+  p.qp_type = type;
+  p.sq_signaled = 1;
+  p.caps.sq_depth = kQueueDepth;
+  p.caps.rq_depth = with_srq ? 0 : kQueueDepth;
+  p.caps.sq_sge = 1;
+  p.caps.rq_sge = with_srq ? 0 : 1;
+  return p;
+}
+
+abi::Gid MulticastGid() {
+  abi::Gid g{};
+  g.raw[0] = 0xFF;
+  g.raw[1] = 0x12;
+  g.raw[2] = 0x60;
+  g.raw[3] = 0x1B;
+  g.raw[15] = 0x01;
+  return g;
+}
+
+uint32_t DefaultOutputLength(const VerbInfo& verb) {
+  return verb.out_size + std::min(verb.out_max, 16u) * verb.out_elem_size;
+}
+
+}  // namespace
+
+void ObjectMaker::Clear() {
+  cache_.clear();
+  have_port_ = false;
+  ud_qps_ = false;
+}
+
+CallResult ObjectMaker::Run(const char* name, std::span<const uint8_t> input,
+                            uint32_t output_length) {
+  const VerbInfo* verb = fuzz::FindVerbByName(name);
+  CallResult r;
+  if (verb == nullptr) {
+    r.status = Status::UNSUPPORTED;
+  } else {
+    r = env_.Send(*verb, input, std::max(output_length, verb->out_size));
+  }
+  if (r.status != Status::SUCCESS) {
+    last_failure_ = r.status;
+    last_failed_verb_ = name;
+  }
+  return r;
+}
+
+bool ObjectMaker::PortInfo(uint16_t* lid, uint64_t* port_guid_be) {
+  if (!have_port_) {
+    abi::QueryCaIn in{};
+    in.ca.value = Get(ObjectType::Ca);
+    const VerbInfo* verb = fuzz::FindVerbByName("QueryCa");
+    const CallResult r = Run("QueryCa", {reinterpret_cast<const uint8_t*>(&in), sizeof(in)},
+                             verb->out_size + 8 * verb->out_elem_size);
+    if (r.status != Status::SUCCESS ||
+        r.output.size() < verb->out_size + sizeof(abi::PortAttributes)) {
+      return false;
+    }
+    abi::PortAttributes port{};
+    std::memcpy(&port, r.output.data() + verb->out_size, sizeof(port));
+    lid_ = port.lid;
+    port_guid_be_ = port.port_guid;
+    have_port_ = true;
+  }
+  *lid = lid_;
+  *port_guid_be = port_guid_be_;
+  return true;
+}
+
+uint64_t ObjectMaker::Get(ObjectType type) {
+  if (auto it = cache_.find(type); it != cache_.end() && it->second != 0) return it->second;
+  const uint64_t handle = Make(type);
+  if (handle != 0) cache_[type] = handle;
+  return handle;
+}
+
+uint64_t ObjectMaker::Make(ObjectType type) { return Create(type); }
+
+uint64_t ObjectMaker::Create(ObjectType type) {
+  switch (type) {
+    case ObjectType::Al: {
+      if (env_.user_mode()) {
+        const CallResult r = RunTyped("GetFileAl", abi::GetFileAlIn{}, sizeof(abi::GetFileAlOut));
+        return r.status == Status::SUCCESS ? OutOf<abi::GetFileAlOut>(r).al.value : 0;
+      }
+      abi::OpenAlIn in{};
+      in.interface_version = abi::kAlInterfaceVersion;
+      const CallResult r = RunTyped("OpenAl", in, sizeof(abi::OpenAlOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::OpenAlOut>(r).al.value : 0;
+    }
+    case ObjectType::Ca: {
+      abi::OpenCaIn in{};
+      in.al.value = Get(ObjectType::Al);
+      in.ca_guid = htobe64(ca_guid_);
+      const CallResult r = RunTyped("OpenCa", in, sizeof(abi::OpenCaOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::OpenCaOut>(r).ca.value : 0;
+    }
+    case ObjectType::Pd: {
+      abi::AllocPdIn in{};
+      in.ca.value = Get(ObjectType::Ca);
+      in.type = abi::PdType::NORMAL;
+      const CallResult r = RunTyped("AllocPd", in, sizeof(abi::AllocPdOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::AllocPdOut>(r).pd.value : 0;
+    }
+    case ObjectType::Av: {
+      abi::CreateAvIn in{};
+      in.pd.value = Get(ObjectType::Pd);
+      uint64_t guid = 0;
+      in.attributes.port_num = 1;
+      if (!PortInfo(&in.attributes.dlid, &guid)) return 0;
+      const CallResult r = RunTyped("CreateAv", in, sizeof(abi::CreateAvOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::CreateAvOut>(r).av.value : 0;
+    }
+    case ObjectType::Cq: {
+      abi::CreateCqIn in{};
+      in.ca.value = Get(ObjectType::Ca);
+      in.size = kQueueDepth;
+      const CallResult r = RunTyped("CreateCq", in, sizeof(abi::CreateCqOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::CreateCqOut>(r).cq.value : 0;
+    }
+    case ObjectType::Srq: {
+      abi::CreateSrqIn in{};
+      in.pd.value = Get(ObjectType::Pd);
+      in.attributes.max_wr = kQueueDepth;
+      in.attributes.max_sge = 1;
+      const CallResult r = RunTyped("CreateSrq", in, sizeof(abi::CreateSrqOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::CreateSrqOut>(r).srq.value : 0;
+    }
+    case ObjectType::Qp: {
+      abi::CreateQpIn in{};
+      in.pd.value = Get(ObjectType::Pd);
+      in.send_cq.value = Get(ObjectType::Cq);
+      in.recv_cq.value = in.send_cq.value;
+      const auto srq = cache_.find(ObjectType::Srq);
+      const bool with_srq = srq != cache_.end() && srq->second != 0 && !ud_qps_;
+      if (with_srq) in.srq.value = srq->second;
+      in.params = QpParams(ud_qps_ ? abi::QpType::UD : abi::QpType::RC, with_srq);
+      const CallResult r = RunTyped("CreateQp", in, sizeof(abi::CreateQpOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::CreateQpOut>(r).qp.value : 0;
+    }
+    case ObjectType::Mr: {
+      abi::RegMemIn in{};
+      in.pd.value = Get(ObjectType::Pd);
+      in.region.vaddr = reinterpret_cast<uintptr_t>(buffer_.data());
+      in.region.length = buffer_.size();
+      in.region.access = kMrAccess;
+      const CallResult r = RunTyped("RegMem", in, sizeof(abi::RegMemOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::RegMemOut>(r).mr.value : 0;
+    }
+    case ObjectType::Mw: {
+      abi::CreateMwIn in{};
+      in.pd.value = Get(ObjectType::Pd);
+      in.type = abi::MwType::TYPE1;
+      const CallResult r = RunTyped("CreateMw", in, sizeof(abi::CreateMwOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::CreateMwOut>(r).mw.value : 0;
+    }
+    case ObjectType::Mcast: {
+      abi::AttachMcastIn in{};
+      if (cache_.count(ObjectType::Qp) == 0) {
+        const bool was_ud = ud_qps_;
+        ud_qps_ = true;
+        Pin(ObjectType::Qp, Make(ObjectType::Qp));
+        ud_qps_ = was_ud;
+      }
+      in.qp.value = Get(ObjectType::Qp);
+      in.mgid = MulticastGid();
+      in.mlid = kMlid;
+      const CallResult r = RunTyped("AttachMcast", in, sizeof(abi::AttachMcastOut));
+      return r.status == Status::SUCCESS ? OutOf<abi::AttachMcastOut>(r).mcast.value : 0;
+    }
+    default:
+      break;
+  }
+  // Objects of the later issues (MAD, SA, CM) and PnP registrations: the first verb that
+  // creates the type, with its defaults.
+  for (const VerbInfo& verb : fuzz::AllVerbs()) {
+    if (!verb.has_creates || verb.creates != type || !env_.Reaches(verb)) continue;
+    std::vector<uint8_t> input;
+    uint32_t output_length = 0;
+    if (!Prepare(verb, input, output_length)) return 0;
+    const CallResult r = Run(verb.name, input, output_length);
+    if (r.status != Status::SUCCESS) return 0;
+    return LoadLe(r.output, verb.creates_offset, 8);
+  }
+  last_failure_ = Status::UNSUPPORTED;
+  last_failed_verb_ = "(no creating verb on this path)";
+  return 0;
+}
+
+bool ObjectMaker::Destroy(ObjectType type, uint64_t handle) {
+  for (const VerbInfo& verb : fuzz::AllVerbs()) {
+    if (!verb.has_destroys || verb.destroys != type || !env_.Reaches(verb)) continue;
+    std::vector<uint8_t> input(verb.in_size, 0);
+    for (const fuzz::FieldInfo& f : verb.fields) {
+      if (f.kind == fuzz::FieldKind::kHandle && f.access == fuzz::FieldAccess::kDestroy) {
+        StoreLe(input, f.offset, 8, handle);
+      }
+    }
+    for (auto& [t, h] : cache_) {
+      if (h == handle) h = 0;
+    }
+    return Run(verb.name, input, verb.out_size).status == Status::SUCCESS;
+  }
+  return false;
+}
+
+bool ObjectMaker::Defaults(const VerbInfo& verb, std::vector<uint8_t>& input,
+                           uint32_t& output_length) {
+  input.assign(verb.in_size, 0);
+  output_length = DefaultOutputLength(verb);
+  for (const fuzz::FieldInfo& f : verb.fields) {
+    if (f.elem) continue;  // trailing arrays start empty
+    switch (f.kind) {
+      case fuzz::FieldKind::kEnum:
+        if (!f.values.empty()) StoreLe(input, f.offset, f.size, f.values.front());
+        break;
+      case fuzz::FieldKind::kHandle: {
+        if (f.optional) break;
+        const uint64_t h = f.access == fuzz::FieldAccess::kDestroy ? Make(f.object) : Get(f.object);
+        // An object of a later issue stays null: the request still passes every check
+        // before the handle lookup, and answers that object's invalid-handle status.
+        if (h == 0 && LaterIssueOfObject(f.object) == nullptr) return false;
+        if (h == 0 && missing_.empty()) {
+          missing_ = std::string("a ") + abi::ToString(f.object) + " (" +
+                     LaterIssueOfObject(f.object) + ")";
+        }
+        StoreLe(input, f.offset, 8, h);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+bool ObjectMaker::Prepare(const VerbInfo& verb, std::vector<uint8_t>& input,
+                          uint32_t& output_length) {
+  if (verb.name == std::string_view("AttachMcast") && cache_.count(ObjectType::Qp) == 0) {
+    const bool was_ud = ud_qps_;
+    ud_qps_ = true;
+    Pin(ObjectType::Qp, Make(ObjectType::Qp));
+    ud_qps_ = was_ud;
+  }
+  missing_.clear();
+  if (!Defaults(verb, input, output_length)) return false;
+  Override(verb, input);
+  return true;
+}
+
+// The values that make each request mean something: sizes, ports, the registered buffer.
+void ObjectMaker::Override(const VerbInfo& verb, std::vector<uint8_t>& input) {
+  const std::string_view name = verb.name;
+  const uint64_t guid_be = htobe64(ca_guid_);
+  const uint64_t buffer = reinterpret_cast<uintptr_t>(buffer_.data());
+  uint16_t lid = 0;
+  uint64_t port_guid_be = 0;
+  if (name == "OpenAl") {
+    auto in = As<abi::OpenAlIn>(input);
+    in.interface_version = abi::kAlInterfaceVersion;
+    Put(input, in);
+  } else if (name == "OpenCa") {
+    auto in = As<abi::OpenCaIn>(input);
+    in.ca_guid = guid_be;
+    Put(input, in);
+  } else if (name == "ResolveCaDevice") {
+    auto in = As<abi::ResolveCaDeviceIn>(input);
+    in.ca_guid = guid_be;
+    Put(input, in);
+  } else if (name == "QueryGidTable" || name == "QueryPkeyTable") {
+    input[8] = 1;  // port_num, after the CA handle (both verbs)
+  } else if (name == "ModifyCa") {
+    auto in = As<abi::ModifyCaIn>(input);
+    in.port_num = 1;
+    Put(input, in);
+  } else if (name == "LocalMad") {
+    auto in = As<abi::LocalMadIn>(input);
+    in.port_num = 1;
+    // SubnGet(NodeInfo), LID-routed: base version 1, class 0x01, version 1, method Get.
+    in.request[0] = 1;
+    in.request[1] = 0x01;
+    in.request[2] = 1;
+    in.request[3] = 0x01;
+    in.request[16] = 0x00;
+    in.request[17] = 0x11;
+    Put(input, in);
+  } else if (name == "CreateAv" || name == "ModifyAv") {
+    abi::AddressVector av{};
+    av.port_num = 1;
+    if (PortInfo(&lid, &port_guid_be)) av.dlid = lid;
+    std::memcpy(input.data() + 8, &av, sizeof(av));
+  } else if (name == "CreateCq") {
+    auto in = As<abi::CreateCqIn>(input);
+    in.size = kQueueDepth;
+    Put(input, in);
+  } else if (name == "ModifyCq") {
+    auto in = As<abi::ModifyCqIn>(input);
+    in.size = 2 * kQueueDepth;
+    Put(input, in);
+  } else if (name == "CreateSrq") {
+    auto in = As<abi::CreateSrqIn>(input);
+    in.attributes.max_wr = kQueueDepth;
+    in.attributes.max_sge = 1;
+    Put(input, in);
+  } else if (name == "ModifySrq") {
+    auto in = As<abi::ModifySrqIn>(input);
+    in.mask = abi::SrqAttrMask::LIMIT;
+    in.attributes.srq_limit = 4;
+    Put(input, in);
+  } else if (name == "CreateQp") {
+    auto in = As<abi::CreateQpIn>(input);
+    in.params = QpParams(abi::QpType::RC, false);
+    Put(input, in);
+  } else if (name == "GetSpecialQp") {
+    auto in = As<abi::GetSpecialQpIn>(input);
+    if (PortInfo(&lid, &port_guid_be)) in.port_guid = port_guid_be;
+    in.params = QpParams(abi::QpType::GSI, false);
+    Put(input, in);
+  } else if (name == "ModifyQp") {
+    auto in = As<abi::ModifyQpIn>(input);
+    in.attributes.mask = abi::QpAttrMask::STATE | abi::QpAttrMask::PKEY_INDEX |
+                         abi::QpAttrMask::PORT | abi::QpAttrMask::ACCESS_FLAGS;
+    in.attributes.state = abi::QpState::INIT;
+    in.attributes.port_num = 1;
+    in.attributes.access_flags = abi::AccessFlags::REMOTE_WRITE;
+    Put(input, in);
+  } else if (name == "RegMem") {
+    auto in = As<abi::RegMemIn>(input);
+    in.region.vaddr = buffer;
+    in.region.length = buffer_.size();
+    in.region.access = kMrAccess;
+    Put(input, in);
+  } else if (name == "RegPhys") {
+    auto in = As<abi::RegPhysIn>(input);
+    in.length = buffer_.size();
+    in.iova = buffer;
+    in.hca_page_size = 4096;
+    in.access = abi::AccessFlags::LOCAL_WRITE;
+    in.num_ranges = 1;
+    Put(input, in);
+    abi::PhysRange range{buffer, buffer_.size()};
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&range);
+    input.insert(input.end(), bytes, bytes + sizeof(range));
+  } else if (name == "ReregMem") {
+    auto in = As<abi::ReregMemIn>(input);
+    in.flags = abi::MrReregFlags::ACCESS;
+    in.region.access = abi::AccessFlags::LOCAL_WRITE;
+    Put(input, in);
+  } else if (name == "ReregPhys") {
+    auto in = As<abi::ReregPhysIn>(input);
+    in.flags = abi::MrReregFlags::ACCESS;
+    in.access = abi::AccessFlags::LOCAL_WRITE;
+    Put(input, in);
+  } else if (name == "RegShared") {
+    auto in = As<abi::RegSharedIn>(input);
+    in.access = abi::AccessFlags::LOCAL_WRITE;
+    in.vaddr = buffer;
+    Put(input, in);
+  } else if (name == "AttachMcast") {
+    auto in = As<abi::AttachMcastIn>(input);
+    in.mgid = MulticastGid();
+    in.mlid = kMlid;
+    Put(input, in);
+  }
+}
+
+}  // namespace softib::conformance

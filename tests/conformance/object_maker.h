@@ -1,0 +1,84 @@
+// Creates the objects a verb's request names, through one caller (VerbEnv), and fills valid
+// requests: the IDL's description of the verb (fuzz/verb_model.h) gives the defaults (enum
+// members, handles of live objects, empty trailing arrays) and a short table of per-verb
+// values makes them meaningful (sizes, ports, the harness's registered buffer).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "verb_env.h"
+
+namespace softib::conformance {
+
+class ObjectMaker {
+ public:
+  // `buffer` is memory of this process that MRs register. `ca_guid` is host order.
+  ObjectMaker(VerbEnv& env, uint64_t ca_guid, std::span<uint8_t> buffer)
+      : env_(env), ca_guid_(ca_guid), buffer_(buffer) {}
+
+  VerbEnv& env() { return env_; }
+  // Forgets every object (after the caller's file was reopened).
+  void Clear();
+  // A live object of `type`: the pinned one, else one made once and reused; 0 on failure.
+  uint64_t Get(abi::ObjectType type);
+  // A new object of `type`; 0 on failure (last_failure() tells why).
+  uint64_t Make(abi::ObjectType type);
+  // Destroys through the type's destroying verb.
+  bool Destroy(abi::ObjectType type, uint64_t handle);
+  // Makes Get(type) return `handle` (the parent of a child to create).
+  void Pin(abi::ObjectType type, uint64_t handle) { cache_[type] = handle; }
+  // QPs made from now on are UD (multicast needs one) or RC.
+  void set_ud_qps(bool ud) { ud_qps_ = ud; }
+
+  // A valid request for `verb`. False when a prerequisite could not be made.
+  bool Prepare(const VerbInfo& verb, std::vector<uint8_t>& input, uint32_t& output_length);
+  // The request with its defaults only (no per-verb values).
+  bool Defaults(const VerbInfo& verb, std::vector<uint8_t>& input, uint32_t& output_length);
+
+  // What the last Prepare left null (an object of a later issue), or "".
+  const std::string& missing() const { return missing_; }
+  abi::Status last_failure() const { return last_failure_; }
+  const char* last_failed_verb() const { return last_failed_verb_; }
+  // The first port's LID and GUID (network order), from QueryCa.
+  bool PortInfo(uint16_t* lid, uint64_t* port_guid_be);
+
+ private:
+  uint64_t Create(abi::ObjectType type);
+  // Runs the verb named `name`; records a failure.
+  CallResult Run(const char* name, std::span<const uint8_t> input, uint32_t output_length);
+  template <typename In>
+  CallResult RunTyped(const char* name, const In& in, uint32_t output_length) {
+    return Run(name, {reinterpret_cast<const uint8_t*>(&in), sizeof(In)}, output_length);
+  }
+  void Override(const VerbInfo& verb, std::vector<uint8_t>& input);
+
+  VerbEnv& env_;
+  const uint64_t ca_guid_;
+  const std::span<uint8_t> buffer_;
+  std::map<abi::ObjectType, uint64_t> cache_;
+  bool ud_qps_ = false;
+  bool have_port_ = false;
+  uint16_t lid_ = 0;
+  uint64_t port_guid_be_ = 0;
+  std::string missing_;
+  abi::Status last_failure_ = abi::Status::SUCCESS;
+  const char* last_failed_verb_ = "";
+};
+
+// For verbs the node answers UNSUPPORTED until a later issue, and for the objects only
+// such verbs create: which issue (printed by the suite); null for what must work now.
+const char* LaterIssueOfVerb(uint32_t ordinal);
+const char* LaterIssueOfObject(abi::ObjectType type);
+
+// The verb whose IOCTL is `code`, or null.
+const VerbInfo* FindVerbByIoctl(uint32_t code);
+
+// Byte helpers over a request.
+void StoreLe(std::vector<uint8_t>& buf, uint32_t offset, uint32_t size, uint64_t value);
+uint64_t LoadLe(std::span<const uint8_t> buf, uint32_t offset, uint32_t size);
+
+}  // namespace softib::conformance

@@ -1,0 +1,157 @@
+#include "process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <thread>
+
+extern char** environ;
+
+namespace softib::integration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int RemainingMs(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(left.count());
+}
+
+// Reads what is available into `buffered`; false at EOF, error or timeout.
+bool Fill(int fd, std::string* buffered, Clock::time_point deadline) {
+  pollfd p{fd, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, RemainingMs(deadline));
+  } while (ready < 0 && errno == EINTR);
+  if (ready <= 0) return false;
+  char chunk[4096];
+  ssize_t n;
+  do {
+    n = read(fd, chunk, sizeof chunk);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  buffered->append(chunk, static_cast<size_t>(n));
+  return true;
+}
+
+}  // namespace
+
+Process::~Process() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  for (int fd : {stdin_fd_, stdout_.fd, stderr_.fd, extra_.fd}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+bool Process::Start(const std::vector<std::string>& argv, int extra_fd_target) {
+  int in[2], out[2], err[2], extra[2] = {-1, -1};
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    return false;
+  }
+  if (extra_fd_target >= 0 && pipe2(extra, O_CLOEXEC) != 0) return false;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  if (extra_fd_target >= 0) posix_spawn_file_actions_adddup2(&actions, extra[1], extra_fd_target);
+  std::vector<char*> args;
+  std::vector<std::string> copy = argv;
+  for (std::string& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  if (extra[1] >= 0) close(extra[1]);
+  stdin_fd_ = in[1];
+  stdout_.fd = out[0];
+  stderr_.fd = err[0];
+  extra_.fd = extra[0];
+  if (rc != 0) pid_ = -1;
+  return rc == 0;
+}
+
+bool Process::ReadLineFrom(Stream& stream, std::string* line, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  for (;;) {
+    const size_t newline = stream.buffered.find('\n');
+    if (newline != std::string::npos) {
+      *line = stream.buffered.substr(0, newline);
+      stream.buffered.erase(0, newline + 1);
+      return true;
+    }
+    if (stream.fd < 0 || !Fill(stream.fd, &stream.buffered, deadline)) return false;
+  }
+}
+
+std::string Process::ReadAll(Stream& stream, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (stream.fd >= 0 && Fill(stream.fd, &stream.buffered, deadline)) {
+  }
+  std::string all;
+  all.swap(stream.buffered);
+  return all;
+}
+
+bool Process::ReadLine(std::string* line, std::chrono::milliseconds limit) {
+  return ReadLineFrom(stdout_, line, limit);
+}
+bool Process::ReadExtraLine(std::string* line, std::chrono::milliseconds limit) {
+  return ReadLineFrom(extra_, line, limit);
+}
+std::string Process::ReadAllStdout(std::chrono::milliseconds limit) {
+  return ReadAll(stdout_, limit);
+}
+std::string Process::ReadAllStderr(std::chrono::milliseconds limit) {
+  return ReadAll(stderr_, limit);
+}
+
+bool Process::WriteStdin(const std::string& text) {
+  return write(stdin_fd_, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+int Process::Wait(std::chrono::milliseconds limit) {
+  if (reaped_) return exit_code_;
+  if (pid_ <= 0) return -1;
+  const auto deadline = Clock::now() + limit;
+  for (;;) {
+    int status = 0;
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) {
+      reaped_ = true;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_code_;
+    }
+    if (Clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+bool Process::Signal(int signal_number) {
+  return pid_ > 0 && !reaped_ && kill(pid_, signal_number) == 0;
+}
+
+std::vector<std::string> M32Command(const std::string& binary) {
+  const char* emulator = std::getenv("SOFTIB_M32_EMULATOR");
+  if (emulator == nullptr) {
+    emulator = access("/usr/bin/qemu-i386", X_OK) == 0 ? "/usr/bin/qemu-i386" : "";
+  }
+  std::vector<std::string> command;
+  if (*emulator != '\0') command.push_back(emulator);
+  command.push_back(binary);
+  return command;
+}
+
+}  // namespace softib::integration

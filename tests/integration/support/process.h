@@ -1,0 +1,56 @@
+// Child processes for the integration tests: spawned with pipes on stdin/stdout(/stderr),
+// lines read with a bounded wait, exits awaited with a bounded wait, stopped by pid.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace softib::integration {
+
+class Process {
+ public:
+  Process() = default;
+  ~Process();  // SIGKILLs and reaps a child still running
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  // Starts argv[0] (a path) with `argv`. `extra_fd_target` >= 0: the write end of a fresh
+  // pipe is passed to the child as that descriptor number (ReadExtraLine reads it).
+  bool Start(const std::vector<std::string>& argv, int extra_fd_target = -1);
+
+  // One line (without '\n') from the child's stdout / extra pipe; false at EOF or timeout.
+  bool ReadLine(std::string* line, std::chrono::milliseconds limit);
+  bool ReadExtraLine(std::string* line, std::chrono::milliseconds limit);
+  // Everything the child writes to stdout/stderr until it closes them (bounded).
+  std::string ReadAllStdout(std::chrono::milliseconds limit);
+  std::string ReadAllStderr(std::chrono::milliseconds limit);
+  bool WriteStdin(const std::string& text);
+
+  // Exit code, or 128 + signal; -1 when it did not end within `limit`.
+  int Wait(std::chrono::milliseconds limit);
+  bool Signal(int signal_number);
+  pid_t pid() const { return pid_; }
+
+ private:
+  struct Stream {
+    int fd = -1;
+    std::string buffered;
+  };
+  static bool ReadLineFrom(Stream& stream, std::string* line, std::chrono::milliseconds limit);
+  static std::string ReadAll(Stream& stream, std::chrono::milliseconds limit);
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int exit_code_ = -1;
+  int stdin_fd_ = -1;
+  Stream stdout_, stderr_, extra_;
+};
+
+// This build's m32 emulator rule: a 32-bit binary runs under qemu-i386 when the kernel
+// cannot exec it ($SOFTIB_M32_EMULATOR overrides; empty: exec directly).
+std::vector<std::string> M32Command(const std::string& binary);
+
+}  // namespace softib::integration

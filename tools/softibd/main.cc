@@ -1,0 +1,113 @@
+// softibd: hosts one node — its emulated kernel, the HCA driver with its software HCAs
+// and the Access Layer — and serves the AL device and each CA's device to user processes
+// in the run directory (README.md). SIGTERM or SIGINT shuts it down in order: the servers
+// close every file (the kernel cleans up what the processes owned), then the node unloads.
+// A bad command line gets one "softibd: error: ..." line and exit code 2; a failure to
+// start, exit code 1.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "device_servers.h"
+#include "options.h"
+#include "run_dir.h"
+#include "softib/al/access_layer.h"
+#include "softib/stack/node_stack.h"
+
+namespace softib::softibd {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "softibd: error: %s\n", message.c_str());
+  return 1;
+}
+
+stack::NodeConfig ConfigOf(const Options& options) {
+  stack::NodeConfig config;
+  config.cas.assign(
+      static_cast<size_t>(options.cas),
+      stack::CaConfig{.node_guid = 0, .num_ports = static_cast<uint8_t>(options.ports)});
+  config.cable_pairs = options.cable;
+  return config;
+}
+
+void SignalReady(const Options& options, const RunDir& run_dir) {
+  std::printf("softibd: ready %s\n", run_dir.path().c_str());
+  std::fflush(stdout);
+  if (options.ready_fd >= 0) {
+    static const char kReady[] = "ready\n";
+    ssize_t written;
+    do {
+      written = write(options.ready_fd, kReady, sizeof kReady - 1);
+    } while (written < 0 && errno == EINTR);
+    close(options.ready_fd);
+  }
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread, see Run).
+int WaitForStopSignal(const sigset_t& stop_signals) {
+  for (;;) {
+    int signal_number = 0;
+    if (sigwait(&stop_signals, &signal_number) == 0) return signal_number;
+  }
+}
+
+int Run(const Options& options) {
+  // Before any thread starts, so that every thread inherits the mask and only sigwait
+  // sees the stop signals.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  RunDir run_dir;
+  std::string error;
+  if (!run_dir.Acquire(options.run_dir, &error)) return Fail(error);
+  if (!options.pidfile.empty() && !run_dir.WritePidFile(options.pidfile, &error)) {
+    return Fail(error);
+  }
+
+  kernel::Status boot_status = kernel::Status::SUCCESS;
+  std::unique_ptr<stack::NodeStack> node = stack::NodeStack::Boot(ConfigOf(options), &boot_status);
+  if (!node) {
+    return Fail("the node did not boot (status " +
+                std::to_string(static_cast<uint32_t>(boot_status)) + ")");
+  }
+  {
+    DeviceServers servers;
+    if (!servers.Serve(node->node(), run_dir.path(), al::kAlDeviceName, &error)) {
+      return Fail(error);
+    }
+    for (uint64_t guid : node->ca_guids()) {
+      const std::string device = node->ca_device_name(guid);
+      if (!servers.Serve(node->node(), run_dir.path(), device, &error)) return Fail(error);
+      std::printf("softibd: CA %016" PRIx64 " at %s/%s\n", guid, run_dir.path().c_str(),
+                  device.c_str());
+    }
+    SignalReady(options, run_dir);
+
+    const int signal_number = WaitForStopSignal(stop_signals);
+    std::printf("softibd: %s, shutting down\n", strsignal(signal_number));
+    std::fflush(stdout);
+    servers.Stop();
+  }
+  node.reset();
+  std::printf("softibd: stopped\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace softib::softibd
+
+int main(int argc, char** argv) {
+  const softib::softibd::ParseResult parsed = softib::softibd::ParseCommandLine(argc, argv);
+  if (parsed.kind == softib::softibd::ParseResult::Kind::kExit) return parsed.exit_code;
+  return softib::softibd::Run(parsed.options);
+}

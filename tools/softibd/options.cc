@@ -1,0 +1,53 @@
+// softibd's command line, with CLI11.
+#include "options.h"
+
+#include <fcntl.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "softib/user/access_layer.h"
+
+namespace softib::softibd {
+
+ParseResult ParseCommandLine(int argc, const char* const* argv) {
+  ParseResult result;
+  Options& options = result.options;
+  CLI::App app{
+      "softibd: hosts one softib node (its kernel and software HCAs) and serves its "
+      "devices to user processes over Unix sockets in the run directory"};
+  app.name("softibd");
+  app.add_option("--run-dir", options.run_dir,
+                 "directory of the devices' sockets (default: $SOFTIB_RUN_DIR, "
+                 "$XDG_RUNTIME_DIR/softib or /tmp/softib-$UID)");
+  app.add_option("--cas", options.cas, "software HCAs of the node")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  app.add_option("--ports", options.ports, "ports per HCA")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
+  app.add_flag("!--no-cable", options.cable,
+               "leave the ports unconnected (default: HCAs cabled back to back in pairs)");
+  app.add_option("--ready-fd", options.ready_fd,
+                 "file descriptor that gets \"ready\\n\" (then is closed) once every device "
+                 "listens")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--pidfile", options.pidfile, "write the daemon's pid to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return {ParseResult::Kind::kExit, 0, {}};
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "softibd: error: " << e.what() << "\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  if (options.ready_fd >= 0 && fcntl(options.ready_fd, F_GETFD) < 0) {
+    std::cerr << "softibd: error: --ready-fd: " << options.ready_fd << " is not an open file\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  if (options.run_dir.empty()) options.run_dir = user::DefaultRunDir();
+  return result;
+}
+
+}  // namespace softib::softibd

@@ -1,0 +1,27 @@
+// softibd's command line.
+#pragma once
+
+#include <string>
+
+namespace softib::softibd {
+
+struct Options {
+  std::string run_dir;  // where the devices' sockets go
+  int cas = 2;          // software HCAs of the node
+  int ports = 1;        // ports per CA
+  bool cable = true;    // port 1 of CA 2i cabled to port 1 of CA 2i+1
+  int ready_fd = -1;    // gets "ready\n" once every device listens
+  std::string pidfile;
+};
+
+struct ParseResult {
+  enum class Kind { kRun, kExit } kind = Kind::kRun;
+  int exit_code = 0;  // for kExit: 0 after --help, 2 after a bad command line
+  Options options;
+};
+
+// Parses argv. --help prints the usage to stdout; a bad command line prints one
+// "softibd: error: ..." line to stderr. Both then ask to exit.
+ParseResult ParseCommandLine(int argc, const char* const* argv);
+
+}  // namespace softib::softibd
