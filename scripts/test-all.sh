@@ -14,8 +14,10 @@ jobs=${SOFTIB_JOBS:-2}
 presets=${SOFTIB_PRESETS:-"m32 default asan tsan"}
 m32_channel_client="$PWD/build/m32/runtime/channel/channel_child_client"
 m32_verbs_client="$PWD/build/m32/tests/integration/softib_verbs_client"
-# What the tsan preset builds and runs: the folders with threads of their own.
-tsan_folders="runtime hca"
+# What the tsan preset builds and runs: the runtime's and the HCA's folders (those that
+# exist in this tree: optional folders join the build as they are written).
+tsan_candidates="runtime/kernel runtime/channel runtime/bridge runtime/user runtime/codec
+  runtime/al runtime/bus runtime/stack hca hca/rings hca/uvp"
 
 for preset in $presets; do
   echo "=== softib: preset ${preset} ==="
@@ -26,10 +28,14 @@ for preset in $presets; do
   fi
   cmake --preset "$preset" "${extra[@]}" >/dev/null
   if [ "$preset" = tsan ]; then
+    tsan_folders=()
+    for folder in $tsan_candidates; do
+      [ -f "build/tsan/$folder/CTestTestfile.cmake" ] && tsan_folders+=("$folder")
+    done
     targets=()
-    for folder in $tsan_folders; do targets+=("$folder/all"); done
+    for folder in "${tsan_folders[@]}"; do targets+=("$folder/all"); done
     cmake --build --preset "$preset" -j "$jobs" --target "${targets[@]}"
-    for folder in $tsan_folders; do
+    for folder in "${tsan_folders[@]}"; do
       ctest --test-dir "build/tsan/$folder" -j "$jobs" --output-on-failure
     done
   else

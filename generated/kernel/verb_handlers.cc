@@ -98,6 +98,83 @@ bool IsVerbIoctl(uint32_t code) {
   }
 }
 
+bool IsVerbIoctlNonBlocking(uint32_t code) {
+  switch (code) {
+    case abi::kIoctlGetAsyncEvent:
+    case abi::kIoctlGetCompletionEvent:
+    case abi::kIoctlGetPnpEvent:
+    case abi::kIoctlCreateMadPool:
+    case abi::kIoctlDestroyMadPool:
+    case abi::kIoctlRegMadSvc:
+    case abi::kIoctlDeregMadSvc:
+    case abi::kIoctlSendMad:
+    case abi::kIoctlCancelMad:
+    case abi::kIoctlGetMadEvent:
+    case abi::kIoctlSendSaRequest:
+    case abi::kIoctlGetSaResponse:
+    case abi::kIoctlCancelSaRequest:
+    case abi::kIoctlRegisterService:
+    case abi::kIoctlDeregisterService:
+    case abi::kIoctlJoinMcast:
+    case abi::kIoctlLeaveMcast:
+    case abi::kIoctlGetCaGuids:
+    case abi::kIoctlQueryCa:
+    case abi::kIoctlQueryGidTable:
+    case abi::kIoctlQueryPkeyTable:
+    case abi::kIoctlModifyCa:
+    case abi::kIoctlLocalMad:
+    case abi::kIoctlCreateCep:
+    case abi::kIoctlDestroyCep:
+    case abi::kIoctlCepListen:
+    case abi::kIoctlCepSendReq:
+    case abi::kIoctlCepSendRep:
+    case abi::kIoctlCepSendRtu:
+    case abi::kIoctlCepSendRej:
+    case abi::kIoctlCepSendMra:
+    case abi::kIoctlCepSendLap:
+    case abi::kIoctlCepSendApr:
+    case abi::kIoctlCepSendDreq:
+    case abi::kIoctlCepSendDrep:
+    case abi::kIoctlCepSendSidrReq:
+    case abi::kIoctlCepSendSidrRep:
+    case abi::kIoctlCepGetRtrAttributes:
+    case abi::kIoctlCepGetRtsAttributes:
+    case abi::kIoctlCepGetEvent:
+    case abi::kIoctlCreateCq:
+    case abi::kIoctlQueryCq:
+    case abi::kIoctlModifyCq:
+    case abi::kIoctlDestroyCq:
+    case abi::kIoctlAttachMcast:
+    case abi::kIoctlDetachMcast:
+    case abi::kIoctlRegPhys:
+    case abi::kIoctlQueryMr:
+    case abi::kIoctlReregPhys:
+    case abi::kIoctlRegShared:
+    case abi::kIoctlDeregMr:
+    case abi::kIoctlCreateMw:
+    case abi::kIoctlQueryMw:
+    case abi::kIoctlDestroyMw:
+    case abi::kIoctlAllocPd:
+    case abi::kIoctlDeallocPd:
+    case abi::kIoctlCreateAv:
+    case abi::kIoctlQueryAv:
+    case abi::kIoctlModifyAv:
+    case abi::kIoctlDestroyAv:
+    case abi::kIoctlCreateQp:
+    case abi::kIoctlGetSpecialQp:
+    case abi::kIoctlQueryQp:
+    case abi::kIoctlModifyQp:
+    case abi::kIoctlDestroyQp:
+    case abi::kIoctlCreateSrq:
+    case abi::kIoctlQuerySrq:
+    case abi::kIoctlModifySrq:
+    case abi::kIoctlDestroySrq:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx, Irp* irp) {
   const bool from_user = irp->RequestorMode == ProcessorMode::kUserMode;
   const uint32_t code = IoGetCurrentIrpStackLocation(irp)->Parameters.DeviceIoControl.IoControlCode;

@@ -36,6 +36,10 @@ struct VerbHandlerSet {
 // True when `code` is the IOCTL of a verb.
 bool IsVerbIoctl(uint32_t code);
 
+// True when `code` is the IOCTL of a verb callable at DISPATCH: its dispatch never blocks
+// (it completes or pends the IRP), so a caller may send it from a thread that must not block.
+bool IsVerbIoctlNonBlocking(uint32_t code);
+
 // Dispatches a verb IOCTL (IRP_MJ_DEVICE_CONTROL from user files, IRP_MJ_INTERNAL_DEVICE_CONTROL
 // from kernel clients' IRP path): a user request for a verb without the proxy path, or a kernel
 // request for one without the IRP path, is refused. Completes the IRP unless it returns PENDING.

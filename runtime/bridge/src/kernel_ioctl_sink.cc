@@ -22,11 +22,14 @@ using kernel::Status;
 struct KernelIoctlSink::BridgeFile {
   std::shared_ptr<FileContext> channel;
   pid_t peer_pid = 0;
-  // Written by the worker's open, read by the worker's later tasks only (FIFO).
+  // Written by the worker's open (under `mutex`); read by later tasks and the fast path.
   kernel::FileObject* object = nullptr;
   Status open_status = Status::SUCCESS;
 
-  std::mutex mutex;  // requests and each Request's irp / cancel_requested
+  std::mutex mutex;  // requests, each Request's irp / cancel_requested, on_worker, object
+  // Tasks of this file queued on the worker and not finished: while any is, a request
+  // must go there too (behind them), so that the file's open and requests keep their order.
+  uint32_t on_worker = 0;
   // Outstanding requests; the map's reference keeps the IRP until it completes.
   std::unordered_map<uint64_t, std::shared_ptr<Request>> requests;
 };
@@ -129,6 +132,7 @@ void KernelIoctlSink::Open(FileContext& file) {
   auto bridge_file = std::make_shared<BridgeFile>();
   bridge_file->channel = file.shared_from_this();
   bridge_file->peer_pid = file.peer_pid();
+  bridge_file->on_worker = 1;  // the open itself
   {
     std::lock_guard lock(mutex_);
     files_[file.id()] = bridge_file;
@@ -138,12 +142,16 @@ void KernelIoctlSink::Open(FileContext& file) {
 
 void KernelIoctlSink::OpenOnWorker(const std::shared_ptr<BridgeFile>& file) {
   kernel::FileObject* object = nullptr;
-  file->open_status =
+  const Status status =
       kernel::IoCreateFileForProcess(node_, device_name_.c_str(), file->peer_pid, &object);
-  if (file->open_status != Status::SUCCESS) return;
-  file->object = object;
-  std::lock_guard lock(mutex_);
-  pids_[object] = file->peer_pid;
+  if (status == Status::SUCCESS) {
+    std::lock_guard lock(mutex_);
+    pids_[object] = file->peer_pid;
+  }
+  std::lock_guard lock(file->mutex);
+  file->open_status = status;
+  if (status == Status::SUCCESS) file->object = object;
+  --file->on_worker;
 }
 
 void KernelIoctlSink::Submit(FileContext& file, channel::PendingRequest pending) {
@@ -158,15 +166,33 @@ void KernelIoctlSink::Submit(FileContext& file, channel::PendingRequest pending)
   request->code = pending.ioctl_code;
   request->output_length = pending.output_length;
   request->input = std::move(pending.input);
+  bool fast = false;
   {
     std::lock_guard lock(bridge_file->mutex);
     bridge_file->requests[request->id] = request;
+    // The fast path: a request the driver promises not to block on, for a file that is
+    // open and has nothing waiting on the worker, is sent from this (loop) thread, which
+    // saves the worker's wake-up on every control verb.
+    const kernel::DriverObject* driver =
+        bridge_file->object != nullptr ? bridge_file->object->DeviceObject->DriverObject : nullptr;
+    fast = bridge_file->on_worker == 0 && driver != nullptr &&
+           driver->NonBlockingIoctl != nullptr && driver->NonBlockingIoctl(request->code);
+    if (!fast) ++bridge_file->on_worker;
   }
-  Post([this, bridge_file, request] { DispatchOnWorker(bridge_file, request); });
+  if (fast) {
+    kernel::NodeScope scope(node_);
+    Dispatch(bridge_file, request);
+    return;
+  }
+  Post([this, bridge_file, request] {
+    Dispatch(bridge_file, request);
+    std::lock_guard lock(bridge_file->mutex);
+    --bridge_file->on_worker;
+  });
 }
 
-void KernelIoctlSink::DispatchOnWorker(const std::shared_ptr<BridgeFile>& file,
-                                       const std::shared_ptr<Request>& request) {
+void KernelIoctlSink::Dispatch(const std::shared_ptr<BridgeFile>& file,
+                               const std::shared_ptr<Request>& request) {
   Status early = Status::SUCCESS;  // an answer without a trip to the driver
   Irp* irp = nullptr;
   {

@@ -15,6 +15,15 @@ bool IsVerbIoctl(uint32_t code) {
   }
 }
 
+bool IsVerbIoctlNonBlocking(uint32_t code) {
+  switch (code) {
+    case abi::kIoctlFixDestroyCq:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx, Irp* irp) {
   const bool from_user = irp->RequestorMode == ProcessorMode::kUserMode;
   const uint32_t code = IoGetCurrentIrpStackLocation(irp)->Parameters.DeviceIoControl.IoControlCode;

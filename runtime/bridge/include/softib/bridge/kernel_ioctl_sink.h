@@ -5,8 +5,10 @@
 // The channel calls the sink on its loop thread, which must not block, while opening,
 // sending IRPs and closing run at PASSIVE and may block: they go, in arrival order, to one
 // bridge worker thread. A single FIFO worker keeps a file's open before its requests and
-// its close after them. IRPs complete on whatever thread the driver completes them.
-// Close is the exception that waits (for the file's cleanup and close IRPs): the channel
+// its close after them. The exception is the fast path: a request whose IOCTL the driver
+// declares non-blocking (DriverObject::NonBlockingIoctl) is sent from the loop thread when
+// nothing of its file waits on the worker. IRPs complete on whatever thread the driver completes
+// them. Close is the exception that waits (for the file's cleanup and close IRPs): the channel
 // answers the client's close as soon as the sink's Close returns.
 //
 // Lifetime: stop the channel server before destroying the sink (the server's Stop waits
@@ -70,8 +72,9 @@ class KernelIoctlSink : public channel::IoctlSink {
   void Post(std::function<void()> task);
   void WorkerLoop();
   void OpenOnWorker(const std::shared_ptr<BridgeFile>& file);
-  void DispatchOnWorker(const std::shared_ptr<BridgeFile>& file,
-                        const std::shared_ptr<Request>& request);
+  // Builds the request's IRP and sends it (PASSIVE, on the worker or, for the driver's
+  // non-blocking IOCTLs, on the loop thread).
+  void Dispatch(const std::shared_ptr<BridgeFile>& file, const std::shared_ptr<Request>& request);
   void CloseOnWorker(const std::shared_ptr<BridgeFile>& file);
   std::shared_ptr<BridgeFile> FindFile(const channel::FileContext& file) const;
 

@@ -21,6 +21,11 @@ struct DriverObject {
   DriverDispatch MajorFunction[kIrpMajorCount];
   DriverUnload Unload;
   void* DriverExtension;
+  // Optional, the role of Windows' FastIoDispatch for device control: true when the
+  // driver's IRP_MJ_DEVICE_CONTROL for `code` never blocks (it completes or pends the IRP),
+  // so a sender on a thread that must not block (the bridge's channel loop) may call
+  // IoCallDriver itself instead of handing the IRP to a worker thread.
+  bool (*NonBlockingIoctl)(uint32_t code);
 };
 
 struct DeviceObject {
@@ -94,8 +99,7 @@ Status IoCreateFile(Node* node, const char* device_name, ProcessorMode mode, Fil
 
 // The same for a user-mode open on behalf of process `pid` (the HCA reaches that process's
 // memory by pid, and the open's owner is known from IRP_MJ_CREATE on).
-Status IoCreateFileForProcess(Node* node, const char* device_name, int32_t pid,
-                              FileObject** file);
+Status IoCreateFileForProcess(Node* node, const char* device_name, int32_t pid, FileObject** file);
 
 // Sends IRP_MJ_CLEANUP then IRP_MJ_CLOSE to the file's device, then drops the file and its
 // device reference. PASSIVE only.
