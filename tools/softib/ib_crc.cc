@@ -1,6 +1,8 @@
 #include "ib_crc.h"
 
 #include <array>
+#include <bit>
+#include <cstring>
 
 namespace softib::ibcrc {
 namespace {
@@ -9,20 +11,52 @@ namespace {
 constexpr uint32_t kCrc32Reflected = 0xEDB88320u;  // 0x04C11DB7 bit-reversed
 constexpr uint16_t kVcrcReflected = 0xD008u;       // 0x100B bit-reversed
 
+// Slicing-by-8 (the table method extended to eight bytes per step, after Kounavis and
+// Berry): Table(k)[n] is the CRC contribution of byte n followed by k zero bytes, so eight
+// input bytes fold into the register with eight independent lookups. A CRC of every byte
+// of every packet at both ends is the HCA's largest per-byte cost; one byte per step ran
+// at ~0.2 GB/s, this at several GB/s.
 template <typename T, T kPoly>
-constexpr std::array<T, 256> MakeTable() {
-  std::array<T, 256> table{};
+constexpr std::array<std::array<T, 256>, 8> MakeTables() {
+  std::array<std::array<T, 256>, 8> tables{};
   for (uint32_t n = 0; n < 256; ++n) {
     T c = static_cast<T>(n);
     for (int k = 0; k < 8; ++k)
       c = (c & 1) ? static_cast<T>((c >> 1) ^ kPoly) : static_cast<T>(c >> 1);
-    table[n] = c;
+    tables[0][n] = c;
   }
-  return table;
+  for (int k = 1; k < 8; ++k) {
+    for (uint32_t n = 0; n < 256; ++n) {
+      const T previous = tables[k - 1][n];
+      tables[k][n] = static_cast<T>((previous >> 8) ^ tables[0][previous & 0xFFu]);
+    }
+  }
+  return tables;
 }
 
-constexpr auto kCrc32Table = MakeTable<uint32_t, kCrc32Reflected>();
-constexpr auto kVcrcTable = MakeTable<uint16_t, kVcrcReflected>();
+constexpr auto kCrc32Tables = MakeTables<uint32_t, kCrc32Reflected>();
+constexpr auto kVcrcTables = MakeTables<uint16_t, kVcrcReflected>();
+
+// The register (the running CRC, not complemented) after `data`. A reflected CRC of W bits
+// XORs into the first W/8 bytes of each eight-byte step; the other bytes index their
+// tables directly.
+static_assert(std::endian::native == std::endian::little, "the eight-byte step assumes it");
+
+template <typename T>
+T Update(T c, std::span<const uint8_t> data, const std::array<std::array<T, 256>, 8>& t) {
+  const uint8_t* p = data.data();
+  std::size_t n = data.size();
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);  // little-endian hosts: byte i is bits 8i..8i+7
+    word ^= c;
+    c = static_cast<T>(t[7][word & 0xFF] ^ t[6][(word >> 8) & 0xFF] ^ t[5][(word >> 16) & 0xFF] ^
+                       t[4][(word >> 24) & 0xFF] ^ t[3][(word >> 32) & 0xFF] ^
+                       t[2][(word >> 40) & 0xFF] ^ t[1][(word >> 48) & 0xFF] ^ t[0][word >> 56]);
+  }
+  for (; n > 0; --n, ++p) c = static_cast<T>(t[0][(c ^ *p) & 0xFFu] ^ (c >> 8));
+  return c;
+}
 
 // Offset of the BTH and whether a GRH precedes it.
 std::size_t BthOffset(Lnh lnh) {
@@ -32,15 +66,11 @@ std::size_t BthOffset(Lnh lnh) {
 }  // namespace
 
 uint32_t Crc32(std::span<const uint8_t> data, uint32_t previous) {
-  uint32_t c = ~previous;
-  for (uint8_t b : data) c = kCrc32Table[(c ^ b) & 0xFFu] ^ (c >> 8);
-  return ~c;
+  return ~Update<uint32_t>(~previous, data, kCrc32Tables);
 }
 
 uint16_t Crc16Vcrc(std::span<const uint8_t> data) {
-  uint16_t c = 0xFFFFu;
-  for (uint8_t b : data) c = static_cast<uint16_t>(kVcrcTable[(c ^ b) & 0xFFu] ^ (c >> 8));
-  return static_cast<uint16_t>(~c);
+  return static_cast<uint16_t>(~Update<uint16_t>(0xFFFFu, data, kVcrcTables));
 }
 
 Lnh LinkNextHeader(std::span<const uint8_t> packet) { return static_cast<Lnh>(packet[1] & 0x3u); }
