@@ -207,7 +207,7 @@ bool OobChannel::Receive(void* data, size_t size, std::chrono::milliseconds limi
     }
     const ssize_t n = recv(fd_, bytes, size, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n == 0) {
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
       *error = "the peer closed the out-of-band connection";
       return false;
     }

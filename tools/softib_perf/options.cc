@@ -236,7 +236,7 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
     if (tx_depth > 1) return fail("-t: latency tests keep one message in flight");
     o.tx_depth = 1;
   } else {
-    o.tx_depth = tx_depth == 0 ? 128 : tx_depth;
+    o.tx_depth = app.count("--tx-depth") ? tx_depth : 128;
   }
   if (o.tx_depth < 1 || o.tx_depth > kMaxDepth) {
     return fail("-t: 1.." + std::to_string(kMaxDepth));
