@@ -205,7 +205,9 @@ bool Endpoint::Connect(const PeerInfo& peer, std::string* error) {
       rtr.attributes.min_rnr_timer = 1;  // 0.01 ms: a receiver behind is back soon
       rts.attributes.mask = rts.attributes.mask | QpAttrMask::TIMEOUT | QpAttrMask::RETRY_COUNT |
                             QpAttrMask::RNR_RETRY | QpAttrMask::MAX_RD_ATOMIC;
-      rts.attributes.timeout = 14;
+      // 4.096 us * 2^18 = 1.07 s: a software HCA on a loaded machine may take longer than
+      // the usual 67 ms (timeout 14) to move a deep queue of large writes.
+      rts.attributes.timeout = 18;
       rts.attributes.retry_count = 7;
       rts.attributes.rnr_retry = 7;  // forever
       rts.attributes.max_rd_atomic = 16;

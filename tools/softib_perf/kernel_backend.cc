@@ -2,6 +2,11 @@
 // the kernel speed path (IbPostSend, IbPostRecv, IbPollCq straight to the HCA).
 #include "kernel_backend.h"
 
+#include <atomic>
+#include <thread>
+
+#include "session.h"
+
 #include <endian.h>
 #include <sched.h>
 
@@ -190,6 +195,40 @@ std::unique_ptr<Backend> InProcessNode::MakeClient(const std::string& client_nam
     return nullptr;
   }
   return backend;
+}
+
+bool RunInProcess(InProcessNode& node, const Options& o, RunReport* client_report,
+                  RunReport* server_report, std::string* error) {
+  static std::atomic<int> counter{0};
+  const std::string id = std::to_string(counter++);
+  auto server_backend = node.MakeClient("softib_perf_server_" + id, o.busy_poll, error);
+  if (server_backend == nullptr) return false;
+  auto client_backend = node.MakeClient("softib_perf_client_" + id, o.busy_poll, error);
+  if (client_backend == nullptr) return false;
+  OobChannel server_end, client_end;
+  if (!OobChannel::Pair(&server_end, &client_end, error)) return false;
+  Options server_options = o;
+  server_options.ca_guid = 0;  // the client's -d names its CA; the server takes the first
+  std::string server_error;
+  bool server_ok = false;
+  std::thread server([&] {
+    server_ok = RunSession(server_options, false, *server_backend, server_end, server_report,
+                           &server_error);
+    if (!server_ok) server_end = OobChannel();  // unblocks the client
+  });
+  std::string client_error;
+  const bool ok = RunSession(o, true, *client_backend, client_end, client_report, &client_error);
+  if (!ok) client_end = OobChannel();
+  server.join();
+  if (!ok) {
+    *error = "client: " + client_error + (server_ok ? "" : "; server: " + server_error);
+    return false;
+  }
+  if (!server_ok) {
+    *error = "server: " + server_error;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace softib::perf

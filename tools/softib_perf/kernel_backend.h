@@ -32,4 +32,13 @@ class InProcessNode {
   std::unique_ptr<stack::NodeStack> stack_;
 };
 
+struct Options;
+struct RunReport;
+
+// Both sides of `options` (client options; the server takes the node's other CA) between
+// two kernel clients of `node`, the server on a thread of its own. False and `error`
+// (naming the side that failed) unless both succeeded; `client_report` holds the rows.
+bool RunInProcess(InProcessNode& node, const Options& options, RunReport* client_report,
+                  RunReport* server_report, std::string* error);
+
 }  // namespace softib::perf

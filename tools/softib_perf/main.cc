@@ -4,7 +4,6 @@
 //   softib_perf write_bw --kernel                               # both sides, in-process
 // Exit codes: 0 success, 1 the run failed, 2 a bad command line.
 #include <cstdio>
-#include <thread>
 
 #include "kernel_backend.h"
 #include "options.h"
@@ -28,32 +27,8 @@ int RunKernel(const Options& o) {
   std::string error;
   auto node = InProcessNode::Boot("softib_perf", &error);
   if (node == nullptr) return Fail(error);
-  auto server_backend = node->MakeClient("softib_perf_server", o.busy_poll, &error);
-  auto client_backend =
-      server_backend ? node->MakeClient("softib_perf_client", o.busy_poll, &error) : nullptr;
-  if (client_backend == nullptr) return Fail(error);
-  OobChannel server_end, client_end;
-  if (!OobChannel::Pair(&server_end, &client_end, &error)) return Fail(error);
-
-  Options server_options = o;
-  server_options.ca_guid = 0;  // the client's -d names its CA; the server takes the other
-  RunReport server_report;
-  std::string server_error;
-  bool server_ok = false;
-  std::thread server([&] {
-    server_ok = RunSession(server_options, false, *server_backend, server_end, &server_report,
-                           &server_error);
-    if (!server_ok) server_end = OobChannel();  // unblocks the client
-  });
-  RunReport report;
-  const bool ok = RunSession(o, true, *client_backend, client_end, &report, &error);
-  if (!ok) client_end = OobChannel();
-  server.join();
-  client_backend.reset();
-  server_backend.reset();
-  node.reset();
-  if (!ok) return Fail("client: " + error + (server_ok ? "" : "; server: " + server_error));
-  if (!server_ok) return Fail("server: " + server_error);
+  RunReport report, server_report;
+  if (!RunInProcess(*node, o, &report, &server_report, &error)) return Fail(error);
   Print(o, report);
   return 0;
 }
