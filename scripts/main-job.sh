@@ -78,7 +78,7 @@ user_ok=1
 run_pair send_lat -s 8 -n 10000 --validate || user_ok=0
 if [[ $user_ok -eq 1 ]]; then
   step "write_bw: RC RDMA WRITE bandwidth between two user processes, 4 KiB ... 1 MiB"
-  run_pair write_bw -a --min-size 4096 --max-size 1048576 -n 2000 -t 16 --validate || user_ok=0
+  run_pair write_bw -a --min-size 4096 --max-size 1048576 -n 500 -t 16 --validate || user_ok=0
 fi
 
 if [[ $user_ok -eq 0 ]]; then
