@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hca/driver/src/port_link.h"
+#include "hca/driver/src/ring_service.h"
 #include "hca/driver/src/soft_ca.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/mutex.h"
@@ -87,10 +88,11 @@ Status DriverEntry(kernel::DriverObject* driver, void* context) {
 }  // namespace
 
 struct HcaDriver {
-  explicit HcaDriver(kernel::Node* n) : node(n), wire(n) {}
+  explicit HcaDriver(kernel::Node* n) : node(n), wire(n), rings(n, &wire) {}
   kernel::Node* node;
   kernel::DriverObject* driver = nullptr;
   PacketWire wire;
+  RingService rings;                // the speed path's thread, started by the first ring mapping
   kernel::FastMutex mutex;          // PASSIVE configuration changes
   std::map<uint64_t, CaEntry> cas;  // by node GUID; mutex held
 
@@ -120,6 +122,8 @@ void UnloadHcaDriver(HcaDriver* driver) {
   for (const auto& [guid, entry] : driver->cas) guids.push_back(guid);
   driver->mutex.Release();
   for (const uint64_t guid : guids) HcaRemoveCa(driver, guid);
+  driver->rings.Stop();
+  driver->wire.DeliverQueued();             // what the service thread left: to removed CAs
   kernel::KeFlushQueuedDpcs(driver->node);  // packets still queued go nowhere harmful
   kernel::IoUnloadDriver(driver->driver);
   delete driver;
@@ -132,7 +136,7 @@ Status HcaAddCa(HcaDriver* driver, const HcaConfig& config, uint16_t first_lid) 
     driver->mutex.Release();
     return Status::RESOURCE_BUSY;
   }
-  auto* ca = new SoftCa(driver->node, config, first_lid);
+  auto* ca = new SoftCa(driver->node, config, first_lid, &driver->rings);
   kernel::DeviceObject* device = nullptr;
   Status status = kernel::IoCreateDevice(driver->driver, sizeof(CaExtension), name.c_str(),
                                          kFileDeviceInfiniband, &device);

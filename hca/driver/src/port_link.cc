@@ -1,5 +1,6 @@
 #include "hca/driver/src/port_link.h"
 
+#include "hca/driver/src/ring_service.h"
 #include "hca/driver/src/soft_ca.h"
 
 namespace softib::hca {
@@ -17,7 +18,7 @@ void PacketWire::Queue(PortLink* link, std::vector<uint8_t> packet) {
   if (link->peer_ == nullptr) return;  // a cut cable loses the packet, as a real one does
   link->peer_->Reference();
   queue_.push_back({link->peer_, link->peer_port_, std::move(packet)});
-  kernel::KeInsertQueueDpc(&dpc_, nullptr, nullptr);
+  if (!RingService::OnServiceThread()) kernel::KeInsertQueueDpc(&dpc_, nullptr, nullptr);
 }
 
 void PacketWire::Cut(PortLink* link) {
@@ -33,14 +34,25 @@ void PacketWire::CutAllTo(const std::vector<PortLink*>& links, const SoftCa* ca)
 }
 
 void PacketWire::DeliverDpc(kernel::Kdpc*, void* context, void*, void*) {
-  auto* self = static_cast<PacketWire*>(context);
+  static_cast<PacketWire*>(context)->DeliverQueued();
+}
+
+bool PacketWire::DeliverQueued() {
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (delivering_ || queue_.empty()) return false;
+    delivering_ = true;
+  }
   for (;;) {
     Packet packet;
     {
-      kernel::SpinLockGuard guard(self->lock_);
-      if (self->queue_.empty()) return;
-      packet = std::move(self->queue_.front());
-      self->queue_.pop_front();
+      kernel::SpinLockGuard guard(lock_);
+      if (queue_.empty()) {
+        delivering_ = false;  // under the lock: a packet queued from now on finds it clear
+        return true;
+      }
+      packet = std::move(queue_.front());
+      queue_.pop_front();
     }
     packet.to->DeliverPacket(packet.port, packet.bytes);
     packet.to->Dereference();

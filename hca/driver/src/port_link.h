@@ -2,6 +2,11 @@
 // lock) and queues the delivery DPC; the DPC hands each packet to the peer CA with no lock
 // held. So a CA never re-enters itself or its peer from inside a call (A→B→A ACKs are
 // just more queued packets), and the lock order is always "CA, then wire".
+//
+// On the ring service's thread (ring_service.h) no DPC is queued: that thread delivers what
+// it transmitted itself, after its pass, with no CA lock held (DeliverQueued) — the same
+// rule without a thread hop per packet. One thread delivers at a time, so packets reach a
+// CA in the order they were queued whichever thread delivers them.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +48,9 @@ class PacketWire {
   void Cut(PortLink* link);
   // Cuts each of `links` that delivers to `ca`.
   void CutAllTo(const std::vector<PortLink*>& links, const SoftCa* ca);
+  // Delivers the queued packets on the calling thread, unless another thread is delivering
+  // (it then takes them too). True if this call delivered any. No lock may be held.
+  bool DeliverQueued();
 
  private:
   friend class PortLink;
@@ -56,6 +64,7 @@ class PacketWire {
 
   kernel::KSpinLock lock_;
   std::deque<Packet> queue_;
+  bool delivering_ = false;  // lock_ held: some thread is in DeliverQueued
   kernel::Kdpc dpc_;
 };
 

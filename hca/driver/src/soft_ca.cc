@@ -30,27 +30,12 @@ std::string ci::CaDeviceName(uint64_t node_guid) {
   return name;
 }
 
-class SoftCa::Locked {
- public:
-  explicit Locked(SoftCa* ca) : ca_(ca), previous_(ca->lock_.Acquire()) {}
-  ~Locked() {
-    ca_->lock_.Release(previous_);
-    ca_->FlushEvents();
-  }
-  Locked(const Locked&) = delete;
-  Locked& operator=(const Locked&) = delete;
-  bool gone() const { return ca_->removed(); }
-
- private:
-  SoftCa* ca_;
-  kernel::Irql previous_;
-};
-
-SoftCa::SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid)
+SoftCa::SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid, RingService* rings)
     : node_(node),
       config_(config),
       hca_(config),
       waiters_(node),
+      rings_(rings),
       kernel_dma_(std::make_shared<MemcpyDma>()) {
   for (uint8_t p = 1; p <= config.num_ports; ++p) {
     hca_.port(p).lid = static_cast<uint16_t>(first_lid + p - 1);
@@ -70,10 +55,23 @@ void SoftCa::Dereference() {
 // ---- news --------------------------------------------------------------------------------
 
 void SoftCa::OnAsync(const DeviceEvent& event) {
+  if (event.type == abi::AsyncEventType::CQ_OVERFLOW) {
+    // A ring CQ's device CQ overran within one call: the ring CQ is dead too, and says so once.
+    if (auto it = ring_cqs_.find(event.object); it != ring_cqs_.end()) {
+      if (it->second.dead) return;
+      it->second.dead = true;
+      it->second.producer.Fail(abi::RingError::OVERFLOW);
+    }
+  }
   news_.push_back({ci::CaEventKind::kAsync, event.type, event.object, 0});
 }
 
 void SoftCa::OnCompletion(uint32_t cq) {
+  // A ring CQ's device CQ is armed SOLICITED only to learn this (AfterDeviceCallLocked).
+  if (auto it = ring_cqs_.find(cq); it != ring_cqs_.end()) {
+    it->second.solicited = true;
+    return;
+  }
   news_.push_back({ci::CaEventKind::kCompletion, abi::AsyncEventType{}, cq, 0});
 }
 
@@ -119,6 +117,7 @@ void SoftCa::MarkRemoved() {
   {
     kernel::SpinLockGuard guard(lock_);
     removed_.store(true, std::memory_order_release);
+    ShutDownRingsLocked();
     news_.clear();
     kernel::KeCancelTimer(&timer_);
     tick_armed_ = false;
@@ -133,6 +132,7 @@ void SoftCa::MarkRemoved() {
     kernel::CompleteVerbIrp(irp, Status::CA_REMOVED, 0);
   }
   kernel::KeFlushQueuedDpcs(node_);  // a tick DPC already queued has run
+  if (rings_ != nullptr) rings_->Forget(this);
 }
 
 // ---- time --------------------------------------------------------------------------------
@@ -169,6 +169,7 @@ void SoftCa::DeliverPacket(uint8_t port, std::span<const uint8_t> packet) {
   Locked locked(this);
   if (locked.gone()) return;
   hca_.Tick(NowNs());  // timers are armed relative to the last time the core saw
+  if (!ring_qps_.empty()) ServeReceiverLocked(port, packet);
   hca_.Receive(port, packet);
 }
 
@@ -265,6 +266,8 @@ Status SoftCa::CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size) {
 Status SoftCa::ResizeCq(uint32_t cq, uint32_t* size) {
   Locked locked(this);
   if (locked.gone()) return Status::CA_REMOVED;
+  // A mapped ring has its size for good (the process holds it): no resizing under it.
+  if (ring_cqs_.count(cq) != 0) return Status::UNSUPPORTED;
   return hca_.ResizeCq(cq, *size, size);
 }
 
@@ -280,7 +283,14 @@ Status SoftCa::QueryCq(uint32_t cq, uint32_t* size) {
 Status SoftCa::DestroyCq(uint32_t cq) {
   Locked locked(this);
   if (locked.gone()) return Status::SUCCESS;
-  return hca_.DestroyCq(cq);
+  const Status status = hca_.DestroyCq(cq);
+  if (status == Status::SUCCESS) {
+    if (auto it = ring_cqs_.find(cq); it != ring_cqs_.end()) {
+      it->second.producer.Fail(abi::RingError::SHUTDOWN);
+      ring_cqs_.erase(it);
+    }
+  }
+  return status;
 }
 
 Status SoftCa::PollCq(uint32_t cq, std::span<abi::WorkCompletion> wcs, uint32_t* count) {
@@ -321,6 +331,7 @@ Status SoftCa::CreateQp(uint32_t pd, const abi::QpCreateParams& params, uint32_t
   if (status != Status::SUCCESS) return status;
   *caps = hca_.Qp(*qpn)->caps;
   if (params.qp_type == abi::QpType::RC) rc_qps_.insert(*qpn);
+  qps_.insert(*qpn);
   return status;
 }
 
@@ -333,13 +344,27 @@ Status SoftCa::CreateSpecialQp(uint32_t pd, uint8_t port, const abi::QpCreatePar
   if (status != Status::SUCCESS) return status;
   *qp_num = *qp & 1;
   *caps = hca_.Qp(*qp)->caps;
+  qps_.insert(*qp);
   return status;
 }
 
 Status SoftCa::ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attributes) {
   Locked locked(this);
   if (locked.gone()) return Status::CA_REMOVED;
-  return hca_.ModifyQp(qpn, attributes);
+  const Status status = hca_.ModifyQp(qpn, attributes);
+  if (status == Status::SUCCESS && attributes.state == abi::QpState::RESET &&
+      abi::HasAny(attributes.mask, abi::QpAttrMask::STATE)) {
+    // Reset discards outstanding work (IBA 10.3.1), what still waits in the rings included.
+    if (auto it = ring_qps_.find(qpn); it != ring_qps_.end()) {
+      abi::SendWorkRequest send;
+      while (it->second.send.Pop(&send) == rings::PopResult::kEntry) {
+      }
+      abi::RecvWorkRequest recv;
+      while (it->second.recv.attached() && it->second.recv.Pop(&recv) == rings::PopResult::kEntry) {
+      }
+    }
+  }
+  return status;
 }
 
 Status SoftCa::QueryQp(uint32_t qpn, abi::QpAttributes* attributes) {
@@ -351,8 +376,16 @@ Status SoftCa::QueryQp(uint32_t qpn, abi::QpAttributes* attributes) {
 Status SoftCa::DestroyQp(uint32_t qpn) {
   Locked locked(this);
   if (locked.gone()) return Status::SUCCESS;
+  const Status status = hca_.DestroyQp(qpn);
+  if (status != Status::SUCCESS) return status;
   rc_qps_.erase(qpn);
-  return hca_.DestroyQp(qpn);
+  qps_.erase(qpn);
+  if (auto it = ring_qps_.find(qpn); it != ring_qps_.end()) {
+    it->second.send.Fail(abi::RingError::SHUTDOWN);
+    if (it->second.recv.attached()) it->second.recv.Fail(abi::RingError::SHUTDOWN);
+    ring_qps_.erase(it);
+  }
+  return status;
 }
 
 Status SoftCa::PostSend(uint32_t qpn, std::span<const abi::SendWorkRequest> wrs,
@@ -407,7 +440,14 @@ Status SoftCa::QuerySrq(uint32_t srq, abi::SrqAttributes* attributes) {
 Status SoftCa::DestroySrq(uint32_t srq) {
   Locked locked(this);
   if (locked.gone()) return Status::SUCCESS;
-  return hca_.DestroySrq(srq);
+  const Status status = hca_.DestroySrq(srq);
+  if (status == Status::SUCCESS) {
+    if (auto it = ring_srqs_.find(srq); it != ring_srqs_.end()) {
+      it->second.ring.Fail(abi::RingError::SHUTDOWN);
+      ring_srqs_.erase(it);
+    }
+  }
+  return status;
 }
 
 Status SoftCa::PostSrqRecv(uint32_t srq, std::span<const abi::RecvWorkRequest> wrs,

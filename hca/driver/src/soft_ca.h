@@ -3,11 +3,14 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include "hca/device/hca.h"
+#include "hca/driver/src/ca_rings.h"
+#include "hca/driver/src/ring_service.h"
 #include "softib/hca/ci.h"
 #include "softib/kernel/dpc.h"
 #include "softib/kernel/io.h"
@@ -20,7 +23,9 @@ class PortLink;
 
 class SoftCa final : public ci::CaInterface {
  public:
-  SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid);
+  // `rings`: the driver's ring service (null: Map* answer INSUFFICIENT_RESOURCES).
+  SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid,
+         RingService* rings = nullptr);
   SoftCa(const SoftCa&) = delete;
   SoftCa& operator=(const SoftCa&) = delete;
 
@@ -79,6 +84,11 @@ class SoftCa final : public ci::CaInterface {
                 uint32_t* rkey) override;
   Status AttachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) override;
   Status DetachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) override;
+  // Speed path (ca_rings.cc).
+  Status MapCqRing(uint32_t cq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) override;
+  Status MapQpRings(uint32_t qpn, abi::RingMapping* send_ring, abi::RingMapping* recv_ring,
+                    uint32_t* shm_id, int* fd) override;
+  Status MapSrqRing(uint32_t srq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) override;
 
   // --- driver side -----------------------------------------------------------------------
   // A packet for `port` (delivery DPC).
@@ -89,6 +99,9 @@ class SoftCa final : public ci::CaInterface {
   // timer stops. PASSIVE (flushes the node's DPCs).
   void MarkRemoved();
   void SetPortLink(uint8_t port, PortLink* link);
+  // The ring service's pass over this CA (ca_rings.cc): consumes what its rings hold and
+  // the QPs can take; appends the rings to watch while idle. True if anything was consumed.
+  bool ServeRings(std::vector<RingWatch>* watches);
 
   kernel::DeviceObject* device = nullptr;
 
@@ -99,6 +112,26 @@ class SoftCa final : public ci::CaInterface {
   class Locked;  // the lock held and the CA present
   void OnAsync(const DeviceEvent& event);
   void OnCompletion(uint32_t cq);
+  // ca_rings.cc, lock held. After every call into the device: stalled rings are served
+  // again, and the ring CQs' completions move from the device into their rings.
+  void AfterDeviceCallLocked();
+  bool ServeQpLocked(uint32_t qpn, RingQp& ring);
+  bool ServeSendLocked(QueuePair& qp, RingQp& ring);
+  bool ServeRecvLocked(QueuePair& qp, RingQp& ring);
+  bool ServeSrqLocked(uint32_t number, RingSrq& ring);
+  void MoveCompletionsLocked(uint32_t number, RingCq& ring);
+  // A work request the CA refused after taking it from a ring: LOCAL_QP_OP_ERR completion
+  // on the QP's CQ, the QP to Error (the rest of its work is flushed).
+  void RefuseLocked(QueuePair& qp, uint64_t wr_id, abi::WcOpcode opcode, bool send,
+                    abi::Status why);
+  void QpToErrorLocked(uint32_t qpn);
+  // A packet for a QP whose receive ring may hold WQEs the device does not have yet.
+  void ServeReceiverLocked(uint8_t port, std::span<const uint8_t> packet);
+  void ShutDownRingsLocked();
+  Status NewRegion(const char* name, const rings::RegionLayout& layout,
+                   std::shared_ptr<RingRegion>* region);
+  Status DupFd(const RingRegion& region, uint32_t* shm_id, int* fd);
+  bool has_rings() const { return !ring_qps_.empty() || !ring_cqs_.empty() || !ring_srqs_.empty(); }
   // Completes waiting IRPs with queued news; never with the lock held.
   void FlushEvents();
   void ArmTickLocked();
@@ -113,10 +146,35 @@ class SoftCa final : public ci::CaInterface {
   std::vector<ci::CaEvent> news_;
   kernel::CancelSafeQueue waiters_;
   std::set<uint32_t> rc_qps_;
+  std::set<uint32_t> qps_;  // every QP (ring CQ overflow: the QPs completing into it)
+  RingService* const rings_;
+  std::map<uint32_t, RingQp> ring_qps_;  // lock_ held
+  std::map<uint32_t, RingCq> ring_cqs_;
+  std::map<uint32_t, RingSrq> ring_srqs_;
+  uint32_t next_region_id_ = 1;
   bool tick_armed_ = false;
   kernel::Ktimer timer_;
   kernel::Kdpc tick_dpc_;
   std::shared_ptr<DmaAccessor> kernel_dma_;
+};
+
+// Every CI verb's scope: the lock held, and on the way out (the device's work done) the
+// ring CQs filled and stalled rings served again, then the news handed on without the lock.
+class SoftCa::Locked {
+ public:
+  explicit Locked(SoftCa* ca) : ca_(ca), previous_(ca->lock_.Acquire()) {}
+  ~Locked() {
+    if (ca_->has_rings() && !ca_->removed()) ca_->AfterDeviceCallLocked();
+    ca_->lock_.Release(previous_);
+    ca_->FlushEvents();
+  }
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+  bool gone() const { return ca_->removed(); }
+
+ private:
+  SoftCa* ca_;
+  kernel::Irql previous_;
 };
 
 }  // namespace softib::hca

@@ -34,6 +34,7 @@ class AlObj;
 // Live objects per type (leak checks: QueryObjectCounts).
 struct Counters {
   std::array<std::atomic<uint32_t>, abi::kObjectTypeCount> by_type{};
+  std::atomic<uint32_t> shm_mappings{0};  // objects with speed-path rings mapped
 };
 
 // One CA the AL knows. Shared by the AL's list and every object of the CA, so it outlives

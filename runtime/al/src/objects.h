@@ -10,6 +10,36 @@
 
 namespace softib::al {
 
+// One object's place in the shm_mappings counts (ring_handlers.cc): counted once, at its
+// first ring mapping, until the object goes (the CA unmaps its side when the object is
+// destroyed).
+class RingMappingCount {
+ public:
+  RingMappingCount() = default;
+  RingMappingCount(const RingMappingCount&) = delete;
+  RingMappingCount& operator=(const RingMappingCount&) = delete;
+  ~RingMappingCount() {
+    if (node_ != nullptr) {
+      node_->shm_mappings.fetch_sub(1, std::memory_order_relaxed);
+      file_->shm_mappings.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  // The first call counts; later ones do nothing.
+  void Note(Counters* node, Counters* file) {
+    bool expected = false;
+    if (!noted_.compare_exchange_strong(expected, true)) return;
+    node->shm_mappings.fetch_add(1, std::memory_order_relaxed);
+    file->shm_mappings.fetch_add(1, std::memory_order_relaxed);
+    node_ = node;
+    file_ = file;
+  }
+
+ private:
+  std::atomic<bool> noted_{false};
+  Counters* node_ = nullptr;
+  Counters* file_ = nullptr;
+};
+
 class AlObject : public kernel::KernelObject {
  public:
   AlObject(abi::ObjectType type, Instance* owner);
@@ -18,9 +48,15 @@ class AlObject : public kernel::KernelObject {
   // In the owner's table, once published (event routing reads it from other threads).
   std::atomic<uint64_t> handle{0};
 
+  // Its rings were mapped (MapCqRing/MapQpRings/MapSrqRing): counted in shm_mappings.
+  void NoteRingMapping() { ring_mapping_.Note(&al_->node_counts, &file_->counts); }
+
  protected:
   AccessLayer* const al_;
   const std::shared_ptr<FileState> file_;
+
+ private:
+  RingMappingCount ring_mapping_;  // after file_: uncounted before the file state can go
 };
 
 // Publishes a new object (which holds the creator's reference) under a handle of

@@ -1,6 +1,6 @@
 // Requests of the user-mode runtime: the OpenCa redirect, the event waits (pending IRPs
 // the AL completes), cancellation, object counts, the file's Al handle. The ring mappings
-// (speed path) come with the user-mode verbs provider.
+// (speed path) are in ring_handlers.cc.
 #include <endian.h>
 
 #include <algorithm>
@@ -13,6 +13,14 @@ namespace softib::al {
 
 using kernel::Irp;
 using kernel::Status;
+
+// ring_handlers.cc
+Status ServeMapCqRing(const kernel::CallContext& ctx, const abi::MapCqRingIn& in,
+                      kernel::MapCqRingRefs& refs, abi::MapCqRingOut& out, Irp* irp);
+Status ServeMapQpRings(const kernel::CallContext& ctx, const abi::MapQpRingsIn& in,
+                       kernel::MapQpRingsRefs& refs, abi::MapQpRingsOut& out, Irp* irp);
+Status ServeMapSrqRing(const kernel::CallContext& ctx, const abi::MapSrqRingIn& in,
+                       kernel::MapSrqRingRefs& refs, abi::MapSrqRingOut& out, Irp* irp);
 
 namespace {
 
@@ -38,6 +46,7 @@ void Fill(abi::ObjectCounts* out, const Counters& counts) {
   out->sa_req = get(T::SaReq);
   out->sa_reg = get(T::SaReg);
   out->mcast_join = get(T::McastJoin);
+  out->shm_mappings = counts.shm_mappings.load(std::memory_order_relaxed);
 }
 
 class RuntimeVerbs final : public kernel::RuntimeIoctlsVerbHandlers {
@@ -59,17 +68,17 @@ class RuntimeVerbs final : public kernel::RuntimeIoctlsVerbHandlers {
     return Status::INVALID_GUID;
   }
 
-  Status MapCqRing(const kernel::CallContext&, const abi::MapCqRingIn&, kernel::MapCqRingRefs&,
-                   abi::MapCqRingOut&, Irp*) override {
-    return Status::UNSUPPORTED;  // speed path: next session
+  Status MapCqRing(const kernel::CallContext& ctx, const abi::MapCqRingIn& in,
+                   kernel::MapCqRingRefs& refs, abi::MapCqRingOut& out, Irp* irp) override {
+    return ServeMapCqRing(ctx, in, refs, out, irp);
   }
-  Status MapQpRings(const kernel::CallContext&, const abi::MapQpRingsIn&, kernel::MapQpRingsRefs&,
-                    abi::MapQpRingsOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status MapQpRings(const kernel::CallContext& ctx, const abi::MapQpRingsIn& in,
+                    kernel::MapQpRingsRefs& refs, abi::MapQpRingsOut& out, Irp* irp) override {
+    return ServeMapQpRings(ctx, in, refs, out, irp);
   }
-  Status MapSrqRing(const kernel::CallContext&, const abi::MapSrqRingIn&, kernel::MapSrqRingRefs&,
-                    abi::MapSrqRingOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status MapSrqRing(const kernel::CallContext& ctx, const abi::MapSrqRingIn& in,
+                    kernel::MapSrqRingRefs& refs, abi::MapSrqRingOut& out, Irp* irp) override {
+    return ServeMapSrqRing(ctx, in, refs, out, irp);
   }
 
   Status GetAsyncEvent(const kernel::CallContext&, const abi::GetAsyncEventIn&,

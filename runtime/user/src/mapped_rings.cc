@@ -52,4 +52,14 @@ Status MappedQp::Map(DeviceHandle device, abi::Handle<abi::ObjectType::Qp> qp) {
   return status == Status::SUCCESS ? status : Status::ERROR;
 }
 
+Status MappedSrq::Map(DeviceHandle device, abi::Handle<abi::ObjectType::Srq> srq) {
+  abi::MapSrqRingIn in{};
+  in.srq = srq;
+  abi::MapSrqRingOut out{};
+  Status status = MapRequest(device, abi::kIoctlMapSrqRing, in, &out, &memory_);
+  if (status != Status::SUCCESS) return status;
+  status = queue_.Attach(memory_.base(), memory_.size(), out.ring);
+  return status == Status::SUCCESS ? status : Status::ERROR;
+}
+
 }  // namespace softib::user

@@ -143,10 +143,36 @@ bool Process::Signal(int signal_number) {
   return pid_ > 0 && !reaped_ && kill(pid_, signal_number) == 0;
 }
 
+namespace {
+
+// Whether the kernel execs `binary` itself (IA32 emulation): softib_verbs_client without
+// arguments prints its usage and exits 2.
+bool KernelRuns(const std::string& binary) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  char* argv[] = {const_cast<char*>(binary.c_str()), nullptr};
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return false;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 2;
+}
+
+}  // namespace
+
 std::vector<std::string> M32Command(const std::string& binary) {
+  // Natively whenever the kernel can: the speed path needs it, because the HCA reaches the
+  // process's memory at the addresses the process registered (process_vm_readv/writev),
+  // and under qemu-i386 the guest's addresses are not the host process's.
   const char* emulator = std::getenv("SOFTIB_M32_EMULATOR");
   if (emulator == nullptr) {
-    emulator = access("/usr/bin/qemu-i386", X_OK) == 0 ? "/usr/bin/qemu-i386" : "";
+    emulator =
+        !KernelRuns(binary) && access("/usr/bin/qemu-i386", X_OK) == 0 ? "/usr/bin/qemu-i386" : "";
   }
   std::vector<std::string> command;
   if (*emulator != '\0') command.push_back(emulator);

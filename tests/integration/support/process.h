@@ -49,8 +49,9 @@ class Process {
   Stream stdout_, stderr_, extra_;
 };
 
-// This build's m32 emulator rule: a 32-bit binary runs under qemu-i386 when the kernel
-// cannot exec it ($SOFTIB_M32_EMULATOR overrides; empty: exec directly).
+// This build's m32 emulator rule: a 32-bit binary runs under qemu-i386 only when the kernel
+// cannot exec it ($SOFTIB_M32_EMULATOR overrides; empty: exec directly). The speed path's
+// transfers need native execution (under qemu the process's addresses are the guest's).
 std::vector<std::string> M32Command(const std::string& binary);
 
 }  // namespace softib::integration

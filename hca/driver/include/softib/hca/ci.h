@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 
+#include "softib/abi/runtime_ioctls.h"
 #include "softib/abi/types.h"
 #include "softib/kernel/status.h"
 
@@ -136,6 +137,28 @@ class CaInterface {
                         uint32_t* rkey) = 0;
   virtual Status AttachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) = 0;
   virtual Status DetachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) = 0;
+
+  // --- speed path: shared-memory rings (hca/rings, served by the driver's ring service) ---
+  // Maps the rings of a user process's CQ, QP or SRQ. The first call creates the object's
+  // shared memory (a sealed memfd laid out and formatted by the CA); a later call answers
+  // with the same memory and geometry again (the rings' indices live in it, so a second
+  // mapping continues where the first one is). *fd is a new descriptor of that memory that
+  // the caller owns (it attaches it to the reply and closes it); *shm_id names the memory
+  // within the CA. PASSIVE (creates memory).
+  //
+  // From the first map on, the CA itself consumes the QP's/SRQ's rings (a passive thread
+  // per driver, and inline before a packet reaches the QP) and delivers every completion
+  // of the CQ, flushes included, to the CQ ring; completion events follow the ring's arm
+  // line; PollCq/PeekCq through the CI then find the CQ empty (its completions are in the
+  // ring). Destroying the object (or the CA's removal) shuts the rings down (RingError
+  // SHUTDOWN) and unmaps the CA's side.
+  // INVALID_CQ_HANDLE / INVALID_QP_HANDLE / INVALID_SRQ_HANDLE, INSUFFICIENT_RESOURCES (no
+  // memory), CA_REMOVED.
+  virtual Status MapCqRing(uint32_t cq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) = 0;
+  // `recv_ring` is empty (num_entries 0) for a QP that receives from an SRQ.
+  virtual Status MapQpRings(uint32_t qpn, abi::RingMapping* send_ring, abi::RingMapping* recv_ring,
+                            uint32_t* shm_id, int* fd) = 0;
+  virtual Status MapSrqRing(uint32_t srq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) = 0;
 
  protected:
   virtual ~CaInterface() = default;

@@ -36,4 +36,15 @@ class MappedQp {
   uvp::QueuePair queue_;
 };
 
+// An SRQ's ring.
+class MappedSrq {
+ public:
+  Status Map(DeviceHandle device, abi::Handle<abi::ObjectType::Srq> srq);
+  uvp::SharedReceiveQueue& queue() { return queue_; }
+
+ private:
+  rings::SharedMemory memory_;
+  uvp::SharedReceiveQueue queue_;
+};
+
 }  // namespace softib::user
