@@ -1,6 +1,6 @@
 # Runs softib_bench_query with a handful of iterations and fails unless it exits 0 and
 # prints every row and the ratio line. Timing is not checked: the machine is shared.
-execute_process(COMMAND ${BENCH} --iters 50
+execute_process(COMMAND ${BENCH} --iters 100
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 if(NOT rc EQUAL 0)
@@ -8,7 +8,7 @@ if(NOT rc EQUAL 0)
 endif()
 set(number "[0-9]+\\.[0-9][0-9]")
 foreach(row floor QueryCa QueryQp)
-  if(NOT out MATCHES " ${row} +50 +${number} +${number} +${number} +${number} +${number} +${number}")
+  if(NOT out MATCHES " ${row} +100 +${number} +${number} +${number} +${number} +${number} +${number}")
     message(FATAL_ERROR "row ${row} missing or malformed")
   endif()
 endforeach()
