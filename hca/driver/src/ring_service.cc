@@ -156,11 +156,16 @@ void RingService::Run() {
   kernel::NodeScope scope(node_);
   MaybePin();
   std::vector<RingWatch> watches;
+  bool slept = false;
   while (!stop_.load()) {
-    if (Pass(&watches)) continue;
-    // Idle: watch the rings without locks for a while, then sleep on their doorbells.
+    if (Pass(&watches)) {
+      slept = false;
+      continue;
+    }
+    // Idle: watch the rings without locks for a while, then sleep on their doorbells. A
+    // wake-up that found nothing (a timeout) goes back to sleep at once.
     const uint32_t kick_seen = Load(kick_.doorbell.wake_seq);
-    const int64_t spin_until = NowNs() + options_.spin_ns;
+    const int64_t spin_until = NowNs() + (slept ? 0 : options_.spin_ns);
     bool work = false;
     for (uint32_t round = 1; !stop_.load() && NowNs() < spin_until; ++round) {
       if (AnyWork(watches) || Load(kick_.doorbell.wake_seq) != kick_seen) {
@@ -174,8 +179,12 @@ void RingService::Run() {
         CpuRelax();
       }
     }
-    if (work || stop_.load()) continue;
+    if (work || stop_.load()) {
+      slept = false;
+      continue;
+    }
     Sleep(watches, kick_seen);
+    slept = true;
     // Drop the mappings kept alive for the sleep before the next pass retakes them.
     watches.clear();
   }

@@ -87,7 +87,7 @@ struct Side {
   rings::SharedMemory cq_memory, qp_memory;
   uvp::CompletionQueue cq_ring;
   uvp::QueuePair qp_ring;
-  abi::RingMapping send_mapping{}, recv_mapping{};
+  abi::RingMapping send_mapping{}, recv_mapping{}, cq_ring_mapping{};
 };
 
 class RingFixture : public ::testing::Test {
@@ -153,6 +153,7 @@ class RingFixture : public ::testing::Test {
     uint32_t id = 0;
     int fd = -1;
     ASSERT_EQ(s.ci->MapCqRing(s.cq, &cq_mapping, &id, &fd), Status::SUCCESS);
+    s.cq_ring_mapping = cq_mapping;
     std::string error;
     ASSERT_TRUE(rings::SharedMemory::Map(fd, &s.cq_memory, &error)) << error;
     ASSERT_EQ(s.cq_ring.Attach(s.cq_memory.base(), s.cq_memory.size(), cq_mapping),

@@ -206,6 +206,61 @@ TEST_F(RingFixture, FullCqRingIsACqOverflow) {
   EXPECT_EQ(a.events.Count(ci::CaEventKind::kAsync, a.cq, abi::AsyncEventType::CQ_OVERFLOW), 1u);
 }
 
+TEST_F(RingFixture, CorruptConsumerIndexIsACqError) {
+  Connect(/*cq_size=*/2, /*depth=*/8);
+  Side& a = sides_[0];
+  Side& b = sides_[1];
+  abi::RingControl* control = rings::ControlAt(a.cq_memory.base(), a.cq_ring_mapping);
+  // The poller claims to have taken completions the HCA never produced. The HCA reads the
+  // consumer index when the ring looks full to it (the third completion here).
+  std::atomic_ref<uint32_t>(control->consumer.consumer_index).store(1000);
+  for (int i = 0; i < 3; ++i) {
+    abi::SendWorkRequest write = Send(a, 1 + i, abi::WrType::RDMA_WRITE, 0, 64);
+    write.remote_addr = reinterpret_cast<uintptr_t>(b.buffer.data() + 4096);
+    write.rkey = b.key;
+    ASSERT_EQ(PostSend(a, write), Status::SUCCESS);
+  }
+  EXPECT_TRUE(a.events.WaitFor(ci::CaEventKind::kAsync, a.cq, abi::AsyncEventType::CQ_ERROR));
+  EXPECT_EQ(std::atomic_ref<abi::RingError>(control->status.error).load(),
+            abi::RingError::BAD_CONSUMER_INDEX);
+  // Only that CQ: B's completions still flow.
+  ASSERT_EQ(PostRecv(b, Recv(b, 8, 0, 64)), Status::SUCCESS);
+  abi::SendWorkRequest send = Send(a, 4, abi::WrType::SEND, 0, 8);
+  ASSERT_EQ(PostSend(a, send), Status::SUCCESS);
+  abi::WorkCompletion wc{};
+  ASSERT_EQ(PollOne(b, &wc), Status::SUCCESS);
+  EXPECT_EQ(wc.wr_id, 8u);
+}
+
+TEST_F(RingFixture, ResetDiscardsWhatWaitsInTheRings) {
+  for (Side& s : sides_) {
+    MakeQp(s);
+    MapRings(s);
+    Init(s);
+  }
+  Side& a = sides_[0];
+  Side& b = sides_[1];
+  ASSERT_EQ(PostSend(a, Send(a, 1, abi::WrType::SEND, 0, 8)), Status::SUCCESS);  // waits: INIT
+  abi::QpModifyAttributes reset{};
+  reset.mask = abi::QpAttrMask::STATE;
+  reset.state = abi::QpState::RESET;
+  ASSERT_EQ(Modify(a, reset), Status::SUCCESS);
+  Init(a);
+  ToRtr(a, b);
+  ToRtr(b, a);
+  ToRts(b);
+  ToRts(a);
+  ASSERT_EQ(PostRecv(b, Recv(b, 5, 0, 64)), Status::SUCCESS);
+  ASSERT_EQ(PostSend(a, Send(a, 2, abi::WrType::SEND, 0, 8)), Status::SUCCESS);
+  abi::WorkCompletion wc{};
+  ASSERT_EQ(PollOne(a, &wc), Status::SUCCESS);
+  EXPECT_EQ(wc.wr_id, 2u);  // 1 was discarded by the reset, without a completion
+  ASSERT_EQ(PollOne(b, &wc), Status::SUCCESS);
+  EXPECT_EQ(wc.wr_id, 5u);
+  uint32_t n = 0;
+  EXPECT_EQ(b.cq_ring.PollCq(std::span<abi::WorkCompletion>(&wc, 1), &n), Status::NOT_FOUND);
+}
+
 TEST_F(RingFixture, ArmedCqRaisesOneCompletionEvent) {
   Connect();
   Side& a = sides_[0];
