@@ -251,6 +251,23 @@ Status SoftCa::DeregisterMr(uint32_t key) {
   return hca_.DeregisterMr(key);
 }
 
+// ---- MR reregistration -------------------------------------------------------------------
+
+Status SoftCa::ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
+                            uint64_t length, abi::AccessFlags access, int32_t pid,
+                            uint32_t* new_key) {
+  // A new translation needs the accessor of the memory's owner, made before the lock as in
+  // RegisterMr; without TRANSLATION the device keeps the region's own.
+  const bool translation = abi::HasAny(what, abi::MrReregFlags::TRANSLATION);
+  std::shared_ptr<DmaAccessor> dma;
+  if (translation) {
+    dma = pid == 0 ? kernel_dma_ : std::make_shared<ProcessVmDma>(static_cast<pid_t>(pid));
+  }
+  Locked locked(this);
+  if (locked.gone()) return Status::CA_REMOVED;
+  return hca_.ReregisterMr(key, what, pd, vaddr, length, vaddr, access, std::move(dma), new_key);
+}
+
 // ---- CQ ----------------------------------------------------------------------------------
 
 Status SoftCa::CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size) {

@@ -135,12 +135,20 @@ void AvObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyAh(ah); }
 MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& region_in,
              int32_t pid_in)
     : AlObject(abi::ObjectType::Mr, owner),
-      pd_obj(pd),
+      ca(pd->ca_obj->ca.get()),
       pid(pid_in),
       key(key_in),
-      region(region_in) {}
+      region(region_in),
+      pd_obj(pd) {}
 
-void MrObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DeregisterMr(key); }
+void MrObj::OnDestroy() {
+  uint32_t current;
+  {
+    kernel::SpinLockGuard guard(lock);
+    current = key;
+  }
+  ca->ci->DeregisterMr(current);
+}
 
 // ---- Cq --------------------------------------------------------------------------------------
 
