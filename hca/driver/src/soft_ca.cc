@@ -161,8 +161,8 @@ void SoftCa::TickDpc(kernel::Kdpc*, void* context, void*, void*) {
 // ---- packets -----------------------------------------------------------------------------
 
 void SoftCa::SetPortLink(uint8_t port, PortLink* link) {
-  kernel::SpinLockGuard guard(lock_);
-  hca_.port(port).link = link;
+  Locked locked(this);  // its release hands PORT_ACTIVE / PORT_DOWN to the event waiters
+  hca_.SetPortLink(port, link);
 }
 
 void SoftCa::DeliverPacket(uint8_t port, std::span<const uint8_t> packet) {

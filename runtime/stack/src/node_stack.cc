@@ -128,6 +128,14 @@ Status NodeStack::RemoveCa(uint64_t ca_guid) {
   return WaitForCa(ca_guid, false);
 }
 
+Status NodeStack::CablePorts(uint64_t guid_a, uint8_t port_a, uint64_t guid_b, uint8_t port_b) {
+  return hca::HcaCablePorts(state_->hca, guid_a, port_a, guid_b, port_b);
+}
+
+Status NodeStack::UncablePort(uint64_t guid, uint8_t port) {
+  return hca::HcaUncablePort(state_->hca, guid, port);
+}
+
 Status NodeStack::AddCa(const CaConfig& config, uint64_t* ca_guid) {
   State& s = *state_;
   Status status = AddCaToDriver(config, s.node->name(), ca_guid);

@@ -52,6 +52,10 @@ class NodeStack {
   // CA_REMOVED, they get the removal events, its bus PDOs are gone on return, nothing
   // leaks. PASSIVE.
   kernel::Status RemoveCa(uint64_t ca_guid);
+  // Cables port_a of CA guid_a to port_b of CA guid_b (both ends ACTIVE: PORT_ACTIVE
+  // events), or unplugs a port's cable (both ends DOWN: PORT_DOWN events). PASSIVE.
+  kernel::Status CablePorts(uint64_t guid_a, uint8_t port_a, uint64_t guid_b, uint8_t port_b);
+  kernel::Status UncablePort(uint64_t guid, uint8_t port);
   // Adds a CA at run time (arrival events; its bus PDOs exist on return). PASSIVE.
   kernel::Status AddCa(const CaConfig& config, uint64_t* ca_guid);
 
