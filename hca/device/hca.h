@@ -222,6 +222,8 @@ class Hca {
 
  private:
   abi::Status CheckQpCreate(const abi::QpCaps& caps, uint32_t srq, PdId pd) const;
+  // SQ_DRAINED once a draining SQD QP that asked for it has nothing outstanding.
+  void ReportSqDrained(QueuePair& qp);
   // attributes.cc: PORT_ACTIVE / PORT_DOWN when the link state crossed ACTIVE.
   void ReportPortChange(const Port& p, uint8_t link_state_before);
   // requester.cc
