@@ -139,11 +139,36 @@ abi::Status Hca::ModifyCa(uint8_t port_number, abi::ModifyCaFlags flags, PortCap
   Port& p = port(port_number);
   if (abi::HasAny(flags, F::RESET_QKEY_COUNTER)) p.counters.qkey_violations = 0;
   if (abi::HasAny(flags, F::RESET_PKEY_COUNTER)) p.counters.pkey_violations = 0;
-  if (abi::HasAny(flags, F::SHUTDOWN_PORT)) p.shut_down = true;
+  if (abi::HasAny(flags, F::SHUTDOWN_PORT)) {
+    const uint8_t before = p.LinkState();
+    p.shut_down = true;
+    ReportPortChange(p, before);
+  }
   if (abi::HasAny(flags, F::INIT_TYPE)) p.init_type_reply = init_type;
   if (abi::HasAny(flags, F::PORT_CAPABILITIES))
     p.capabilities = (p.capabilities | cap_set) & ~cap_clear;
   return abi::Status::SUCCESS;
+}
+
+// ---- port state ---------------------------------------------------------------------------
+
+void Hca::SetPortLink(uint8_t port_number, Link* link) {
+  Port& p = port(port_number);
+  const uint8_t before = p.LinkState();
+  p.link = link;
+  ReportPortChange(p, before);
+}
+
+void Hca::ReportPortChange(const Port& p, uint8_t before) {
+  // The unaffiliated events of IBA 11.6.3.3: a port entering ACTIVE, or leaving it (the
+  // link went down). INIT/ARMED steps without an SM are not reported.
+  constexpr uint8_t kActive = 4;
+  const uint8_t after = p.LinkState();
+  if (before == after || (before != kActive && after != kActive)) return;
+  if (!async_events) return;
+  async_events(DeviceEvent{
+      after == kActive ? abi::AsyncEventType::PORT_ACTIVE : abi::AsyncEventType::PORT_DOWN,
+      p.number});
 }
 
 }  // namespace softib::hca

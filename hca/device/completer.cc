@@ -155,6 +155,7 @@ void Hca::RetireRc(QueuePair& qp) {
   bool outstanding = false;
   for (std::size_t i = 0; i < req.next; ++i) outstanding |= !req.wqes[i].done;
   if (!outstanding) req.ack_deadline = 0;
+  ReportSqDrained(qp);  // the last completion of a drain
 }
 
 void Hca::RetryFrom(QueuePair& qp, uint32_t psn) {

@@ -174,9 +174,22 @@ abi::Status Hca::ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attrs) {
       qp->rc.req.retry_left = qp->retry_count;
       qp->rc.req.rnr_retry_left = qp->rnr_retry;
     }
+    qp->sqd_notify_pending = false;
     ProgressSend(*qp);  // SQD/SQE → RTS resumes the send queue
+  } else if (qp->state == abi::QpState::SQD && before == abi::QpState::RTS) {
+    // The drain starts: nothing new is started (the requester runs in RTS only), what is
+    // in flight completes, then SQ_DRAINED if it was asked for.
+    qp->sqd_notify_pending = qp->en_sqd_async_notify;
+    ReportSqDrained(*qp);
   }
+  if (qp->state != abi::QpState::SQD) qp->sqd_notify_pending = false;
   return abi::Status::SUCCESS;
+}
+
+void Hca::ReportSqDrained(QueuePair& qp) {
+  if (!qp.sqd_notify_pending || qp.state != abi::QpState::SQD || qp.SqDraining()) return;
+  qp.sqd_notify_pending = false;
+  if (async_events) async_events(DeviceEvent{abi::AsyncEventType::SQ_DRAINED, qp.handle});
 }
 
 abi::Status Hca::QueryQp(uint32_t qpn, abi::QpAttributes* out) const {

@@ -118,6 +118,11 @@ class Hca {
                        abi::PortCapabilities cap_clear, uint8_t init_type,
                        uint64_t system_image_guid);
 
+  // Plugs a cable into port `port_number` (nullptr unplugs it). A port entering or leaving
+  // ACTIVE reports PORT_ACTIVE / PORT_DOWN through async_events (object: the port number);
+  // so does ModifyCa's SHUTDOWN_PORT on an ACTIVE port.
+  void SetPortLink(uint8_t port_number, Link* link);
+
   // --- objects -------------------------------------------------------------------------
   PdId AllocPd() { return pds_.Allocate(); }
   abi::Status FreePd(PdId pd);
@@ -217,6 +222,10 @@ class Hca {
 
  private:
   abi::Status CheckQpCreate(const abi::QpCaps& caps, uint32_t srq, PdId pd) const;
+  // SQ_DRAINED once a draining SQD QP that asked for it has nothing outstanding.
+  void ReportSqDrained(QueuePair& qp);
+  // attributes.cc: PORT_ACTIVE / PORT_DOWN when the link state crossed ACTIVE.
+  void ReportPortChange(const Port& p, uint8_t link_state_before);
   // requester.cc
   void ProgressSend(QueuePair& qp);
   abi::WcStatus SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* length);

@@ -47,6 +47,7 @@ abi::Status QueuePair::Modify(const abi::QpModifyAttributes& attrs, const QpLimi
   if (has(QpAttrMask::MIN_RNR_TIMER)) min_rnr_timer = attrs.min_rnr_timer;
   if (has(QpAttrMask::DEST_QPN)) dest_qpn = attrs.dest_qpn & kPsnMask;  // 24 bits, as a PSN
   if (has(QpAttrMask::CAP)) caps = attrs.caps;
+  if (has(QpAttrMask::EN_SQD_ASYNC_NOTIFY)) en_sqd_async_notify = attrs.en_sqd_async_notify != 0;
   state = to;
   return abi::Status::SUCCESS;
 }
@@ -72,6 +73,8 @@ abi::QpAttributes QueuePair::Query() const {
   out.max_rd_atomic = max_rd_atomic;
   out.max_dest_rd_atomic = max_dest_rd_atomic;
   out.sq_signaled = sq_signaled;
+  out.sq_draining = SqDraining();
+  out.en_sqd_async_notify = en_sqd_async_notify;
   out.av = av;
   return out;
 }

@@ -46,6 +46,10 @@ struct QueuePair {
   uint8_t timeout = 0, retry_count = 0, rnr_retry = 0, min_rnr_timer = 0;
   uint8_t max_rd_atomic = 0, max_dest_rd_atomic = 0;
   abi::AddressVector av{};
+  // SQD (IBA 10.3.1, 11.6.3.1): with EN_SQD_ASYNC_NOTIFY, the drain that RTS→SQD starts
+  // ends with one SQ_DRAINED event once no started send request is outstanding.
+  bool en_sqd_async_notify = false;
+  bool sqd_notify_pending = false;
 
   std::deque<abi::SendWorkRequest> sq;
   std::deque<abi::RecvWorkRequest> rq;
@@ -61,6 +65,9 @@ struct QueuePair {
     return state == abi::QpState::RTR || state == abi::QpState::RTS || state == abi::QpState::SQD ||
            state == abi::QpState::SQE;
   }
+  // In SQD with started send requests not yet completed (RC/UC; a UD send is complete
+  // when it is sent).
+  bool SqDraining() const { return state == abi::QpState::SQD && rc.req.next != 0; }
   bool IsDatagram() const {
     return type == abi::QpType::UD || type == abi::QpType::GSI || type == abi::QpType::SMI;
   }

@@ -25,10 +25,17 @@ struct CaExtension {
   SoftCa* ca;  // the device's reference
 };
 
+// The far end of a cabled port.
+struct PeerPort {
+  uint64_t guid = 0;  // 0: not cabled
+  uint8_t port = 0;
+};
+
 struct CaEntry {
   SoftCa* ca = nullptr;
   kernel::DeviceObject* device = nullptr;
   std::vector<std::unique_ptr<PortLink>> links;  // transmit side of this CA's cabled ports
+  std::vector<PeerPort> peers;                   // index: port - 1
 };
 
 SoftCa* CaOf(kernel::DeviceObject* device) {
@@ -96,6 +103,27 @@ struct HcaDriver {
   kernel::FastMutex mutex;          // PASSIVE configuration changes
   std::map<uint64_t, CaEntry> cas;  // by node GUID; mutex held
 
+  // Unplugs port `port` of `entry` (mutex held): the port and its peer go DOWN (their CAs
+  // report PORT_DOWN), and each end's transmit side is cut. Links are handed to `dead` and
+  // freed by the caller once nothing can transmit on them.
+  void Unplug(CaEntry& entry, uint8_t port, std::vector<std::unique_ptr<PortLink>>* dead) {
+    const PeerPort peer = entry.peers[port - 1];
+    if (peer.guid == 0) return;
+    // The CA lock orders this against a transmit in progress: after SetPortLink no new
+    // packet goes out on the link.
+    entry.ca->SetPortLink(port, nullptr);
+    wire.Cut(entry.links[port - 1].get());
+    dead->push_back(std::move(entry.links[port - 1]));
+    entry.peers[port - 1] = {};
+    auto other = cas.find(peer.guid);
+    if (other == cas.end()) return;
+    CaEntry& far = other->second;
+    far.ca->SetPortLink(peer.port, nullptr);
+    wire.Cut(far.links[peer.port - 1].get());
+    dead->push_back(std::move(far.links[peer.port - 1]));
+    far.peers[peer.port - 1] = {};
+  }
+
   std::vector<PortLink*> AllLinks() {
     std::vector<PortLink*> links;
     for (auto& [guid, entry] : cas) {
@@ -151,6 +179,7 @@ Status HcaAddCa(HcaDriver* driver, const HcaConfig& config, uint16_t first_lid) 
   entry.ca = ca;
   entry.device = device;
   entry.links.resize(config.num_ports);
+  entry.peers.resize(config.num_ports);
   driver->mutex.Release();
   return kernel::IoSetDeviceInterfaceState(device, ci::kCiInterfaceClass, true);
 }
@@ -170,10 +199,30 @@ Status HcaCablePorts(HcaDriver* driver, uint64_t guid_a, uint8_t port_a, uint64_
   } else {
     a->second.links[port_a - 1] = std::make_unique<PortLink>(&driver->wire, b->second.ca, port_b);
     b->second.links[port_b - 1] = std::make_unique<PortLink>(&driver->wire, a->second.ca, port_a);
+    a->second.peers[port_a - 1] = {guid_b, port_b};
+    b->second.peers[port_b - 1] = {guid_a, port_a};
+    // Both ends go ACTIVE (LIDs are set, no SM yet): each CA reports PORT_ACTIVE.
     a->second.ca->SetPortLink(port_a, a->second.links[port_a - 1].get());
     b->second.ca->SetPortLink(port_b, b->second.links[port_b - 1].get());
   }
   driver->mutex.Release();
+  return status;
+}
+
+Status HcaUncablePort(HcaDriver* driver, uint64_t guid, uint8_t port) {
+  std::vector<std::unique_ptr<PortLink>> dead;
+  driver->mutex.Acquire();
+  auto it = driver->cas.find(guid);
+  Status status = Status::SUCCESS;
+  if (it == driver->cas.end()) {
+    status = Status::INVALID_GUID;
+  } else if (port == 0 || port > it->second.peers.size() || it->second.peers[port - 1].guid == 0) {
+    status = Status::INVALID_PORT;
+  } else {
+    driver->Unplug(it->second, port, &dead);
+  }
+  driver->mutex.Release();
+  // Packets already queued name their CA, not the link: the links can go now.
   return status;
 }
 
@@ -184,9 +233,12 @@ Status HcaRemoveCa(HcaDriver* driver, uint64_t node_guid) {
     driver->mutex.Release();
     return Status::INVALID_GUID;
   }
+  // The peers of its cabled ports lose their link (PORT_DOWN on their CAs); nothing
+  // reaches the CA any more, and what is queued for it is dropped on delivery.
+  std::vector<std::unique_ptr<PortLink>> dead;
+  for (uint8_t p = 1; p <= it->second.peers.size(); ++p) driver->Unplug(it->second, p, &dead);
   CaEntry entry = std::move(it->second);
   driver->cas.erase(it);
-  // Nothing reaches the CA any more; what is queued for it is dropped on delivery.
   driver->wire.CutAllTo(driver->AllLinks(), entry.ca);
   for (auto& link : entry.links) {
     if (link) driver->wire.Cut(link.get());

@@ -161,8 +161,8 @@ void SoftCa::TickDpc(kernel::Kdpc*, void* context, void*, void*) {
 // ---- packets -----------------------------------------------------------------------------
 
 void SoftCa::SetPortLink(uint8_t port, PortLink* link) {
-  kernel::SpinLockGuard guard(lock_);
-  hca_.port(port).link = link;
+  Locked locked(this);  // its release hands PORT_ACTIVE / PORT_DOWN to the event waiters
+  hca_.SetPortLink(port, link);
 }
 
 void SoftCa::DeliverPacket(uint8_t port, std::span<const uint8_t> packet) {
@@ -250,6 +250,23 @@ Status SoftCa::DeregisterMr(uint32_t key) {
   Locked locked(this);
   if (locked.gone()) return Status::SUCCESS;
   return hca_.DeregisterMr(key);
+}
+
+// ---- MR reregistration -------------------------------------------------------------------
+
+Status SoftCa::ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
+                            uint64_t length, abi::AccessFlags access, int32_t pid,
+                            uint32_t* new_key) {
+  // A new translation needs the accessor of the memory's owner, made before the lock as in
+  // RegisterMr; without TRANSLATION the device keeps the region's own.
+  const bool translation = abi::HasAny(what, abi::MrReregFlags::TRANSLATION);
+  std::shared_ptr<DmaAccessor> dma;
+  if (translation) {
+    dma = pid == 0 ? kernel_dma_ : std::make_shared<ProcessVmDma>(static_cast<pid_t>(pid));
+  }
+  Locked locked(this);
+  if (locked.gone()) return Status::CA_REMOVED;
+  return hca_.ReregisterMr(key, what, pd, vaddr, length, vaddr, access, std::move(dma), new_key);
 }
 
 // ---- CQ ----------------------------------------------------------------------------------

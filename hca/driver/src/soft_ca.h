@@ -50,6 +50,10 @@ class SoftCa final : public ci::CaInterface {
   Status RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
                     int32_t pid, uint32_t* key) override;
   Status DeregisterMr(uint32_t key) override;
+  // MR reregistration
+  Status ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
+                      uint64_t length, abi::AccessFlags access, int32_t pid,
+                      uint32_t* new_key) override;
   Status CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size) override;
   Status ResizeCq(uint32_t cq, uint32_t* size) override;
   Status QueryCq(uint32_t cq, uint32_t* size) override;

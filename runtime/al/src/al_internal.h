@@ -74,6 +74,9 @@ class AlCa {
 // kept alive by both.
 struct FileState {
   Counters counts;
+  // Event IRPs taken off a queue whose completion routines have not returned yet (on a
+  // DPC, say): IbReleaseAl waits for zero so that nothing of the client runs after it.
+  std::atomic<uint32_t> completing{0};
 };
 
 // Extension of the AL's devices: the AL device or a filter over a CA.

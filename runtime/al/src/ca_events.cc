@@ -118,6 +118,20 @@ std::vector<abi::PnpEventRecord> PortRecords(AlCa& ca, bool add) {
   return records;
 }
 
+// A port that entered or left ACTIVE, for the PORT class registrations (IBAL's
+// IB_PNP_PORT_ACTIVE / IB_PNP_PORT_DOWN), with the port's attributes as they are now.
+abi::PnpEventRecord PortChangeRecord(AlCa& ca, uint8_t port, abi::PnpEvent event) {
+  abi::PnpEventRecord record = CaRecord(ca, event);
+  record.port_num = port;
+  std::vector<abi::PortAttributes> ports(ca.ci->num_ports());
+  abi::CaAttributes attributes;
+  if (port >= 1 && port <= ports.size() && ca.ci->QueryCa(&attributes, ports) == Status::SUCCESS) {
+    record.port = ports[port - 1];
+    record.guid = ports[port - 1].port_guid;  // already network order
+  }
+  return record;
+}
+
 void PostTo(AccessLayer* al, abi::PnpClass pnp_class,
             const std::vector<abi::PnpEventRecord>& records) {
   std::vector<kernel::ObjectRef> regs;
@@ -202,6 +216,15 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
       }
     }
     for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
+    // A port state change is also PnP news (DESIGN: a port changing state reaches
+    // registered clients as PnP events).
+    if (event.type == abi::AsyncEventType::PORT_ACTIVE ||
+        event.type == abi::AsyncEventType::PORT_DOWN) {
+      const auto pnp = event.type == abi::AsyncEventType::PORT_ACTIVE ? abi::PnpEvent::PORT_ACTIVE
+                                                                      : abi::PnpEvent::PORT_DOWN;
+      PostTo(al, abi::PnpClass::PORT,
+             {PortChangeRecord(*this, static_cast<uint8_t>(event.object), pnp)});
+    }
   }
 }
 

@@ -31,6 +31,7 @@ inline kernel::Status DestroyHandle(const kernel::CallContext& ctx, uint64_t han
 }
 
 kernel::CaVerbHandlers* CaHandlers();
+kernel::CmVerbHandlers* CmHandlers();
 kernel::PdAvVerbHandlers* PdAvHandlers();
 kernel::CqVerbHandlers* CqHandlers();
 kernel::QpVerbHandlers* QpHandlers();

@@ -47,9 +47,15 @@ Status IbOpenAl(Node* node, DeviceObject* client, IbAl** out) {
 
 void IbReleaseAl(IbAl* al) {
   VerifyBlockingAllowed("IbReleaseAl");
-  // Cleanup completes the client's pending IRPs (CANCELED) and destroys its objects: after
-  // this, nothing of the client is ever called again.
+  // Cleanup completes the client's pending IRPs (CANCELED) and destroys its objects; an
+  // event IRP that a DPC took off its queue just before is still being completed into the
+  // client: wait for its routines to return. After this, nothing of the client is ever
+  // called again, and the client's device reference goes.
+  const std::shared_ptr<al::FileState> state = al->instance->state;
   IoCloseFile(al->file);
+  while (state->completing.load(std::memory_order_acquire) != 0) {
+    KeDelayExecutionThread(std::chrono::microseconds(50));
+  }
   if (al->client != nullptr) ObDereferenceObject(al->client);
   delete al;
 }

@@ -1,6 +1,7 @@
 // Memory regions and memory windows. The HCA reaches a user region through the opening
 // process's pid (process_vm_readv/writev), a kernel region by memcpy.
 #include "runtime/al/src/handlers.h"
+#include "runtime/al/src/mr_rereg.h"
 
 namespace softib::al {
 
@@ -27,44 +28,6 @@ Status Register(const kernel::CallContext& ctx, PdObj* pd, const abi::MrRegion& 
   return Publish(InstanceOf(ctx), object, handle);
 }
 
-// ReregMem / ReregPhys: what `flags` selects changes, by a new registration that replaces
-// the old key (the region keeps its handle). Moving a region to another PD would change
-// its parent object: not supported.
-Status Rereg(MrObj* mr, abi::MrReregFlags flags, PdObj* new_pd, uint64_t vaddr, uint64_t length,
-             abi::AccessFlags access, uint32_t* lkey, uint32_t* rkey) {
-  if ((flags & abi::MrReregFlags::PD) != abi::MrReregFlags{} && new_pd && new_pd != mr->pd_obj) {
-    return Status::UNSUPPORTED;
-  }
-  abi::MrRegion region;
-  {
-    kernel::SpinLockGuard guard(mr->lock);
-    region = mr->region;
-  }
-  if ((flags & abi::MrReregFlags::TRANSLATION) != abi::MrReregFlags{}) {
-    region.vaddr = vaddr;
-    region.length = length;
-  }
-  if ((flags & abi::MrReregFlags::ACCESS) != abi::MrReregFlags{}) region.access = access;
-  hca::ci::CaInterface* ci = mr->pd_obj->ca_obj->ca->ci;
-  uint32_t key = 0;
-  if (const Status s =
-          ci->RegisterMr(mr->pd_obj->pd, region.vaddr, region.length, region.access, mr->pid, &key);
-      s != Status::SUCCESS) {
-    return s == Status::INVALID_PARAMETER ? Status::INVALID_SETTING : s;
-  }
-  uint32_t old;
-  {
-    kernel::SpinLockGuard guard(mr->lock);
-    old = mr->key;
-    mr->key = key;
-    mr->region = region;
-  }
-  ci->DeregisterMr(old);
-  *lkey = key;
-  *rkey = key;
-  return Status::SUCCESS;
-}
-
 class MrMwVerbs final : public kernel::MrMwVerbHandlers {
  public:
   Status RegMem(const kernel::CallContext& ctx, const abi::RegMemIn& in, kernel::RegMemRefs& refs,
@@ -76,13 +39,13 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
   Status RegPhys(const kernel::CallContext& ctx, const abi::RegPhysIn& in,
                  std::span<const abi::PhysRange> ranges, kernel::RegPhysRefs& refs,
                  abi::RegPhysOut& out, Irp*) override {
-    // "Physical" memory of a kernel client is its own buffer: one contiguous range here.
-    if (InstanceOf(ctx)->pid != 0 || ranges.size() != 1) return Status::UNSUPPORTED;
-    if (in.buf_offset > ranges[0].size || in.length > ranges[0].size - in.buf_offset) {
-      return Status::INVALID_SETTING;
-    }
+    // "Physical" memory of a kernel client is its own buffer (mr_rereg.h: PhysSpan).
+    if (InstanceOf(ctx)->pid != 0) return Status::UNSUPPORTED;
     abi::MrRegion region{};
-    region.vaddr = ranges[0].base + in.buf_offset;
+    if (const Status s = PhysSpan(ranges, in.buf_offset, in.length, &region.vaddr);
+        s != Status::SUCCESS) {
+      return s;
+    }
     region.length = in.length;
     region.access = in.access;
     out.iova = region.vaddr;
@@ -92,7 +55,7 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
   Status QueryMr(const kernel::CallContext&, const abi::QueryMrIn&, kernel::QueryMrRefs& refs,
                  abi::QueryMrOut& out, Irp*) override {
     MrObj* mr = As<MrObj>(refs.mr);
-    if (mr->pd_obj->ca_obj->ca->removed.load()) return Status::CA_REMOVED;
+    if (mr->ca->removed.load()) return Status::CA_REMOVED;
     kernel::SpinLockGuard guard(mr->lock);
     out.attributes.pd.value = mr->pd_obj->handle;
     out.attributes.local_lb = mr->region.vaddr;
@@ -107,28 +70,26 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
 
   Status ReregMem(const kernel::CallContext&, const abi::ReregMemIn& in, kernel::ReregMemRefs& refs,
                   abi::ReregMemOut& out, Irp*) override {
-    return Rereg(As<MrObj>(refs.mr), in.flags, refs.pd ? As<PdObj>(refs.pd) : nullptr,
-                 in.region.vaddr, in.region.length, in.region.access, &out.lkey, &out.rkey);
+    return ReregisterRegion(As<MrObj>(refs.mr), in.flags, refs.pd ? As<PdObj>(refs.pd) : nullptr,
+                            in.region.vaddr, in.region.length, in.region.access, &out.lkey,
+                            &out.rkey);
   }
 
   Status ReregPhys(const kernel::CallContext& ctx, const abi::ReregPhysIn& in,
                    std::span<const abi::PhysRange> ranges, kernel::ReregPhysRefs& refs,
                    abi::ReregPhysOut& out, Irp*) override {
-    // As RegPhys: a kernel client's own buffer, one contiguous range.
-    const bool translation = (in.flags & abi::MrReregFlags::TRANSLATION) != abi::MrReregFlags{};
-    if (InstanceOf(ctx)->pid != 0 || (translation && ranges.size() != 1)) {
-      return Status::UNSUPPORTED;
-    }
+    // As RegPhys: a kernel client's own buffer; the ranges count with TRANSLATION only.
+    if (InstanceOf(ctx)->pid != 0) return Status::UNSUPPORTED;
     uint64_t vaddr = 0;
-    if (translation) {
-      if (in.buf_offset > ranges[0].size || in.length > ranges[0].size - in.buf_offset) {
-        return Status::INVALID_SETTING;
+    if (abi::HasAny(in.flags, abi::MrReregFlags::TRANSLATION)) {
+      if (const Status s = PhysSpan(ranges, in.buf_offset, in.length, &vaddr);
+          s != Status::SUCCESS) {
+        return s;
       }
-      vaddr = ranges[0].base + in.buf_offset;
     }
     MrObj* mr = As<MrObj>(refs.mr);
-    const Status s = Rereg(mr, in.flags, refs.pd ? As<PdObj>(refs.pd) : nullptr, vaddr, in.length,
-                           in.access, &out.lkey, &out.rkey);
+    const Status s = ReregisterRegion(mr, in.flags, refs.pd ? As<PdObj>(refs.pd) : nullptr, vaddr,
+                                      in.length, in.access, &out.lkey, &out.rkey);
     if (s == Status::SUCCESS) {
       kernel::SpinLockGuard guard(mr->lock);
       out.iova = mr->region.vaddr;

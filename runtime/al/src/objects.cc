@@ -42,7 +42,7 @@ Status Publish(Instance* instance, AlObject* object, uint64_t* handle) {
 
 Waitable::Waitable(abi::ObjectType type, Instance* owner, uint32_t ioctl)
     : AlObject(type, owner),
-      waiters(owner->al->node, &owner->al->pending),
+      waiters(owner->al->node, &owner->al->pending, &owner->state->completing),
       function(FunctionOf(ioctl)),
       owner_(owner) {
   kernel::SpinLockGuard guard(owner->waitables_lock);
@@ -90,7 +90,7 @@ void AlObj::Pump() {
     // Where the waiting call wants its output (system buffer or caller's struct).
     auto* out = static_cast<abi::GetAsyncEventOut*>(irp->DriverContext[1]);
     *out = abi::GetAsyncEventOut{record};
-    kernel::CompleteVerbIrp(irp, Status::SUCCESS, sizeof(*out));
+    waiters.Complete(irp, Status::SUCCESS, sizeof(*out));
   }
 }
 
@@ -135,12 +135,20 @@ void AvObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyAh(ah); }
 MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& region_in,
              int32_t pid_in)
     : AlObject(abi::ObjectType::Mr, owner),
-      pd_obj(pd),
+      ca(pd->ca_obj->ca.get()),
       pid(pid_in),
       key(key_in),
-      region(region_in) {}
+      region(region_in),
+      pd_obj(pd) {}
 
-void MrObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DeregisterMr(key); }
+void MrObj::OnDestroy() {
+  uint32_t current;
+  {
+    kernel::SpinLockGuard guard(lock);
+    current = key;
+  }
+  ca->ci->DeregisterMr(current);
+}
 
 // ---- Cq --------------------------------------------------------------------------------------
 
@@ -192,7 +200,7 @@ void CqObj::Pump() {
   *out = abi::GetCompletionEventOut{};
   out->context = context;
   out->event_count = count;
-  kernel::CompleteVerbIrp(irp, Status::SUCCESS, sizeof(*out));
+  waiters.Complete(irp, Status::SUCCESS, sizeof(*out));
 }
 
 Status CqObj::Wait(Irp* irp, abi::GetCompletionEventOut& out) {
@@ -331,7 +339,7 @@ void PnpRegObj::Pump() {
     // Where the waiting call wants its output (system buffer or caller's struct).
     auto* out = static_cast<abi::GetPnpEventOut*>(irp->DriverContext[1]);
     *out = abi::GetPnpEventOut{record};
-    kernel::CompleteVerbIrp(irp, Status::SUCCESS, sizeof(*out));
+    waiters.Complete(irp, Status::SUCCESS, sizeof(*out));
   }
 }
 

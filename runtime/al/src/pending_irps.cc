@@ -12,8 +12,11 @@ using kernel::Irp;
 using kernel::Status;
 
 PendingIrps::~PendingIrps() {
-  // A cancel routine that already claimed an IRP still has to take it off this queue.
-  while (size() != 0) std::this_thread::yield();
+  // A cancel routine that already claimed an IRP still has to take it off this queue and
+  // finish completing it.
+  while (size() != 0 || cancelling_.load(std::memory_order_acquire) != 0) {
+    std::this_thread::yield();
+  }
 }
 
 void PendingIrps::Erase(Irp* irp) {
@@ -51,15 +54,23 @@ Irp* PendingIrps::Remove() {
     if (kernel::IoSetCancelRoutine(irp, nullptr) == nullptr) continue;  // being cancelled
     irps_.erase(it);
     node_pending_->fetch_sub(1, std::memory_order_relaxed);
+    // Counted before the lock drops: a cleanup that finds the queue empty afterwards still
+    // sees this IRP on its way.
+    completing_->fetch_add(1, std::memory_order_acq_rel);
     return irp;
   }
   return nullptr;
 }
 
+void PendingIrps::Complete(Irp* irp, Status status, uint64_t information) {
+  kernel::CompleteVerbIrp(irp, status, information);
+  completing_->fetch_sub(1, std::memory_order_acq_rel);
+}
+
 std::size_t PendingIrps::CancelAll() {
   std::size_t n = 0;
   while (Irp* irp = Remove()) {
-    kernel::CompleteVerbIrp(irp, Status::CANCELED, 0);
+    Complete(irp, Status::CANCELED, 0);
     ++n;
   }
   return n;
@@ -76,8 +87,11 @@ void PendingIrps::CancelRoutine(kernel::DeviceObject*, Irp* irp) {
   {
     kernel::SpinLockGuard guard(self->lock_);
     self->Erase(irp);
+    self->completing_->fetch_add(1, std::memory_order_acq_rel);
+    self->cancelling_.fetch_add(1, std::memory_order_acq_rel);  // holds the destructor
   }
-  kernel::CompleteVerbIrp(irp, Status::CANCELED, 0);
+  self->Complete(irp, Status::CANCELED, 0);
+  self->cancelling_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of `self`
 }
 
 }  // namespace softib::al

@@ -154,7 +154,7 @@ const kernel::VerbHandlerSet& Handlers() {
     s.runtime_ioctls = RuntimeHandlers();
     s.verbs_al = AlHandlers();
     s.verbs_ca = CaHandlers();
-    s.verbs_cm = nullptr;  // the CM arrives with issue 5: UNSUPPORTED
+    s.verbs_cm = CmHandlers();  // validation, then UNSUPPORTED until issue 5
     s.verbs_cq = CqHandlers();
     s.verbs_mcast = McastHandlers();
     s.verbs_mr_mw = MrMwHandlers();

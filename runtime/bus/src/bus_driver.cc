@@ -9,7 +9,9 @@
 #include "pdo.h"
 #include "softib/hca/ci.h"
 #include "softib/kernel/device.h"
+#include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/irql.h"
 #include "softib/kernel/mutex.h"
 #include "softib/kernel/pnp.h"
 
@@ -93,15 +95,19 @@ void OnCaArrival(BusDriver* bus, kernel::DeviceObject* ca_device) {
 }
 
 void OnCaRemoval(BusDriver* bus, kernel::DeviceObject* ca_device) {
+  // The CA stays listed until its PDOs are gone, so that WaitForBusCa(absent) means gone.
+  // PnP callbacks run one at a time, so nothing else changes this entry meanwhile.
   CaChildren children;
   bus->mutex.Acquire();
   auto it = bus->cas.find(ca_device);
-  if (it != bus->cas.end()) {
-    children = std::move(it->second);
-    bus->cas.erase(it);
-  }
+  const bool known = it != bus->cas.end();
+  if (known) children = it->second;
   bus->mutex.Release();
+  if (!known) return;
   RemoveChildren(children);
+  bus->mutex.Acquire();
+  bus->cas.erase(ca_device);
+  bus->mutex.Release();
 }
 
 void OnCiNotification(const kernel::PnpNotification& notification, void* context) {
@@ -157,6 +163,21 @@ size_t BusPdoCount(BusDriver* bus) {
   }
   bus->mutex.Release();
   return count;
+}
+
+Status WaitForBusCa(BusDriver* bus, uint64_t guid, bool present,
+                    std::chrono::milliseconds timeout) {
+  kernel::VerifyBlockingAllowed("WaitForBusCa");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool found = false;
+    bus->mutex.Acquire();
+    for (const auto& [device, children] : bus->cas) found = found || children.guid == guid;
+    bus->mutex.Release();
+    if (found == present) return Status::SUCCESS;
+    if (std::chrono::steady_clock::now() >= deadline) return Status::TIMEOUT;
+    kernel::KeDelayExecutionThread(std::chrono::milliseconds(1));
+  }
 }
 
 }  // namespace softib::bus

@@ -1,12 +1,16 @@
 // The object header: references, parent links, child counts, destroy-or-busy.
 #include "softib/kernel/object.h"
+
+#include <thread>
+
 #include "softib/kernel/verifier.h"
 
 namespace softib::kernel {
 
 namespace {
 constexpr uint32_t kDestroyed = 1;
-constexpr uint32_t kOneChild = 2;
+constexpr uint32_t kMoving = 2;  // Reparent is swapping parent_
+constexpr uint32_t kOneChild = 4;
 }  // namespace
 
 void ReferenceObject(KernelObject* object) {
@@ -40,6 +44,34 @@ Status KernelObject::SetParent(KernelObject* parent) {
   return Status::SUCCESS;
 }
 
+Status KernelObject::Reparent(KernelObject* new_parent) {
+  if (new_parent == nullptr || parent_ == nullptr) {
+    VerifierFail("Reparent: object %p (%s) without a parent or to none", this,
+                 abi::ToString(type_));
+  }
+  uint32_t state = state_.load(std::memory_order_acquire);
+  do {
+    if ((state & kDestroyed) != 0) return Status::INVALID_STATE;
+    if ((state & kMoving) != 0) return Status::RESOURCE_BUSY;
+  } while (!state_.compare_exchange_weak(state, state | kMoving, std::memory_order_acq_rel));
+  if (new_parent == parent_) {
+    state_.fetch_and(~kMoving, std::memory_order_acq_rel);
+    return Status::SUCCESS;
+  }
+  if (!new_parent->TryAddChild()) {
+    state_.fetch_and(~kMoving, std::memory_order_acq_rel);
+    return Status::INVALID_STATE;
+  }
+  ReferenceObject(new_parent);
+  KernelObject* old = parent_;
+  parent_ = new_parent;
+  // Published by the release: FinishDestroy reads parent_ only once the bit is clear.
+  state_.fetch_and(~kMoving, std::memory_order_acq_rel);
+  old->RemoveChild();
+  DereferenceObject(old);
+  return Status::SUCCESS;
+}
+
 bool KernelObject::TryAddChild() {
   uint32_t state = state_.load(std::memory_order_acquire);
   do {
@@ -70,6 +102,8 @@ void KernelObject::ForceDestroy() {
 }
 
 void KernelObject::FinishDestroy() {
+  // A ForceDestroy racing a Reparent: the move is a few stores, wait for it to land.
+  while ((state_.load(std::memory_order_acquire) & kMoving) != 0) std::this_thread::yield();
   OnDestroy();
   if (parent_ != nullptr) parent_->RemoveChild();
 }

@@ -186,6 +186,80 @@ TEST_F(HandleTableTest, ACreateUnderADestroyedParentFails) {
   EXPECT_EQ(world_.live.load(), 0);
 }
 
+TEST_F(HandleTableTest, ReparentMovesTheChildAndTheBusyRuleWithIt) {
+  ObjectHandleTable table(&node_);
+  const uint64_t pd1 = Create(table, ObjectType::Pd, "pd1");
+  const uint64_t pd2 = Create(table, ObjectType::Pd, "pd2");
+  const uint64_t mr = Create(table, ObjectType::Mr, "mr", pd1, ObjectType::Pd);
+  KernelObject* region = Peek(table, mr, ObjectType::Mr);
+  KernelObject* second = Peek(table, pd2, ObjectType::Pd);
+  ASSERT_EQ(region->Reparent(second), Status::SUCCESS);
+  EXPECT_EQ(region->parent(), second);
+  EXPECT_EQ(Peek(table, pd1, ObjectType::Pd)->child_count(), 0u);
+  EXPECT_EQ(second->child_count(), 1u);
+  EXPECT_EQ(table.Destroy(pd2, ObjectType::Pd), Status::RESOURCE_BUSY);
+  EXPECT_EQ(table.Destroy(pd1, ObjectType::Pd), Status::SUCCESS);
+  EXPECT_EQ(region->Reparent(second), Status::SUCCESS);  // to where it is: nothing changes
+  EXPECT_EQ(second->child_count(), 1u);
+  EXPECT_EQ(table.Destroy(mr, ObjectType::Mr), Status::SUCCESS);
+  EXPECT_EQ(table.Destroy(pd2, ObjectType::Pd), Status::SUCCESS);
+  EXPECT_EQ(world_.live.load(), 0);
+}
+
+TEST_F(HandleTableTest, ReparentRefusesDestroyedEnds) {
+  ObjectHandleTable table(&node_);
+  const uint64_t pd1 = Create(table, ObjectType::Pd, "pd1");
+  const uint64_t pd2 = Create(table, ObjectType::Pd, "pd2");
+  const uint64_t mr = Create(table, ObjectType::Mr, "mr", pd1, ObjectType::Pd);
+  ObjectRef target, region;
+  ASSERT_EQ(table.Lookup(pd2, ObjectType::Pd, HandleAccess::kWrite, &target), Status::SUCCESS);
+  ASSERT_EQ(table.Lookup(mr, ObjectType::Mr, HandleAccess::kWrite, &region), Status::SUCCESS);
+  ASSERT_EQ(table.Destroy(pd2, ObjectType::Pd), Status::SUCCESS);
+  EXPECT_EQ(region.get()->Reparent(target.get()), Status::INVALID_STATE);
+  EXPECT_EQ(region.get()->parent(), Peek(table, pd1, ObjectType::Pd));  // unchanged
+  ASSERT_EQ(table.Destroy(mr, ObjectType::Mr), Status::SUCCESS);
+  EXPECT_EQ(region.get()->Reparent(Peek(table, pd1, ObjectType::Pd)), Status::INVALID_STATE);
+  region.Reset();
+  target.Reset();
+  EXPECT_EQ(table.Destroy(pd1, ObjectType::Pd), Status::SUCCESS);
+  EXPECT_EQ(world_.live.load(), 0);
+}
+
+// Moves back and forth race destroys of the region: each destroy is either busy (a move
+// is under way) or final, and the child counts always add up.
+TEST_F(HandleTableTest, ConcurrentReparentsAndDestroyKeepCountsExact) {
+  for (int round = 0; round < 50; ++round) {
+    ObjectHandleTable table(&node_);
+    const uint64_t pd1 = Create(table, ObjectType::Pd, "pd1");
+    const uint64_t pd2 = Create(table, ObjectType::Pd, "pd2");
+    const uint64_t mr = Create(table, ObjectType::Mr, "mr", pd1, ObjectType::Pd);
+    ObjectRef region, a, b;
+    ASSERT_EQ(table.Lookup(mr, ObjectType::Mr, HandleAccess::kWrite, &region), Status::SUCCESS);
+    ASSERT_EQ(table.Lookup(pd1, ObjectType::Pd, HandleAccess::kWrite, &a), Status::SUCCESS);
+    ASSERT_EQ(table.Lookup(pd2, ObjectType::Pd, HandleAccess::kWrite, &b), Status::SUCCESS);
+    std::atomic<bool> stop{false};
+    std::thread mover([&] {
+      for (int i = 0; !stop.load(); ++i) {
+        const Status s = region.get()->Reparent(i % 2 ? a.get() : b.get());
+        if (s == Status::INVALID_STATE) return;  // destroyed: done
+        EXPECT_TRUE(s == Status::SUCCESS || s == Status::RESOURCE_BUSY);
+      }
+    });
+    Status destroyed = Status::RESOURCE_BUSY;
+    while (destroyed == Status::RESOURCE_BUSY) destroyed = table.Destroy(mr, ObjectType::Mr);
+    EXPECT_EQ(destroyed, Status::SUCCESS);
+    stop = true;
+    mover.join();
+    EXPECT_EQ(a.get()->child_count() + b.get()->child_count(), 0u);
+    region.Reset();
+    a.Reset();
+    b.Reset();
+    EXPECT_EQ(table.Destroy(pd1, ObjectType::Pd), Status::SUCCESS);
+    EXPECT_EQ(table.Destroy(pd2, ObjectType::Pd), Status::SUCCESS);
+  }
+  EXPECT_EQ(world_.live.load(), 0);
+}
+
 TEST_F(HandleTableTest, CloseAllDestroysChildrenBeforeParents) {
   ObjectHandleTable table(&node_);
   // Insertion order deliberately not the dependency order: the CQ is published after the

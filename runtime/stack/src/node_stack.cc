@@ -1,11 +1,13 @@
 // Boots a node as a host loads it: the HCA driver and its CAs (cabled, links ACTIVE, LIDs
-// assigned since there is no SM yet), then the Access Layer, which takes the CAs in
-// through their PnP interface arrivals.
+// assigned since there is no SM yet), then the bus driver, which enumerates each CA's
+// IPoIB port PDOs and IOU PDO, then the Access Layer; the bus and the AL both take the CAs
+// in through their PnP interface arrivals. Shutdown runs the other way round.
 #include "softib/stack/node_stack.h"
 
 #include <mutex>
 
 #include "softib/al/access_layer.h"
+#include "softib/bus/bus_driver.h"
 #include "softib/hca/ci.h"
 #include "softib/hca/hca_driver.h"
 #include "softib/kernel/node.h"
@@ -17,6 +19,7 @@ using kernel::Status;
 struct NodeStack::State {
   std::unique_ptr<kernel::Node> node;
   hca::HcaDriver* hca = nullptr;
+  bus::BusDriver* bus = nullptr;
   al::AccessLayer* al = nullptr;
   std::mutex mutex;           // cas, next_index
   std::vector<uint64_t> cas;  // host order, in creation order
@@ -54,10 +57,12 @@ std::unique_ptr<NodeStack> NodeStack::Boot(const NodeConfig& config, Status* sta
       if (*status != Status::SUCCESS) return nullptr;
     }
   }
+  *status = bus::LoadBusDriver(s.node.get(), &s.bus);
+  if (*status != Status::SUCCESS) return nullptr;
   *status = al::LoadAccessLayer(s.node.get(), &s.al);
   if (*status != Status::SUCCESS) return nullptr;
   for (const uint64_t guid : s.cas) {
-    *status = al::WaitForCa(s.al, guid, true);
+    *status = stack->WaitForCa(guid, true);
     if (*status != Status::SUCCESS) return nullptr;
   }
   return stack;
@@ -87,12 +92,21 @@ NodeStack::~NodeStack() {
   if (state_ == nullptr) return;
   State& s = *state_;
   if (s.al != nullptr) al::UnloadAccessLayer(s.al);
+  if (s.bus != nullptr) bus::UnloadBusDriver(s.bus);
   if (s.hca != nullptr) hca::UnloadHcaDriver(s.hca);
   s.node.reset();
 }
 
 kernel::Node* NodeStack::node() { return state_->node.get(); }
 al::AccessLayer* NodeStack::access_layer() { return state_->al; }
+bus::BusDriver* NodeStack::bus() { return state_->bus; }
+
+Status NodeStack::WaitForCa(uint64_t guid, bool present) {
+  // Both listen to the same interface class, each on its own registration: wait for both.
+  const Status status = bus::WaitForBusCa(state_->bus, guid, present);
+  if (status != Status::SUCCESS) return status;
+  return al::WaitForCa(state_->al, guid, present);
+}
 
 std::vector<uint64_t> NodeStack::ca_guids() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -111,14 +125,22 @@ Status NodeStack::RemoveCa(uint64_t ca_guid) {
   }
   const Status status = hca::HcaRemoveCa(s.hca, ca_guid);
   if (status != Status::SUCCESS) return status;
-  return al::WaitForCa(s.al, ca_guid, false);
+  return WaitForCa(ca_guid, false);
+}
+
+Status NodeStack::CablePorts(uint64_t guid_a, uint8_t port_a, uint64_t guid_b, uint8_t port_b) {
+  return hca::HcaCablePorts(state_->hca, guid_a, port_a, guid_b, port_b);
+}
+
+Status NodeStack::UncablePort(uint64_t guid, uint8_t port) {
+  return hca::HcaUncablePort(state_->hca, guid, port);
 }
 
 Status NodeStack::AddCa(const CaConfig& config, uint64_t* ca_guid) {
   State& s = *state_;
   Status status = AddCaToDriver(config, s.node->name(), ca_guid);
   if (status != Status::SUCCESS) return status;
-  return al::WaitForCa(s.al, *ca_guid, true);
+  return WaitForCa(*ca_guid, true);
 }
 
 }  // namespace softib::stack

@@ -1,14 +1,23 @@
 // Booting and shutting down nodes: the default node, several nodes in one process, CAs
-// added and removed at run time, a failed boot leaving nothing behind.
+// added and removed at run time (with the bus driver's PDOs), a failed boot leaving
+// nothing behind.
 #include "softib/stack/node_stack.h"
 
 #include <endian.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
+#include <optional>
+#include <string>
+
 #include "kernel/verbs_ca_direct.h"
 #include "softib/al/access_layer.h"
+#include "softib/bus/bus_driver.h"
 #include "softib/kernel/device.h"
+#include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/pnp.h"
 
 namespace softib::stack {
 namespace {
@@ -25,6 +34,44 @@ std::vector<uint64_t> AlCaGuids(kernel::Node* node) {
   guids.resize(out.num_cas);
   for (auto& g : guids) g = be64toh(g);
   return guids;
+}
+
+// The identity a PDO answers to kIoctlBusQueryIdentity, or nullopt when no such device.
+std::optional<bus::PdoIdentity> PdoIdentityOf(kernel::Node* node, const std::string& name) {
+  kernel::DeviceObject* pdo = kernel::IoGetDeviceByName(node, name.c_str());
+  if (pdo == nullptr) return std::nullopt;
+  bus::PdoIdentity identity{};
+  std::memset(&identity, 0xEE, sizeof identity);
+  kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(
+      bus::kIoctlBusQueryIdentity, pdo, nullptr, 0, &identity, sizeof identity, true);
+  const Status status = kernel::IoCallDriverAndWait(pdo, irp);
+  kernel::ObDereferenceObject(pdo);
+  EXPECT_EQ(status, Status::SUCCESS) << name;
+  return identity;
+}
+
+// Every PDO the bus must have made for a CA with `ports` ports answers with its identity.
+void ExpectPdosOf(kernel::Node* node, uint64_t guid, uint8_t ports) {
+  for (uint8_t port = 1; port <= ports; ++port) {
+    const auto identity = PdoIdentityOf(node, bus::IpoibPdoName(guid, port));
+    ASSERT_TRUE(identity.has_value()) << bus::IpoibPdoName(guid, port);
+    EXPECT_EQ(identity->kind, bus::PdoKind::kIpoibPort);
+    EXPECT_EQ(identity->port, port);
+    EXPECT_EQ(identity->ca_guid, guid);
+  }
+  EXPECT_FALSE(PdoIdentityOf(node, bus::IpoibPdoName(guid, ports + 1)).has_value());
+  const auto iou = PdoIdentityOf(node, bus::IouPdoName(guid));
+  ASSERT_TRUE(iou.has_value()) << bus::IouPdoName(guid);
+  EXPECT_EQ(iou->kind, bus::PdoKind::kIou);
+  EXPECT_EQ(iou->port, 0);
+  EXPECT_EQ(iou->ca_guid, guid);
+}
+
+void ExpectNoPdosOf(kernel::Node* node, uint64_t guid, uint8_t ports) {
+  for (uint8_t port = 1; port <= ports; ++port) {
+    EXPECT_FALSE(PdoIdentityOf(node, bus::IpoibPdoName(guid, port)).has_value());
+  }
+  EXPECT_FALSE(PdoIdentityOf(node, bus::IouPdoName(guid)).has_value());
 }
 
 TEST(NodeStack, DefaultNodeHasTwoCasWithDevicesAndTheAlDevice) {
@@ -82,6 +129,81 @@ TEST(NodeStack, CasComeAndGoAtRunTime) {
   EXPECT_EQ(added, 0xABCDEFu);
   EXPECT_EQ(AlCaGuids(node->node()), (std::vector<uint64_t>{guids[0], 0xABCDEF}));
   EXPECT_EQ(node->AddCa(CaConfig{0xABCDEF, 1}, &added), Status::RESOURCE_BUSY);
+}
+
+TEST(NodeStack, TheBusEnumeratesEachCasPortPdosAndIouPdoAtBoot) {
+  Status status;
+  NodeConfig config;
+  config.cas = {CaConfig{0x5001, 2}, CaConfig{0x5002, 1}};
+  auto node = NodeStack::Boot(config, &status);
+  ASSERT_EQ(status, Status::SUCCESS);
+  ASSERT_NE(node->bus(), nullptr);
+  ExpectPdosOf(node->node(), 0x5001, 2);
+  ExpectPdosOf(node->node(), 0x5002, 1);
+  EXPECT_EQ(bus::BusPdoCount(node->bus()), 5u);  // 2 + 1 port PDOs, 2 IOU PDOs
+}
+
+TEST(NodeStack, PdosFollowCasAddedAndRemovedAtRunTime) {
+  Status status;
+  auto node = NodeStack::Boot({}, &status);
+  ASSERT_EQ(status, Status::SUCCESS);
+  const auto guids = node->ca_guids();
+  ASSERT_EQ(bus::BusPdoCount(node->bus()), 4u);
+
+  uint64_t added = 0;
+  ASSERT_EQ(node->AddCa(CaConfig{0xFEED01, 2}, &added), Status::SUCCESS);
+  ExpectPdosOf(node->node(), 0xFEED01, 2);
+  EXPECT_EQ(bus::BusPdoCount(node->bus()), 7u);
+
+  ASSERT_EQ(node->RemoveCa(guids[0]), Status::SUCCESS);
+  ExpectNoPdosOf(node->node(), guids[0], 1);
+  ExpectPdosOf(node->node(), guids[1], 1);  // the other CAs keep theirs
+  ExpectPdosOf(node->node(), 0xFEED01, 2);
+  EXPECT_EQ(bus::BusPdoCount(node->bus()), 5u);
+
+  ASSERT_EQ(node->RemoveCa(0xFEED01), Status::SUCCESS);
+  ExpectNoPdosOf(node->node(), 0xFEED01, 2);
+  EXPECT_EQ(bus::BusPdoCount(node->bus()), 2u);
+}
+
+// A ULP-like listener on the IPoIB PDO class that, at each arrival, asks the AL whether it
+// already knows the PDO's CA: the HCA driver started first, so the CA is there to ask about
+// (through its CI) before any PDO of it exists.
+TEST(NodeStack, PdosOfACaAddedAtRunTimeArriveAfterItsCaDevice) {
+  Status status;
+  auto node = NodeStack::Boot({}, &status);
+  ASSERT_EQ(status, Status::SUCCESS);
+  struct Seen {
+    kernel::Node* node;
+    std::atomic<int> arrivals{0};
+    std::atomic<int> with_ca_device{0};
+  } seen{node->node()};
+  kernel::PnpRegistration* registration = nullptr;
+  ASSERT_EQ(kernel::IoRegisterPlugPlayNotification(
+                node->node(), bus::kIpoibInterfaceClass, false,
+                [](const kernel::PnpNotification& n, void* context) {
+                  auto* self = static_cast<Seen*>(context);
+                  if (n.event != kernel::PnpEvent::kArrival) return;
+                  self->arrivals.fetch_add(1);
+                  kernel::DeviceObject* ca =
+                      kernel::IoGetDeviceByName(self->node, "hca-0000000000feed02");
+                  if (ca != nullptr) {
+                    self->with_ca_device.fetch_add(1);
+                    kernel::ObDereferenceObject(ca);
+                  }
+                },
+                &seen, &registration),
+            Status::SUCCESS);
+  uint64_t added = 0;
+  ASSERT_EQ(node->AddCa(CaConfig{0xFEED02, 2}, &added), Status::SUCCESS);
+  // The listener hears of the PDOs on the PnP workers, after the bus made them: a bounded
+  // wait (10 s means a lost notification, not a slow machine).
+  for (int i = 0; i < 10000 && seen.arrivals.load() < 2; ++i) {
+    kernel::KeDelayExecutionThread(std::chrono::milliseconds(1));
+  }
+  kernel::IoUnregisterPlugPlayNotification(registration);
+  EXPECT_EQ(seen.arrivals.load(), 2);
+  EXPECT_EQ(seen.with_ca_device.load(), 2);
 }
 
 TEST(NodeStack, ABootThatFailsLeavesNothing) {

@@ -94,6 +94,16 @@ class CaInterface {
                             int32_t pid, uint32_t* key) = 0;
   virtual Status DeregisterMr(uint32_t key) = 0;
 
+  // --- MR reregistration -----------------------------------------------------------------
+  // Changes what `what` selects of region `key` in place (TRANSLATION: vaddr/length, in the
+  // memory of `pid` as RegisterMr; PD: moves it to `pd`; ACCESS: its rights): the same
+  // table index, a new key (*new_key), the old key dead at once. RESOURCE_BUSY while
+  // windows are bound to it; INVALID_MR_HANDLE, INVALID_PD_HANDLE, INVALID_PERMISSION,
+  // INVALID_PARAMETER (no flag, a zero or wrapping range); on any error nothing changes.
+  virtual Status ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
+                              uint64_t length, abi::AccessFlags access, int32_t pid,
+                              uint32_t* new_key) = 0;
+
   // --- CQ --------------------------------------------------------------------------------
   virtual Status CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size) = 0;
   virtual Status ResizeCq(uint32_t cq, uint32_t* size) = 0;

@@ -33,6 +33,11 @@ kernel::Status HcaRemoveCa(HcaDriver* driver, uint64_t node_guid);
 kernel::Status HcaCablePorts(HcaDriver* driver, uint64_t guid_a, uint8_t port_a, uint64_t guid_b,
                              uint8_t port_b);
 
+// Unplugs the cable of port `port` of CA `guid`: both ends go DOWN and their CAs report
+// PORT_DOWN (HcaCablePorts reports PORT_ACTIVE on both). INVALID_GUID; INVALID_PORT: no such
+// port or not cabled. A CA's removal unplugs its cables the same way. PASSIVE.
+kernel::Status HcaUncablePort(HcaDriver* driver, uint64_t guid, uint8_t port);
+
 // IRP_MJ_PNP minor code of a removal (WDM IRP_MN_REMOVE_DEVICE).
 inline constexpr uint8_t kIrpMinorRemoveDevice = 0x02;
 

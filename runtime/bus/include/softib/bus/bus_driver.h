@@ -6,6 +6,7 @@
 // longer than the arrival that reads the CA's port count.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -44,5 +45,11 @@ void UnloadBusDriver(BusDriver* bus);
 
 // PDOs currently enumerated (tests, diagnostics).
 size_t BusPdoCount(BusDriver* bus);
+
+// Waits until the bus has enumerated the PDOs of CA `guid` (host order) or, with `present`
+// false, has removed them (arrivals and removals are PnP notifications, handled on a
+// worker). TIMEOUT otherwise. PASSIVE.
+kernel::Status WaitForBusCa(BusDriver* bus, uint64_t guid, bool present,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 }  // namespace softib::bus

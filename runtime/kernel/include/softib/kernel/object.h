@@ -29,11 +29,18 @@ class KernelObject {
   // is already destroyed.
   Status SetParent(KernelObject* parent);
 
+  // Moves this object under `new_parent` (re-registering a region into another PD): the
+  // new parent gains a child and a reference, the old one loses both. While it moves, a
+  // Destroy of this object answers RESOURCE_BUSY (and a ForceDestroy waits for the move),
+  // as does a second Reparent. INVALID_STATE when this object or `new_parent` is destroyed.
+  // The caller holds a reference on both. Any IRQL (no allocation, no blocking).
+  Status Reparent(KernelObject* new_parent);
+
   // Children, and dependents that are not children (a QP using a CQ counts on the CQ).
   // TryAddChild fails once the object is destroyed.
   bool TryAddChild();
   void RemoveChild();
-  uint32_t child_count() const { return state_.load(std::memory_order_acquire) >> 1; }
+  uint32_t child_count() const { return state_.load(std::memory_order_acquire) >> 2; }
 
   uint32_t reference_count() const { return references_.load(std::memory_order_acquire); }
   bool destroyed() const { return (state_.load(std::memory_order_acquire) & 1) != 0; }
@@ -58,7 +65,8 @@ class KernelObject {
   const abi::ObjectType type_;
   KernelObject* parent_ = nullptr;
   std::atomic<uint32_t> references_{1};
-  std::atomic<uint32_t> state_{0};  // child count << 1 | destroyed
+  // child count << 2 | moving (Reparent) << 1 | destroyed
+  std::atomic<uint32_t> state_{0};
 };
 
 }  // namespace softib::kernel

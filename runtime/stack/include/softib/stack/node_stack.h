@@ -1,5 +1,6 @@
 // A booted node: the emulated kernel with the HCA driver and its software HCAs, the bus
-// driver and the Access Layer, in the order a real host loads them. The composition root
+// driver (one IPoIB PDO per port and one IOU PDO per CA) and the Access Layer, in the
+// order a real host loads them (HCA driver first; unloaded in reverse). The composition root
 // that softibd and the tests use (CONTRACT written by the lead; runtime/stack implements it
 // and may add to it).
 #pragma once
@@ -14,6 +15,9 @@
 
 namespace softib::al {
 class AccessLayer;
+}
+namespace softib::bus {
+struct BusDriver;
 }
 
 namespace softib::stack {
@@ -39,19 +43,27 @@ class NodeStack {
 
   kernel::Node* node();
   al::AccessLayer* access_layer();
+  bus::BusDriver* bus();
   std::vector<uint64_t> ca_guids() const;  // host order
   // The device name a user process opens for the CA (the OpenCa redirect target).
   std::string ca_device_name(uint64_t ca_guid) const;
 
   // Surprise removal of a CA, as if the hardware vanished: its users' calls fail with
-  // CA_REMOVED, they get the removal events, nothing leaks. PASSIVE.
+  // CA_REMOVED, they get the removal events, its bus PDOs are gone on return, nothing
+  // leaks. PASSIVE.
   kernel::Status RemoveCa(uint64_t ca_guid);
-  // Adds a CA at run time (arrival events). PASSIVE.
+  // Cables port_a of CA guid_a to port_b of CA guid_b (both ends ACTIVE: PORT_ACTIVE
+  // events), or unplugs a port's cable (both ends DOWN: PORT_DOWN events). PASSIVE.
+  kernel::Status CablePorts(uint64_t guid_a, uint8_t port_a, uint64_t guid_b, uint8_t port_b);
+  kernel::Status UncablePort(uint64_t guid, uint8_t port);
+  // Adds a CA at run time (arrival events; its bus PDOs exist on return). PASSIVE.
   kernel::Status AddCa(const CaConfig& config, uint64_t* ca_guid);
 
  private:
   NodeStack() = default;
   kernel::Status AddCaToDriver(const CaConfig& ca, const std::string& node_name, uint64_t* guid);
+  // Until both the bus and the AL have taken CA `guid` in (or let it go).
+  kernel::Status WaitForCa(uint64_t guid, bool present);
   struct State;
   std::unique_ptr<State> state_;
 };
