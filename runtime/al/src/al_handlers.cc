@@ -35,8 +35,12 @@ class AlVerbs final : public kernel::AlVerbHandlers {
     kernel::ObjectRef hold(object);
     const Status status = Publish(InstanceOf(ctx), object, &out.reg.value);
     if (status != Status::SUCCESS) return status;
+    // Listed and given the present state in one step against arrivals and removals.
+    AccessLayer* al = InstanceOf(ctx)->al;
+    al->pnp_mutex.Acquire();
     object->Register();
-    PostExisting(InstanceOf(ctx)->al, object);
+    PostExisting(al, object);
+    al->pnp_mutex.Release();
     return Status::SUCCESS;
   }
 

@@ -19,6 +19,7 @@
 #include "softib/kernel/dpc.h"
 #include "softib/kernel/event.h"
 #include "softib/kernel/handle_table.h"
+#include "softib/kernel/mutex.h"
 #include "softib/kernel/object.h"
 #include "softib/kernel/pnp.h"
 
@@ -59,6 +60,11 @@ class AlCa {
   std::map<uint32_t, QpObj*> qps;
   std::map<uint32_t, SrqObj*> srqs;
   std::set<CaObj*> opens;
+  // The AL's view of each port (index port - 1): ACTIVE or not. A PORT_ACTIVE/PORT_DOWN
+  // that does not change it (news the CA queued before the AL took it in) is dropped.
+  std::vector<bool> port_active;
+
+  void InitPortView();  // PASSIVE, before StartEvents
 
   // The wait-for-events IRP kept pending on the CA device, re-sent from a DPC.
   kernel::Irp* event_irp = nullptr;
@@ -122,6 +128,10 @@ class AccessLayer {
   std::atomic<uint32_t> open_files{0};
 
   kernel::KSpinLock lock;  // cas, pnp_regs
+  // Serializes the PnP announcements of a CA's arrival and removal with a new
+  // registration's snapshot of the present state, so a registration racing an arrival
+  // sees the CA once (in the snapshot or in the announcement). PASSIVE.
+  kernel::FastMutex pnp_mutex;
   std::vector<std::shared_ptr<AlCa>> cas;
   std::set<PnpRegObj*> pnp_regs;
 

@@ -173,6 +173,18 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
       if (cq) static_cast<CqObj*>(cq.get())->Notify();
       continue;
     }
+    // A port event that does not change the AL's view of the port is stale: dropped.
+    const bool port_change = event.type == abi::AsyncEventType::PORT_ACTIVE ||
+                             event.type == abi::AsyncEventType::PORT_DOWN;
+    if (port_change) {
+      const bool active = event.type == abi::AsyncEventType::PORT_ACTIVE;
+      kernel::SpinLockGuard guard(lock);
+      if (event.object < 1 || event.object > port_active.size() ||
+          port_active[event.object - 1] == active) {
+        continue;
+      }
+      port_active[event.object - 1] = active;
+    }
     // An asynchronous event: to the Al of the object it concerns, or of every open of the CA.
     abi::AsyncEventRecord record{};
     record.code = event.type;
@@ -218,8 +230,7 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
     for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
     // A port state change is also PnP news (DESIGN: a port changing state reaches
     // registered clients as PnP events).
-    if (event.type == abi::AsyncEventType::PORT_ACTIVE ||
-        event.type == abi::AsyncEventType::PORT_DOWN) {
+    if (port_change) {
       const auto pnp = event.type == abi::AsyncEventType::PORT_ACTIVE ? abi::PnpEvent::PORT_ACTIVE
                                                                       : abi::PnpEvent::PORT_DOWN;
       PostTo(al, abi::PnpClass::PORT,
@@ -237,16 +248,29 @@ void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
   auto ca = std::make_shared<AlCa>(this, query.ci);
   ca->lower = device;
   if (CreateFilter(this, ca.get()) != Status::SUCCESS) return;
+  ca->InitPortView();
+  pnp_mutex.Acquire();
   {
     kernel::SpinLockGuard guard(lock);
     cas.push_back(ca);
   }
   ca->StartEvents();
   BroadcastCaEvent(*ca, abi::PnpEvent::CA_ADD);
+  pnp_mutex.Release();
+}
+
+void AlCa::InitPortView() {
+  std::vector<abi::PortAttributes> ports(ci->num_ports());
+  abi::CaAttributes attributes;
+  const bool known = ci->QueryCa(&attributes, ports) == Status::SUCCESS;
+  kernel::SpinLockGuard guard(lock);
+  port_active.assign(ports.size(), false);
+  for (std::size_t i = 0; known && i < ports.size(); ++i) port_active[i] = ports[i].link_state == 4;
 }
 
 void AccessLayer::OnCaRemoval(AlCa* ca) {
   if (ca->removed.exchange(true)) return;
+  pnp_mutex.Acquire();
   // Port removals, then the CA's (IBAL's order: ports go before their CA).
   PostTo(this, abi::PnpClass::PORT, PortRecords(*ca, false));
   BroadcastCaEvent(*ca, abi::PnpEvent::CA_REMOVE);
@@ -260,8 +284,11 @@ void AccessLayer::OnCaRemoval(AlCa* ca) {
     }
   }
   for (auto& cq : cqs) static_cast<CqObj*>(cq.get())->waiters.CancelAll();
-  kernel::SpinLockGuard guard(lock);
-  std::erase_if(cas, [ca](const std::shared_ptr<AlCa>& known) { return known.get() == ca; });
+  {
+    kernel::SpinLockGuard guard(lock);
+    std::erase_if(cas, [ca](const std::shared_ptr<AlCa>& known) { return known.get() == ca; });
+  }
+  pnp_mutex.Release();
 }
 
 void AccessLayer::BroadcastCaEvent(AlCa& ca, abi::PnpEvent event) {
@@ -276,6 +303,7 @@ void AccessLayer::BroadcastCaEvent(AlCa& ca, abi::PnpEvent event) {
 // The records a new registration gets for what exists, then REG_COMPLETE.
 void PostExisting(AccessLayer* al, PnpRegObj* reg) {
   for (const auto& ca : al->Cas()) {
+    if (ca->removed.load()) continue;  // its removal was announced already
     if (reg->pnp_class == abi::PnpClass::CA) {
       reg->Post(CaRecord(*ca, abi::PnpEvent::CA_ADD));
     } else if (reg->pnp_class == abi::PnpClass::PORT) {

@@ -14,7 +14,12 @@ using kernel::Status;
 Status WaitForCa(AccessLayer* al, uint64_t guid, bool present, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    if ((al->FindCa(guid) != nullptr) == present) return Status::SUCCESS;
+    if ((al->FindCa(guid) != nullptr) == present) {
+      // Its arrival or removal has been announced to the PnP registrations, too.
+      al->pnp_mutex.Acquire();
+      al->pnp_mutex.Release();
+      return Status::SUCCESS;
+    }
     if (std::chrono::steady_clock::now() >= deadline) return Status::TIMEOUT;
     kernel::KeDelayExecutionThread(std::chrono::milliseconds(1));
   }

@@ -9,6 +9,8 @@ namespace {
 TEST(CmVerbs, ValidationRunsFirstThenTheVerbSaysUnsupported) {
   auto node = BootDefault("cm-verbs");
   ASSERT_TRUE(node);
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
+  Side side;
   Client client(node->node());
 
   abi::CreateCepOut cep{};
@@ -18,7 +20,6 @@ TEST(CmVerbs, ValidationRunsFirstThenTheVerbSaysUnsupported) {
   EXPECT_EQ(kernel::IbCreateCep(client.al(), {{client.al_handle() ^ 0x10000}, 0x77}, cep),
             Status::INVALID_AL_HANDLE);
   // A PD handle where an Al belongs.
-  Side side;
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &side));
   EXPECT_EQ(kernel::IbCreateCep(client.al(), {{side.pd}, 0x77}, cep), Status::INVALID_AL_HANDLE);
 

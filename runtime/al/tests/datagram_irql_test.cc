@@ -27,8 +27,9 @@ void BringUpUd(Client& client, const Side& s, uint32_t qkey) {
 TEST(Datagram, UdSendNamesItsAddressVectorByHandle) {
   auto node = BootDefault("dg-ud");
   ASSERT_TRUE(node);
-  Client client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side a, b;
+  Client client(node->node());
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a, abi::QpType::UD));
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b, abi::QpType::UD));
   ASSERT_NO_FATAL_FAILURE(BringUpUd(client, a, 0x1234));
@@ -72,8 +73,9 @@ TEST(Datagram, UdSendNamesItsAddressVectorByHandle) {
 TEST(Datagram, CqOverflowReachesTheAlAsAnAsyncEventWithTheCqsContext) {
   auto node = BootDefault("dg-overflow");
   ASSERT_TRUE(node);
-  Client client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side a, b;
+  Client client(node->node());
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a, abi::QpType::UD));
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b, abi::QpType::UD));
   // A one-entry receive CQ on b: the second datagram overflows it.
@@ -101,7 +103,7 @@ TEST(Datagram, CqOverflowReachesTheAlAsAnAsyncEventWithTheCqsContext) {
   ASSERT_EQ(kernel::IbCreateAv(client.al(), av_in, av), Status::SUCCESS);
   uint32_t posted;
   for (int i = 0; i < 2; ++i) {
-    const abi::RecvWorkRequest recv = Recv(b2, 1024 * i, 512, i);
+    const abi::RecvWorkRequest recv = Recv(b, 1024 * i, 512, i);  // b's registered buffer
     ASSERT_EQ(kernel::IbPostRecv(client.al(), b2.qp, {&recv, 1}, &posted), Status::SUCCESS);
   }
   abi::SendWorkRequest wr = Send(a, 0, 16, 1);
@@ -132,8 +134,9 @@ TEST(Datagram, CqOverflowReachesTheAlAsAnAsyncEventWithTheCqsContext) {
 TEST(Irql, DispatchLevelVerbsRunAtDispatchWithoutBlocking) {
   auto node = BootDefault("irql-dispatch");
   ASSERT_TRUE(node);
-  Client client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side a;
+  Client client(node->node());
   abi::OpenCaOut ca{};
   ASSERT_EQ(client.OpenCa({{client.al_handle()}, htobe64(node->ca_guids()[0]), 0}, &ca),
             Status::SUCCESS);  // OpenCa is PASSIVE

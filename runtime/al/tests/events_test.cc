@@ -30,8 +30,9 @@ struct PendingCall {
 TEST(Events, ArmedCqCompletesAPendingCompletionEventWithItsContext) {
   auto node = BootDefault("ev-cq");
   ASSERT_TRUE(node);
-  Client client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side a, b;
+  Client client(node->node());
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a));
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b));
   ASSERT_NO_FATAL_FAILURE(client.Connect(a, b));
@@ -57,8 +58,9 @@ TEST(Events, ArmedCqCompletesAPendingCompletionEventWithItsContext) {
 TEST(Events, PendingEventIrpIsCancelled) {
   auto node = BootDefault("ev-cancel");
   ASSERT_TRUE(node);
-  Client client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side a;
+  Client client(node->node());
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a));
   // Through the IRP path: the AL device, the client's file.
   abi::GetCompletionEventOut out{};
@@ -106,6 +108,8 @@ TEST(Events, CaRemovalFailsTheCasObjectsAndReachesPnpClientsWithoutLeaks) {
   auto node = BootDefault("ev-remove");
   ASSERT_TRUE(node);
   const auto guids = node->ca_guids();
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
+  Side a, b;
   Client client(node->node());
   abi::RegisterPnpOut reg{};
   ASSERT_EQ(client.RegisterPnp({{client.al_handle()}, abi::PnpClass::CA, {}, 0x55}, &reg),
@@ -118,7 +122,6 @@ TEST(Events, CaRemovalFailsTheCasObjectsAndReachesPnpClientsWithoutLeaks) {
   }
   EXPECT_EQ(NextPnp(client, reg.reg.value).event, abi::PnpEvent::REG_COMPLETE);
 
-  Side a, b;
   ASSERT_NO_FATAL_FAILURE(client.Build(guids[0], 1, &a));
   ASSERT_NO_FATAL_FAILURE(client.Build(guids[1], 2, &b));
   ASSERT_NO_FATAL_FAILURE(client.Connect(a, b));

@@ -33,9 +33,10 @@ class RcPair : public ::testing::TestWithParam<Path> {};
 TEST_P(RcPair, RdmaWriteAndSendCompleteExactlyWithTheirBytes) {
   auto node = BootDefault(GetParam() == Path::kDirect ? "kv-rc-direct" : "kv-rc-irp");
   ASSERT_TRUE(node);
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
+  Side a, b;
   Client client(node->node(), GetParam());
   const auto guids = node->ca_guids();
-  Side a, b;
   ASSERT_NO_FATAL_FAILURE(client.Build(guids[0], 1, &a));
   ASSERT_NO_FATAL_FAILURE(client.Build(guids[1], 2, &b));
   ASSERT_NO_FATAL_FAILURE(client.Connect(a, b));
@@ -93,8 +94,9 @@ INSTANTIATE_TEST_SUITE_P(Paths, RcPair, ::testing::Values(Path::kDirect, Path::k
 TEST(KernelVerbs, DestroyWithChildrenOrUsersIsBusyAndNeverCascades) {
   auto node = BootDefault("kv-busy");
   ASSERT_TRUE(node);
-  Client client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side a;
+  Client client(node->node());
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a));
   EXPECT_EQ(client.DeallocPd({{a.pd}}), Status::RESOURCE_BUSY);  // QP and MR under it
   EXPECT_EQ(client.DestroyCq({{a.cq}}), Status::RESOURCE_BUSY);  // the QP uses it
@@ -114,9 +116,10 @@ TEST(KernelVerbs, DestroyWithChildrenOrUsersIsBusyAndNeverCascades) {
 TEST(KernelVerbs, StaleDestroyedWrongTypeAndForeignHandlesDoNotResolve) {
   auto node = BootDefault("kv-handles");
   ASSERT_TRUE(node);
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
+  Side a, b;
   Client client(node->node());
   Client other(node->node());
-  Side a, b;
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a));
   ASSERT_NO_FATAL_FAILURE(other.Build(node->ca_guids()[0], 1, &b));
   abi::QueryQpOut q{};
@@ -150,8 +153,9 @@ TEST(KernelVerbs, ReleasingAClientWithWorkInFlightDestroysEverythingItOwned) {
   ASSERT_TRUE(node);
   const abi::ObjectCounts before = al::QueryNodeObjectCounts(node->access_layer());
   {
-    Client client(node->node());
+    // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
     Side a, b;
+    Client client(node->node());
     ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a, abi::QpType::RC, 1 << 20));
     ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b, abi::QpType::RC, 1 << 20));
     ASSERT_NO_FATAL_FAILURE(client.Connect(a, b));

@@ -24,8 +24,9 @@ struct Waiter {
 TEST(SqdEvent, DrainingAnRcQpReportsSqDrainedToItsOwner) {
   auto node = BootDefault("sqd-event");
   ASSERT_TRUE(node);
-  Client client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side a, b;
+  Client client(node->node());
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a));
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b));
   ASSERT_NO_FATAL_FAILURE(client.Connect(a, b));

@@ -167,8 +167,9 @@ TEST(UserFiles, RedirectedCaFileRunsVerbsOnTheProcessMemory) {
 
   // A kernel client on the other CA writes into the process's region: the HCA reaches it
   // by pid (process_vm_writev), through the user QP brought up by IOCTLs.
-  Client kernel_client(node->node());
+  // Declared before the client: the HCA may reach registered memory until IbReleaseAl.
   Side k;
+  Client kernel_client(node->node());
   ASSERT_NO_FATAL_FAILURE(kernel_client.Build(guids[1], 2, &k));
   Side user;
   user.qp = qp.qp.value;
