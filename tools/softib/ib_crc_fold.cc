@@ -61,8 +61,26 @@ constexpr FoldConstants MakeFoldConstants(uint64_t poly, unsigned width) {
           {FoldConstant(128 + 64, poly, width), FoldConstant(128, poly, width)}};
 }
 
-constexpr FoldConstants kCrc32Fold = MakeFoldConstants(0x04C11DB7u, 32);  // IEEE 802.3
-constexpr FoldConstants kVcrcFold = MakeFoldConstants(0x100Bu, 16);       // IBTA VCRC
+constexpr uint64_t kCrc32Poly = 0x04C11DB7u;  // IEEE 802.3, without its x^32
+constexpr uint64_t kVcrcPoly = 0x100Bu;       // IBTA VCRC, without its x^16
+constexpr FoldConstants kCrc32Fold = MakeFoldConstants(kCrc32Poly, 32);
+constexpr FoldConstants kVcrcFold = MakeFoldConstants(kVcrcPoly, 16);
+
+// Both CRCs of one span in a single fold: folding modulo the product Q = P32 * P16 (degree
+// 48) keeps the data's value modulo each factor, and a 64-bit half times a constant of
+// degree <= 48 still fits 128 bits. Half the multiplications of two separate folds.
+constexpr uint64_t CarrylessProduct(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  for (int i = 0; i < 64; ++i)
+    if ((b >> i) & 1) r ^= a << i;
+  return r;
+}
+constexpr unsigned kProductWidth = 48;
+constexpr uint64_t kProductPoly =
+    CarrylessProduct((uint64_t{1} << 32) | kCrc32Poly, (uint64_t{1} << 16) | kVcrcPoly) ^
+    (uint64_t{1} << kProductWidth);
+static_assert(kProductPoly < (uint64_t{1} << kProductWidth), "P32 * P16 has degree 48");
+constexpr FoldConstants kProductFold = MakeFoldConstants(kProductPoly, kProductWidth);
 
 #define SOFTIB_CLMUL __attribute__((target("pclmul,sse4.1")))
 
@@ -82,13 +100,13 @@ SOFTIB_CLMUL inline __m128i Load(const uint8_t* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
 
-template <typename T, T (*Slicing)(T, std::span<const uint8_t>)>
-SOFTIB_CLMUL T FoldedRegister(T reg, std::span<const uint8_t> data, const FoldConstants& k) {
+// Folds the whole 16-byte blocks of `data` (size >= 64), the first XORed with `first`, into
+// one block congruent to them modulo the polynomial(s) of `k`.
+SOFTIB_CLMUL __m128i FoldToBlock(std::span<const uint8_t> data, __m128i first,
+                                 const FoldConstants& k) {
   const uint8_t* p = data.data();
   std::size_t n = data.size();
-  if (n < 64) return Slicing(reg, data);  // too short to pay for the set-up
-  // The register enters as if XORed into the first W message bits.
-  __m128i x0 = _mm_xor_si128(Load(p), _mm_cvtsi32_si128(static_cast<int>(reg)));
+  __m128i x0 = _mm_xor_si128(Load(p), first);
   __m128i x1 = Load(p + 16), x2 = Load(p + 32), x3 = Load(p + 48);
   p += 64;
   n -= 64;
@@ -104,11 +122,85 @@ SOFTIB_CLMUL T FoldedRegister(T reg, std::span<const uint8_t> data, const FoldCo
   x0 = FoldOnto(x0, x2, by_one);
   x0 = FoldOnto(x0, x3, by_one);
   for (; n >= 16; p += 16, n -= 16) x0 = FoldOnto(x0, Load(p), by_one);
-  // x0 now stands for everything so far: its CRC from a zero register is the register.
-  alignas(16) uint8_t folded[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(folded), x0);
-  const T after_folded = Slicing(0, std::span<const uint8_t>(folded, sizeof folded));
-  return Slicing(after_folded, std::span<const uint8_t>(p, n));
+  return x0;
+}
+
+// The register after a folded block and then `tail`: the block stands for everything before
+// it, so its CRC from the register `reg` (0: the block already holds the register) is exact.
+template <typename T, T (*Slicing)(T, std::span<const uint8_t>)>
+SOFTIB_CLMUL T FinishBlock(T reg, __m128i block, std::span<const uint8_t> tail) {
+  alignas(16) uint8_t bytes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(bytes), block);
+  return Slicing(Slicing(reg, std::span<const uint8_t>(bytes, sizeof bytes)), tail);
+}
+
+template <typename T, T (*Slicing)(T, std::span<const uint8_t>)>
+SOFTIB_CLMUL T FoldedRegister(T reg, std::span<const uint8_t> data, const FoldConstants& k) {
+  if (data.size() < 64) return Slicing(reg, data);  // too short to pay for the set-up
+  // The register enters as if XORed into the first W message bits.
+  const __m128i block = FoldToBlock(data, _mm_cvtsi32_si128(static_cast<int>(reg)), k);
+  const std::size_t folded = data.size() & ~std::size_t{15};
+  return FinishBlock<T, Slicing>(0, block, data.subspan(folded));
+}
+
+// x^e mod P by square-and-multiply, for the run-time distances of AdvanceRegister.
+uint64_t MultiplyModPoly(uint64_t a, uint64_t b, uint64_t poly, unsigned width) {
+  const uint64_t top = uint64_t{1} << width;
+  uint64_t r = 0;
+  for (int i = static_cast<int>(width) - 1; i >= 0; --i) {  // Horner over b's bits
+    r <<= 1;
+    if (r & top) r ^= top | poly;
+    if ((b >> i) & 1) r ^= a;
+  }
+  return r;
+}
+
+uint64_t XPowerModPolyFast(uint64_t e, uint64_t poly, unsigned width) {
+  uint64_t result = 1, square = 2;  // x^0, x^1
+  for (; e != 0; e >>= 1) {
+    if (e & 1) result = MultiplyModPoly(result, square, poly, width);
+    square = MultiplyModPoly(square, square, poly, width);
+  }
+  return result;
+}
+
+// Packets of a message share their length, so a few remembered constants serve nearly
+// every call.
+class FoldConstantCache {
+ public:
+  uint64_t Get(uint64_t distance, uint64_t poly, unsigned width) {
+    for (const Entry& e : entries_)
+      if (e.distance == distance) return e.constant;
+    Entry& slot = entries_[next_++ % std::size(entries_)];
+    slot = {distance, Reverse64(XPowerModPolyFast(distance - 1, poly, width))};
+    return slot.constant;
+  }
+
+ private:
+  struct Entry {
+    uint64_t distance = 0, constant = 0;  // distance 0 is never asked for
+  };
+  Entry entries_[4];
+  unsigned next_ = 0;
+};
+
+// The register `reg` carried across `bytes` zero bytes (bytes >= 16): the register XORs into
+// the first W bits of those bytes, so it is the CRC, from a zero register, of a 16-byte block
+// holding reg first and zeros after it, followed by bytes - 16 zeros. That block folds
+// forward onto the last 16 bytes in one multiplication (its second half is zero), then
+// finishes through the tables.
+template <typename T, T (*Slicing)(T, std::span<const uint8_t>)>
+SOFTIB_CLMUL T AdvanceRegister(T reg, std::size_t bytes, uint64_t poly, unsigned width,
+                               FoldConstantCache& cache) {
+  const uint64_t distance = 8 * (uint64_t{bytes} - 16);
+  if (distance == 0) {
+    return FinishBlock<T, Slicing>(0, _mm_cvtsi32_si128(static_cast<int>(reg)), {});
+  }
+  const __m128i constant =
+      _mm_cvtsi64_si128(static_cast<long long>(cache.Get(distance + 64, poly, width)));
+  const __m128i moved =
+      _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(reg)), constant, 0x00);
+  return FinishBlock<T, Slicing>(0, moved, {});
 }
 
 }  // namespace
@@ -129,6 +221,26 @@ uint16_t VcrcRegisterFolded(uint16_t reg, std::span<const uint8_t> data) {
   return FoldedRegister<uint16_t, VcrcRegisterSlicing>(reg, data, kVcrcFold);
 }
 
+void BothRegistersFolded(uint32_t* crc32_reg, uint16_t* vcrc_reg, std::span<const uint8_t> data) {
+  if (data.size() < kBothFoldMinimum) {
+    *crc32_reg = Crc32RegisterFolded(*crc32_reg, data);
+    *vcrc_reg = VcrcRegisterFolded(*vcrc_reg, data);
+    return;
+  }
+  // Fold from a zero register modulo P32 * P16; each register then enters by linearity:
+  // CRC(reg, D) = CRC(reg advanced across all but the last block, last block ++ tail).
+  const __m128i block = FoldToBlock(data, _mm_setzero_si128(), kProductFold);
+  const std::size_t folded = data.size() & ~std::size_t{15};
+  const std::span<const uint8_t> tail = data.subspan(folded);
+  thread_local FoldConstantCache crc32_cache, vcrc_cache;
+  const uint32_t crc32_before = AdvanceRegister<uint32_t, Crc32RegisterSlicing>(
+      *crc32_reg, folded - 16, kCrc32Poly, 32, crc32_cache);
+  const uint16_t vcrc_before = AdvanceRegister<uint16_t, VcrcRegisterSlicing>(
+      *vcrc_reg, folded - 16, kVcrcPoly, 16, vcrc_cache);
+  *crc32_reg = FinishBlock<uint32_t, Crc32RegisterSlicing>(crc32_before, block, tail);
+  *vcrc_reg = FinishBlock<uint16_t, VcrcRegisterSlicing>(vcrc_before, block, tail);
+}
+
 #else  // not x86-64 (the m32 build among them): the slicing tables only
 
 bool FoldingAvailable() { return false; }
@@ -137,6 +249,10 @@ uint32_t Crc32RegisterFolded(uint32_t reg, std::span<const uint8_t> data) {
 }
 uint16_t VcrcRegisterFolded(uint16_t reg, std::span<const uint8_t> data) {
   return VcrcRegisterSlicing(reg, data);
+}
+void BothRegistersFolded(uint32_t* crc32_reg, uint16_t* vcrc_reg, std::span<const uint8_t> data) {
+  *crc32_reg = Crc32RegisterSlicing(*crc32_reg, data);
+  *vcrc_reg = VcrcRegisterSlicing(*vcrc_reg, data);
 }
 
 #endif

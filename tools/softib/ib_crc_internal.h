@@ -20,4 +20,9 @@ bool FoldingAvailable();
 uint32_t Crc32RegisterFolded(uint32_t reg, std::span<const uint8_t> data);
 uint16_t VcrcRegisterFolded(uint16_t reg, std::span<const uint8_t> data);
 
+// Both registers over the same bytes in one fold (modulo P32 * P16): what a packet's ICRC
+// and VCRC need over its payload. Below kBothFoldMinimum bytes, two separate folds.
+inline constexpr std::size_t kBothFoldMinimum = 256;
+void BothRegistersFolded(uint32_t* crc32_reg, uint16_t* vcrc_reg, std::span<const uint8_t> data);
+
 }  // namespace softib::ibcrc::detail

@@ -90,6 +90,55 @@ TEST_F(CrcFolding, AllOnesAndZerosMatchTables) {
   }
 }
 
+TEST_F(CrcFolding, BothRegistersInOneFoldMatchSeparateTables) {
+  // Every length across the switch to the single fold (kBothFoldMinimum) and beyond, plus
+  // packet-sized and large spans, with random registers (the shift of each register).
+  const std::vector<uint8_t> buffer = RandomBytes((1u << 20) + 64, 7);
+  std::mt19937 rng(8);
+  std::vector<std::size_t> lengths;
+  for (std::size_t length = 0; length <= 1100; ++length) lengths.push_back(length);
+  for (std::size_t length : {2048u, 4096u, 4096u + 12, 65536u + 3, 1u << 20})
+    lengths.push_back(length);
+  for (std::size_t length : lengths) {
+    const std::span<const uint8_t> data(buffer.data() + rng() % 64, length);
+    const uint32_t reg32 = static_cast<uint32_t>(rng());
+    const uint16_t reg16 = static_cast<uint16_t>(rng());
+    uint32_t both32 = reg32;
+    uint16_t both16 = reg16;
+    detail::BothRegistersFolded(&both32, &both16, data);
+    ASSERT_EQ(both32, Crc32RegisterSlicing(reg32, data)) << "length " << length;
+    ASSERT_EQ(both16, VcrcRegisterSlicing(reg16, data)) << "length " << length;
+  }
+}
+
+TEST(CrcDispatch, AppendAndCheckAgreeWithSeparateCrcsOnLargePackets) {
+  // Packets long enough for the single fold: the ICRC and VCRC AppendCrcs writes equal
+  // ComputeIcrc (masked headers) and ComputeVcrc (over the wire ICRC); CheckCrcs agrees and
+  // notices one flipped payload bit in either CRC.
+  for (bool global : {false, true}) {
+    for (std::size_t payload : {252u, 256u, 1024u, 4096u, 4100u}) {
+      std::vector<uint8_t> packet = RandomBytes((global ? 60 : 20) + payload, 9 + payload);
+      packet[1] = global ? 0x03 : 0x02;  // LNH: IBA global / local
+      std::vector<uint8_t> expected = packet;
+      const uint32_t icrc = ComputeIcrc(expected);
+      for (int i = 0; i < 4; ++i) expected.push_back(static_cast<uint8_t>(icrc >> (8 * i)));
+      const uint16_t vcrc = ComputeVcrc(expected);
+      expected.push_back(static_cast<uint8_t>(vcrc));
+      expected.push_back(static_cast<uint8_t>(vcrc >> 8));
+      AppendCrcs(packet);
+      ASSERT_EQ(packet, expected) << "payload " << payload << (global ? " global" : " local");
+      CrcCheck check = CheckCrcs(packet);
+      EXPECT_TRUE(check.well_formed && check.icrc_ok() && check.vcrc_ok());
+      EXPECT_EQ(check.icrc_computed, icrc);
+      EXPECT_EQ(check.vcrc_computed, vcrc);
+      packet[packet.size() / 2] ^= 0x10;
+      check = CheckCrcs(packet);
+      EXPECT_FALSE(check.icrc_ok());
+      EXPECT_FALSE(check.vcrc_ok());
+    }
+  }
+}
+
 TEST(CrcDispatch, ChainedCallsEqualOneCall) {
   // The public Crc32 (folded where available) split at every point of a 300-byte buffer.
   const std::vector<uint8_t> buffer = RandomBytes(300, 5);
