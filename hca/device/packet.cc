@@ -89,7 +89,9 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
   hdr.lrh.PktLen = static_cast<uint16_t>(words);
   hdr.bth.PadCnt = static_cast<uint8_t>((4 - payload.size() % 4) % 4);
 
-  std::vector<uint8_t> out(total - kCrcBytes);
+  std::vector<uint8_t> out;
+  out.reserve(total);  // AppendCrcs must not reallocate (and copy) the whole packet
+  out.resize(total - kCrcBytes);
   std::size_t at = 0;
   hdr.lrh.Pack(std::span(out).subspan(at, wire::LRH::kSize));
   at += wire::LRH::kSize;
