@@ -5,6 +5,8 @@
 // retransmission.
 #include <endian.h>
 
+#include <memory>
+
 #include "hca/device/hca.h"
 
 namespace softib::hca {
@@ -255,11 +257,14 @@ void Hca::TransmitRcMessage(QueuePair& qp, const RcSendWqe& wqe) {
     return;
   }
   const uint32_t per_window = std::max<uint32_t>(1, kGatherWindowBytes / mtu);
-  std::vector<uint8_t> window;
+  // Not zero-filled: ReadLocal overwrites all of it or fails (and then it is not used).
+  const std::size_t window_bytes = std::min<uint64_t>(uint64_t{per_window} * mtu, wqe.total);
+  const auto storage = std::make_unique_for_overwrite<uint8_t[]>(window_bytes);
   for (uint32_t first = 0; first < wqe.num_psns; first += per_window) {
     const uint32_t count = std::min(per_window, wqe.num_psns - first);
     const uint64_t offset = uint64_t{first} * mtu;
-    window.resize(std::min<uint64_t>(uint64_t{count} * mtu, wqe.total - offset));
+    const std::span<uint8_t> window(storage.get(),
+                                    std::min<uint64_t>(uint64_t{count} * mtu, wqe.total - offset));
     // ReadLocal checks each SGE piece of the window as it would each packet's. A region
     // gone since the request started: packet by packet after all, so every packet gets
     // exactly what a read of its own would have found.
