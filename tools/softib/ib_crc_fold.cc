@@ -5,6 +5,9 @@
 // same modulo P. Four blocks fold in parallel (512 bits per step), then into one; the last
 // 128 bits and the tail bytes finish through the slicing tables instead of a Barrett
 // reduction, so one code path serves every polynomial of up to 32 bits (ICRC and VCRC).
+// Where the CPU has VPCLMULQDQ and AVX-512, 512-bit registers fold four blocks per
+// instruction (FoldToBlock512). A packet's ICRC and VCRC share one fold modulo the
+// product of their polynomials (BothRegistersFolded).
 //
 // Bit order: a reflected CRC feeds each byte least significant bit first, so in a
 // little-endian 128-bit load bit i is the coefficient of x^(127-i) of the block. For a
