@@ -88,6 +88,11 @@ inline constexpr uint32_t kMulticastQpn = 0xFFFFFF;
 
 class Hca {
  public:
+  // How much of a SEND/WRITE the requester reads from the sender's memory at once: enough
+  // to make the system call per window cheap against the copy, small enough to stay in
+  // cache while the packets are cut from it.
+  static constexpr uint32_t kGatherWindowBytes = 128 * 1024;
+
   explicit Hca(const HcaConfig& config = {});
 
   // Callbacks for upward news; set before use (empty ones drop the news).
@@ -239,7 +244,14 @@ class Hca {
   abi::WcStatus StartRc(QueuePair& qp, RcSendWqe& wqe);
   abi::WcStatus ReadLocal(const QueuePair& qp, const abi::SendWorkRequest& wr, uint64_t offset,
                           std::span<uint8_t> out);
-  void TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index);
+  // Packet `index` of an RC/UC request; its payload read from the sender's memory unless
+  // `gathered` holds it already.
+  void TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index,
+                  const std::span<const uint8_t>* gathered = nullptr);
+  // Every packet of a SEND/WRITE, the first time: the sender's memory is read a window of
+  // packets at a time (one DMA per SGE piece of a window — for a user process one
+  // process_vm_readv — instead of one per packet). Retransmissions go packet by packet.
+  void TransmitRcMessage(QueuePair& qp, const RcSendWqe& wqe);
   void RetransmitFrom(QueuePair& qp, uint32_t psn);
   void ArmAckTimer(QueuePair& qp);
   void RunRcTimers(QueuePair& qp);

@@ -89,7 +89,10 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
   hdr.lrh.PktLen = static_cast<uint16_t>(words);
   hdr.bth.PadCnt = static_cast<uint8_t>((4 - payload.size() % 4) % 4);
 
-  std::vector<uint8_t> out(total - kCrcBytes);
+  std::vector<uint8_t> out;
+  out.reserve(total);  // AppendCrcs must not reallocate (and copy) the whole packet
+  const std::size_t header_bytes = total - kCrcBytes - ((payload.size() + 3) & ~std::size_t{3});
+  out.resize(header_bytes);
   std::size_t at = 0;
   hdr.lrh.Pack(std::span(out).subspan(at, wire::LRH::kSize));
   at += wire::LRH::kSize;
@@ -112,8 +115,10 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
       at += size;
     });
   }
-  std::copy(payload.begin(), payload.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
-  // The pad bytes stay zero (IBA 9.2: pad bytes are transmitted as zero).
+  // The payload is appended rather than written over zeros (no fill of the whole packet
+  // first); the pad bytes are zero (IBA 9.2: pad bytes are transmitted as zero).
+  out.insert(out.end(), payload.begin(), payload.end());
+  out.resize(total - kCrcBytes);
   ibcrc::AppendCrcs(out);
   return out;
 }

@@ -5,6 +5,8 @@
 // retransmission.
 #include <endian.h>
 
+#include <memory>
+
 #include "hca/device/hca.h"
 
 namespace softib::hca {
@@ -214,8 +216,11 @@ WcStatus Hca::StartRc(QueuePair& qp, RcSendWqe& wqe) {
   qp.sq_psn = PsnAdd(qp.sq_psn, wqe.num_psns);
   wqe.started = true;
   // A read is one request packet however many responses it asks for.
-  const uint32_t packets = wqe.IsReadOrAtomic() ? 1 : wqe.num_psns;
-  for (uint32_t i = 0; i < packets; ++i) TransmitRc(qp, wqe, i);
+  if (wqe.IsReadOrAtomic()) {
+    TransmitRc(qp, wqe, 0);
+  } else {
+    TransmitRcMessage(qp, wqe);
+  }
   if (qp.type == abi::QpType::RC && qp.rc.req.ack_deadline == 0) ArmAckTimer(qp);
   return WcStatus::SUCCESS;
 }
@@ -245,7 +250,40 @@ WcStatus Hca::ReadLocal(const QueuePair& qp, const abi::SendWorkRequest& wr, uin
   return out.empty() ? WcStatus::SUCCESS : WcStatus::LOCAL_LENGTH_ERR;
 }
 
-void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index) {
+void Hca::TransmitRcMessage(QueuePair& qp, const RcSendWqe& wqe) {
+  const uint32_t mtu = MtuBytes(qp.path_mtu);
+  if (Has(wqe.wr, abi::SendFlags::INLINE) || wqe.num_psns <= 1) {
+    for (uint32_t i = 0; i < wqe.num_psns; ++i) TransmitRc(qp, wqe, i);
+    return;
+  }
+  const uint32_t per_window = std::max<uint32_t>(1, kGatherWindowBytes / mtu);
+  // Not zero-filled: ReadLocal overwrites all of it or fails (and then it is not used).
+  const std::size_t window_bytes = std::min<uint64_t>(uint64_t{per_window} * mtu, wqe.total);
+  const auto storage = std::make_unique_for_overwrite<uint8_t[]>(window_bytes);
+  for (uint32_t first = 0; first < wqe.num_psns; first += per_window) {
+    const uint32_t count = std::min(per_window, wqe.num_psns - first);
+    const uint64_t offset = uint64_t{first} * mtu;
+    const std::span<uint8_t> window(storage.get(),
+                                    std::min<uint64_t>(uint64_t{count} * mtu, wqe.total - offset));
+    // ReadLocal checks each SGE piece of the window as it would each packet's. A region
+    // gone since the request started: packet by packet after all, so every packet gets
+    // exactly what a read of its own would have found.
+    if (ReadLocal(qp, wqe.wr, offset, window) != WcStatus::SUCCESS) {
+      for (uint32_t i = 0; i < count; ++i) TransmitRc(qp, wqe, first + i);
+      continue;
+    }
+    const std::span<const uint8_t> gathered(window);
+    for (uint32_t i = 0; i < count; ++i) {
+      const std::size_t at = std::size_t{i} * mtu;
+      const std::span<const uint8_t> payload =
+          gathered.subspan(at, std::min<std::size_t>(mtu, gathered.size() - at));
+      TransmitRc(qp, wqe, first + i, &payload);
+    }
+  }
+}
+
+void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index,
+                     const std::span<const uint8_t>* gathered) {
   const abi::SendWorkRequest& wr = wqe.wr;
   const uint32_t mtu = MtuBytes(qp.path_mtu);
   Port& out = port(qp.port);
@@ -254,6 +292,7 @@ void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index) {
   hdr.bth.DestQP = qp.dest_qpn;
   hdr.bth.PSN = PsnAdd(wqe.first_psn, index);
   std::vector<uint8_t> payload;
+  std::span<const uint8_t> payload_view;  // the packet's payload: `payload` or `*gathered`
   switch (wr.wr_type) {
     case WrType::RDMA_READ: {
       // Packet `index` of a read is a (re)request for the responses from `index` on.
@@ -279,10 +318,15 @@ void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index) {
     default: {
       const bool last = index + 1 == wqe.num_psns;
       const uint64_t offset = uint64_t{index} * mtu;
-      payload.resize(std::min<uint64_t>(mtu, wqe.total - offset));
-      // Memory was checked when the request started; a region gone since leaves zeros,
-      // as a device reading freed pages would.
-      (void)ReadLocal(qp, wr, offset, payload);
+      if (gathered != nullptr) {
+        payload_view = *gathered;
+      } else {
+        payload.resize(std::min<uint64_t>(mtu, wqe.total - offset));
+        // Memory was checked when the request started; a region gone since leaves zeros,
+        // as a device reading freed pages would.
+        (void)ReadLocal(qp, wr, offset, payload);
+        payload_view = payload;
+      }
       const bool uc = qp.type == abi::QpType::UC;
       hdr.bth.OpCode = RcRequestOpcode(wr, index, wqe.num_psns) | (uc ? kUcOpcodeBase : 0);
       hdr.bth.SE = last && Has(wr, abi::SendFlags::SOLICITED) ? 1 : 0;
@@ -296,7 +340,7 @@ void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index) {
       hdr.ieth.R_Key = wr.invalidate_rkey;
     }
   }
-  Transmit(out, hdr, payload);
+  Transmit(out, hdr, payload_view);
 }
 
 void Hca::RetransmitFrom(QueuePair& qp, uint32_t psn) {

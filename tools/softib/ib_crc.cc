@@ -1,5 +1,7 @@
 #include "ib_crc.h"
 
+#include "ib_crc_internal.h"
+
 #include <array>
 #include <bit>
 #include <cstring>
@@ -65,27 +67,49 @@ std::size_t BthOffset(Lnh lnh) {
 
 }  // namespace
 
+namespace detail {
+
+uint32_t Crc32RegisterSlicing(uint32_t reg, std::span<const uint8_t> data) {
+  return Update<uint32_t>(reg, data, kCrc32Tables);
+}
+
+uint16_t VcrcRegisterSlicing(uint16_t reg, std::span<const uint8_t> data) {
+  return Update<uint16_t>(reg, data, kVcrcTables);
+}
+
+}  // namespace detail
+
+// Folding runs several times faster than the tables where the CPU has PCLMULQDQ
+// (ib_crc_fold.cc); the tables remain for other CPUs and the 32-bit build.
 uint32_t Crc32(std::span<const uint8_t> data, uint32_t previous) {
-  return ~Update<uint32_t>(~previous, data, kCrc32Tables);
+  const uint32_t reg = ~previous;
+  return ~(detail::FoldingAvailable() ? detail::Crc32RegisterFolded(reg, data)
+                                      : detail::Crc32RegisterSlicing(reg, data));
 }
 
 uint16_t Crc16Vcrc(std::span<const uint8_t> data) {
-  return static_cast<uint16_t>(~Update<uint16_t>(0xFFFFu, data, kVcrcTables));
+  const uint16_t reg = 0xFFFFu;
+  return static_cast<uint16_t>(~(detail::FoldingAvailable()
+                                     ? detail::VcrcRegisterFolded(reg, data)
+                                     : detail::VcrcRegisterSlicing(reg, data)));
 }
 
 Lnh LinkNextHeader(std::span<const uint8_t> packet) { return static_cast<Lnh>(packet[1] & 0x3u); }
 
 bool HasIcrc(Lnh lnh) { return lnh == Lnh::kIbaLocal || lnh == Lnh::kIbaGlobal; }
 
-uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload) {
-  const Lnh lnh = LinkNextHeader(headers_and_payload);
+namespace {
+
+using MaskedHeaders = std::array<uint8_t, kLrhBytes + kGrhBytes + kBthBytes>;
+
+// Copies the LRH(+GRH)+BTH into `masked` with the variant fields as ones (IBTA 7.8.1);
+// returns their length, 0 when the packet is too short to hold them.
+std::size_t MaskHeaders(std::span<const uint8_t> packet, MaskedHeaders& masked) {
+  const Lnh lnh = LinkNextHeader(packet);
   const std::size_t bth = BthOffset(lnh);
-  // Only the headers carry variant fields: mask a copy of them, then run the
-  // CRC on through the payload without copying it.
-  std::array<uint8_t, kLrhBytes + kGrhBytes + kBthBytes> masked{};
   const std::size_t header_len = bth + kBthBytes;
-  if (headers_and_payload.size() < header_len) return 0;  // precondition broken: no BTH
-  for (std::size_t i = 0; i < header_len; ++i) masked[i] = headers_and_payload[i];
+  if (packet.size() < header_len) return 0;
+  for (std::size_t i = 0; i < header_len; ++i) masked[i] = packet[i];
   if (lnh == Lnh::kIbaGlobal) {
     for (std::size_t i = 0; i < kLrhBytes; ++i) masked[i] = 0xFF;  // routers rewrite the LRH
     uint8_t* grh = &masked[kLrhBytes];
@@ -98,6 +122,48 @@ uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload) {
     masked[0] |= 0xF0;  // LRH:VL
   }
   masked[bth + 4] = 0xFF;  // BTH:Resv8a
+  return header_len;
+}
+
+// The ICRC of a packet with one (LRH through pad) and the VCRC register after the same
+// bytes: they share the payload, which is read once for both (a single fold where the CPU
+// can). False when the packet cannot hold its headers.
+bool IcrcAndVcrcRegister(std::span<const uint8_t> headers_and_payload, uint32_t* icrc,
+                         uint16_t* vcrc_reg) {
+  MaskedHeaders masked{};
+  const std::size_t header_len = MaskHeaders(headers_and_payload, masked);
+  if (header_len == 0) return false;
+  uint32_t crc32_reg =
+      detail::Crc32RegisterSlicing(~0u, std::span<const uint8_t>(masked.data(), header_len));
+  uint16_t vcrc = detail::VcrcRegisterSlicing(0xFFFFu, headers_and_payload.first(header_len));
+  const std::span<const uint8_t> payload = headers_and_payload.subspan(header_len);
+  if (detail::FoldingAvailable()) {
+    detail::BothRegistersFolded(&crc32_reg, &vcrc, payload);
+  } else {
+    crc32_reg = detail::Crc32RegisterSlicing(crc32_reg, payload);
+    vcrc = detail::VcrcRegisterSlicing(vcrc, payload);
+  }
+  *icrc = ~crc32_reg;
+  *vcrc_reg = vcrc;
+  return true;
+}
+
+// The VCRC once the ICRC's four bytes (as on the wire) follow.
+uint16_t FinishVcrc(uint16_t vcrc_reg, uint32_t icrc_wire) {
+  const uint8_t bytes[4] = {static_cast<uint8_t>(icrc_wire), static_cast<uint8_t>(icrc_wire >> 8),
+                            static_cast<uint8_t>(icrc_wire >> 16),
+                            static_cast<uint8_t>(icrc_wire >> 24)};
+  return static_cast<uint16_t>(~detail::VcrcRegisterSlicing(vcrc_reg, bytes));
+}
+
+}  // namespace
+
+uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload) {
+  // Only the headers carry variant fields: mask a copy of them, then run the
+  // CRC on through the payload without copying it.
+  MaskedHeaders masked{};
+  const std::size_t header_len = MaskHeaders(headers_and_payload, masked);
+  if (header_len == 0) return 0;  // precondition broken: no BTH
   uint32_t crc = Crc32(std::span<const uint8_t>(masked.data(), header_len));
   return Crc32(headers_and_payload.subspan(header_len), crc);
 }
@@ -107,9 +173,18 @@ uint16_t ComputeVcrc(std::span<const uint8_t> lrh_through_icrc) {
 }
 
 void AppendCrcs(std::vector<uint8_t>& packet) {
-  if (HasIcrc(LinkNextHeader(packet))) {
-    const uint32_t icrc = ComputeIcrc(packet);
+  uint32_t icrc = 0;
+  uint16_t vcrc_reg = 0;
+  if (HasIcrc(LinkNextHeader(packet)) && IcrcAndVcrcRegister(packet, &icrc, &vcrc_reg)) {
     for (int i = 0; i < 4; ++i) packet.push_back(static_cast<uint8_t>(icrc >> (8 * i)));
+    const uint16_t vcrc = FinishVcrc(vcrc_reg, icrc);
+    packet.push_back(static_cast<uint8_t>(vcrc));
+    packet.push_back(static_cast<uint8_t>(vcrc >> 8));
+    return;
+  }
+  if (HasIcrc(LinkNextHeader(packet))) {
+    // Too short for its headers: the ICRC of ComputeIcrc's precondition failure, as before.
+    for (int i = 0; i < 4; ++i) packet.push_back(0);
   }
   const uint16_t vcrc = ComputeVcrc(packet);
   packet.push_back(static_cast<uint8_t>(vcrc));
@@ -133,10 +208,14 @@ CrcCheck CheckCrcs(std::span<const uint8_t> whole_packet) {
     if (whole_packet.size() < BthOffset(lnh) + kBthBytes + kIcrcBytes + kVcrcBytes) return check;
     const std::size_t icrc_at = vcrc_at - kIcrcBytes;
     check.icrc_wire = LoadLe32(&whole_packet[icrc_at]);
-    check.icrc_computed = ComputeIcrc(whole_packet.first(icrc_at));
+    uint16_t vcrc_reg = 0;
+    // The length check above guarantees the headers, so this cannot fail.
+    (void)IcrcAndVcrcRegister(whole_packet.first(icrc_at), &check.icrc_computed, &vcrc_reg);
+    check.vcrc_computed = FinishVcrc(vcrc_reg, check.icrc_wire);  // the VCRC covers the wire ICRC
+  } else {
+    check.vcrc_computed = ComputeVcrc(whole_packet.first(vcrc_at));
   }
   check.vcrc_wire = LoadLe16(&whole_packet[vcrc_at]);
-  check.vcrc_computed = ComputeVcrc(whole_packet.first(vcrc_at));
   check.well_formed = true;
   return check;
 }

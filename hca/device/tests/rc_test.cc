@@ -151,6 +151,41 @@ TEST(Rc, RdmaWriteMultiPacketAndWithImmediate) {
   EXPECT_EQ(ops[wire::BthOpcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE], 1u);
 }
 
+TEST(Rc, RdmaWriteLargerThanAGatherWindowFromOddSegments) {
+  // The requester reads a message a window of packets at a time (Hca::kGatherWindowBytes):
+  // segments of odd sizes cross packet and window edges, and one packet of the second
+  // window is lost, so its retransmission reads packet by packet.
+  RcOptions options;
+  options.buffer_bytes = 1u << 20;
+  RcPair p(options);
+  OpcodeCounter ops(p.cable);
+  const uint32_t lengths[3] = {Hca::kGatherWindowBytes + 1001, 7, 40000 + 3};
+  const uint64_t offsets[3] = {0, 300000, 400001};
+  abi::SendWorkRequest wr = p.Wr(WrType::RDMA_WRITE, 0, 0, 600000, 5);
+  wr.num_sge = 3;
+  uint32_t total = 0;
+  for (int i = 0; i < 3; ++i) {
+    Fill(p.a.buffer, offsets[i], lengths[i], 20 + i);
+    wr.sge[i] = {p.a.addr(offsets[i]), lengths[i], p.a.key};
+    total += lengths[i];
+  }
+  const uint32_t packets = (total + 1023) / 1024;
+  p.cable.DropPacket(Hca::kGatherWindowBytes / 1024 + 5);
+  ASSERT_EQ(p.a.hca.PostSend(p.a.qpn, wr), abi::Status::SUCCESS);
+  ASSERT_TRUE(p.Run());
+  EXPECT_TRUE(Matches(p.b.buffer, 600000, lengths[0], 20));
+  EXPECT_TRUE(Matches(p.b.buffer, 600000 + lengths[0], lengths[1], 21));
+  EXPECT_TRUE(Matches(p.b.buffer, 600000 + lengths[0] + lengths[1], lengths[2], 22));
+  EXPECT_EQ(p.b.buffer[600000 - 1], 0);
+  EXPECT_EQ(p.b.buffer[600000 + total], 0);
+  EXPECT_EQ(ops[wire::BthOpcode::RC_RDMA_WRITE_FIRST], 1u);
+  EXPECT_GE(ops[wire::BthOpcode::RC_RDMA_WRITE_MIDDLE], packets - 2);
+  EXPECT_GE(ops[wire::BthOpcode::RC_RDMA_WRITE_LAST], 1u);
+  const auto sent = p.Poll(p.a);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].status, WcStatus::SUCCESS);
+}
+
 TEST(Rc, RdmaReadMultiPacketIntoTwoSegments) {
   RcPair p;
   OpcodeCounter ops(p.cable);
