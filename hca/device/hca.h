@@ -147,6 +147,14 @@ class Hca {
 
   abi::Status CreateAh(PdId pd, const abi::AddressVector& av, uint32_t* number);
   abi::Status DestroyAh(uint32_t number) { return ahs_.Destroy(number); }
+  // The speed path's AV translation (ah.h): a user file's AV handle names the AH in its PD.
+  abi::Status BindAhHandle(uint32_t number, uint64_t handle) {
+    return ahs_.BindHandle(number, handle);
+  }
+  // The AH number `handle` names in `pd`; false when it names none there.
+  bool TranslateAhHandle(PdId pd, uint64_t handle, uint32_t* number) const {
+    return ahs_.FindByHandle(pd, handle, number) != nullptr;
+  }
 
   abi::Status CreateCq(uint32_t capacity, uint32_t* number);
   abi::Status DestroyCq(uint32_t number);

@@ -68,6 +68,11 @@ bool IsConnected(const QueuePair& qp) {
   return qp.type == abi::QpType::RC || qp.type == abi::QpType::UC;
 }
 
+bool IsDatagram(const QueuePair& qp) {
+  return qp.type == abi::QpType::UD || qp.type == abi::QpType::GSI || qp.type == abi::QpType::SMI ||
+         qp.type == abi::QpType::MAD;
+}
+
 template <typename Ring>
 void Watch(Ring& ring, const std::shared_ptr<RingRegion>& region, std::vector<RingWatch>* watches) {
   if (!ring.attached() || ring.error() != abi::RingError::NONE) return;
@@ -336,12 +341,23 @@ bool SoftCa::ServeSendLocked(QueuePair& qp, RingQp& ring) {
     if (ring.send.Pop(&wr, /*defer_release=*/true) != PopResult::kEntry) break;
     release = worked = true;
     Status status = rings::CheckSendWorkRequest(wr);
+    if (status == Status::SUCCESS && IsDatagram(qp)) status = TranslateAvLocked(qp, &wr);
     if (status == Status::SUCCESS) status = hca_.PostSend(qp.handle, wr);
     if (status != Status::SUCCESS) RefuseLocked(qp, wr.wr_id, WcOpcodeOf(wr.wr_type), true, status);
   }
   if (release) ring.send.Release();
   if (worked && qp.type == abi::QpType::RC) ArmTickLocked();
   return worked;
+}
+
+Status SoftCa::TranslateAvLocked(const QueuePair& qp, abi::SendWorkRequest* wr) {
+  // The entry names its address by the process's AV handle (the user ABI); the AL bound it
+  // to an AH in the AV's PD. Looking it up in the QP's PD only is what keeps a process to
+  // its own AVs and enforces IBA's "AH and QP in one PD" before the device checks it again.
+  uint32_t ah = 0;
+  if (!hca_.TranslateAhHandle(qp.pd, wr->av.value, &ah)) return Status::INVALID_AV_HANDLE;
+  wr->av.value = ah;
+  return Status::SUCCESS;
 }
 
 bool SoftCa::ServeRecvLocked(QueuePair& qp, RingQp& ring) {

@@ -236,6 +236,12 @@ Status SoftCa::DestroyAh(uint32_t ah) {
   return hca_.DestroyAh(ah);
 }
 
+Status SoftCa::BindAhHandle(uint32_t ah, uint64_t handle) {
+  Locked locked(this);
+  if (locked.gone()) return Status::CA_REMOVED;
+  return hca_.BindAhHandle(ah, handle);
+}
+
 Status SoftCa::RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
                           int32_t pid, uint32_t* key) {
   // The accessor is made before taking the lock (allocation).

@@ -93,6 +93,7 @@ class SoftCa final : public ci::CaInterface {
   Status MapQpRings(uint32_t qpn, abi::RingMapping* send_ring, abi::RingMapping* recv_ring,
                     uint32_t* shm_id, int* fd) override;
   Status MapSrqRing(uint32_t srq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) override;
+  Status BindAhHandle(uint32_t ah, uint64_t handle) override;
 
   // --- driver side -----------------------------------------------------------------------
   // A packet for `port` (delivery DPC).
@@ -122,6 +123,9 @@ class SoftCa final : public ci::CaInterface {
   bool ServeQpLocked(uint32_t qpn, RingQp& ring);
   bool ServeSendLocked(QueuePair& qp, RingQp& ring);
   bool ServeRecvLocked(QueuePair& qp, RingQp& ring);
+  // A datagram entry's av.value (the process's AV handle) to the AH number it names in
+  // the QP's PD; INVALID_AV_HANDLE when it names none there.
+  Status TranslateAvLocked(const QueuePair& qp, abi::SendWorkRequest* wr);
   bool ServeSrqLocked(uint32_t number, RingSrq& ring);
   void MoveCompletionsLocked(uint32_t number, RingCq& ring);
   // A work request the CA refused after taking it from a ring: LOCAL_QP_OP_ERR completion

@@ -126,8 +126,9 @@ class RingFixture : public ::testing::Test {
     UnloadHcaDriver(driver_);
   }
 
-  // PD, MR over the side's buffer, a CQ of `cq_size` and an RC QP of `depth`.
-  void MakeQp(Side& s, uint32_t cq_size = 32, uint32_t depth = 16) {
+  // PD, MR over the side's buffer, a CQ of `cq_size` and a QP (RC unless told) of `depth`.
+  void MakeQp(Side& s, uint32_t cq_size = 32, uint32_t depth = 16,
+              abi::QpType type = abi::QpType::RC) {
     ASSERT_EQ(s.ci->AllocPd(&s.pd), Status::SUCCESS);
     const auto access = abi::AccessFlags::LOCAL_WRITE | abi::AccessFlags::REMOTE_WRITE |
                         abi::AccessFlags::REMOTE_READ;
@@ -137,7 +138,7 @@ class RingFixture : public ::testing::Test {
     uint32_t actual = 0;
     ASSERT_EQ(s.ci->CreateCq(cq_size, &s.cq, &actual), Status::SUCCESS);
     abi::QpCreateParams params{};
-    params.qp_type = abi::QpType::RC;
+    params.qp_type = type;
     params.sq_signaled = 1;
     params.caps.sq_depth = depth;
     params.caps.rq_depth = depth;

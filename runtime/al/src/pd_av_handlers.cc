@@ -42,7 +42,14 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
       kernel::DereferenceObject(object);
       return Status::INVALID_PD_HANDLE;
     }
-    return Publish(InstanceOf(ctx), object, &out.av.value);
+    if (const Status s = Publish(InstanceOf(ctx), object, &out.av.value); s != Status::SUCCESS) {
+      return s;
+    }
+    // The speed path: a send ring's UD entry names this AV by its handle (ci.h). A
+    // concurrent DestroyAv may already have destroyed the AH: then there is nothing to name.
+    const Status bound = pd->ca_obj->ca->ci->BindAhHandle(ah, out.av.value);
+    if (bound == Status::CA_REMOVED) return bound;
+    return Status::SUCCESS;
   }
 
   Status QueryAv(const kernel::CallContext&, const abi::QueryAvIn&, kernel::QueryAvRefs& refs,
@@ -57,7 +64,8 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
 
   Status ModifyAv(const kernel::CallContext&, const abi::ModifyAvIn& in, kernel::ModifyAvRefs& refs,
                   Irp*) override {
-    // The device has no modify: a new AH replaces the old one.
+    // The device has no modify: a new AH replaces the old one, and the AV's handle moves to
+    // it (the speed path's translation, ci.h) before the old one goes.
     AvObj* av = As<AvObj>(refs.av);
     hca::ci::CaInterface* ci = av->pd_obj->ca_obj->ca->ci;
     uint32_t ah = 0;
@@ -66,7 +74,13 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
     }
     uint32_t old;
     {
+      // Bound under the AV's lock (the CA's lock nests inside it), so that of two concurrent
+      // modifies the handle names the AH that av->ah ends up with.
       kernel::SpinLockGuard guard(av->lock);
+      if (const Status s = ci->BindAhHandle(ah, av->handle.load()); s != Status::SUCCESS) {
+        ci->DestroyAh(ah);
+        return s;
+      }
       old = av->ah;
       av->ah = ah;
       av->av = in.attributes;

@@ -170,6 +170,18 @@ class CaInterface {
                             uint32_t* shm_id, int* fd) = 0;
   virtual Status MapSrqRing(uint32_t srq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) = 0;
 
+  // --- speed path: address-vector translation ------------------------------------------------
+  // A UD (GSI, SMI) work request from a user process's send ring names its address by the
+  // process's AV handle, which only the AL can resolve; the AL therefore tells the CA, when
+  // it creates an AV (and when ModifyAv replaces its AH), which AH the handle names. The
+  // translation domain is the AH's PD: the ring consumer looks av.value up in the sending
+  // QP's PD, so a handle of another PD (or another process) names nothing there. The name
+  // moves with a rebind (the old AH loses it) and dies with DestroyAh, so a destroyed or
+  // stale handle names nothing. A work request whose handle names nothing completes
+  // LOCAL_QP_OP_ERR (vendor_err INVALID_AV_HANDLE) and takes the QP to Error.
+  // INVALID_AV_HANDLE (no such AH), INVALID_PARAMETER (handle 0), CA_REMOVED.
+  virtual Status BindAhHandle(uint32_t ah, uint64_t handle) = 0;
+
  protected:
   virtual ~CaInterface() = default;
 };
