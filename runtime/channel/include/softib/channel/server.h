@@ -5,7 +5,10 @@
 
 #include <sys/types.h>
 
+#include <sys/epoll.h>
 #include <atomic>
+
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -135,6 +138,8 @@ class Server {
  private:
   friend class FileContext;
   void Loop();
+  // epoll_wait for the loop: polls a short while after activity, then sleeps.
+  int WaitForEvents(::epoll_event* events, int capacity);
   void Accept();
   void HandleEvents(const std::shared_ptr<FileContext>& file, uint32_t events);
   void ReadFrames(const std::shared_ptr<FileContext>& file);
@@ -156,6 +161,7 @@ class Server {
   std::string socket_path_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
+  std::chrono::steady_clock::time_point last_activity_{};  // loop thread only
   int wake_fd_ = -1;
   std::thread loop_;
   std::atomic<bool> stopping_{false};
