@@ -9,7 +9,6 @@ using kernel::Irp;
 using kernel::Status;
 
 namespace {
-constexpr std::size_t kMaxQueuedEvents = 4096;  // per waiter object; older news is dropped
 
 uint32_t FunctionOf(uint32_t ioctl) { return (ioctl >> 2) & 0xFFF; }
 }  // namespace
@@ -64,51 +63,10 @@ AlObj::AlObj(Instance* owner) : Waitable(abi::ObjectType::Al, owner, abi::kIoctl
 void AlObj::OnDestroy() { StopWaiting(); }
 
 void AlObj::Post(const abi::AsyncEventRecord& record) {
-  if (destroyed()) return;
-  {
-    kernel::SpinLockGuard guard(lock_);
-    if (queue_.size() == kMaxQueuedEvents) queue_.pop_front();
-    queue_.push_back(record);
-  }
-  Pump();
+  if (!destroyed()) events_.Post(waiters, record);
 }
 
-// Pairs queued records with waiting IRPs; the pairing happens under the lock, so a record
-// and a waiter never both stay queued.
-void AlObj::Pump() {
-  for (;;) {
-    Irp* irp;
-    abi::AsyncEventRecord record;
-    {
-      kernel::SpinLockGuard guard(lock_);
-      if (queue_.empty()) return;
-      irp = waiters.Remove();
-      if (irp == nullptr) return;
-      record = queue_.front();
-      queue_.pop_front();
-    }
-    // Where the waiting call wants its output (system buffer or caller's struct).
-    auto* out = static_cast<abi::GetAsyncEventOut*>(irp->DriverContext[1]);
-    *out = abi::GetAsyncEventOut{record};
-    waiters.Complete(irp, Status::SUCCESS, sizeof(*out));
-  }
-}
-
-Status AlObj::Wait(Irp* irp, abi::GetAsyncEventOut& out) {
-  {
-    kernel::SpinLockGuard guard(lock_);
-    if (!queue_.empty()) {
-      out.record = queue_.front();
-      queue_.pop_front();
-      return Status::SUCCESS;
-    }
-  }
-  if (irp == nullptr) return Status::CANCELED;  // a call without an IRP cannot wait
-  irp->DriverContext[1] = &out;
-  const Status status = waiters.Insert(irp);
-  Pump();
-  return status;
-}
+Status AlObj::Wait(Irp* irp, abi::GetAsyncEventOut& out) { return events_.Wait(waiters, irp, out); }
 
 // ---- Ca --------------------------------------------------------------------------------------
 
@@ -316,47 +274,11 @@ void PnpRegObj::Post(abi::PnpEventRecord record) {
   if (destroyed()) return;
   record.pnp_context = context;
   record.reg.value = handle;
-  {
-    kernel::SpinLockGuard guard(lock_);
-    if (queue_.size() == kMaxQueuedEvents) queue_.pop_front();
-    queue_.push_back(record);
-  }
-  Pump();
-}
-
-void PnpRegObj::Pump() {
-  for (;;) {
-    Irp* irp;
-    abi::PnpEventRecord record;
-    {
-      kernel::SpinLockGuard guard(lock_);
-      if (queue_.empty()) return;
-      irp = waiters.Remove();
-      if (irp == nullptr) return;
-      record = queue_.front();
-      queue_.pop_front();
-    }
-    // Where the waiting call wants its output (system buffer or caller's struct).
-    auto* out = static_cast<abi::GetPnpEventOut*>(irp->DriverContext[1]);
-    *out = abi::GetPnpEventOut{record};
-    waiters.Complete(irp, Status::SUCCESS, sizeof(*out));
-  }
+  events_.Post(waiters, record);
 }
 
 Status PnpRegObj::Wait(Irp* irp, abi::GetPnpEventOut& out) {
-  {
-    kernel::SpinLockGuard guard(lock_);
-    if (!queue_.empty()) {
-      out.record = queue_.front();
-      queue_.pop_front();
-      return Status::SUCCESS;
-    }
-  }
-  if (irp == nullptr) return Status::CANCELED;
-  irp->DriverContext[1] = &out;
-  const Status status = waiters.Insert(irp);
-  Pump();
-  return status;
+  return events_.Wait(waiters, irp, out);
 }
 
 }  // namespace softib::al

@@ -75,6 +75,65 @@ class Waitable : public AlObject {
   Instance* const owner_;
 };
 
+// Event records for a wait verb (GetAsyncEvent, GetPnpEvent): queued until a waiting IRP
+// takes them; bounded (the oldest news is dropped). The pairing happens under the lock, so
+// a record and a waiter never both stay queued. `Out` is the verb's output, {record}.
+template <typename Out>
+class EventRecordQueue {
+ public:
+  using Record = decltype(Out::record);
+  static constexpr std::size_t kMaxQueued = 4096;
+
+  void Post(PendingIrps& waiters, const Record& record) {
+    {
+      kernel::SpinLockGuard guard(lock_);
+      if (queue_.size() == kMaxQueued) queue_.pop_front();
+      queue_.push_back(record);
+    }
+    Pump(waiters);
+  }
+
+  // Answers at once with a queued record, else pends `irp` (a call without an IRP cannot
+  // wait: CANCELED).
+  kernel::Status Wait(PendingIrps& waiters, kernel::Irp* irp, Out& out) {
+    {
+      kernel::SpinLockGuard guard(lock_);
+      if (!queue_.empty()) {
+        out.record = queue_.front();
+        queue_.pop_front();
+        return kernel::Status::SUCCESS;
+      }
+    }
+    if (irp == nullptr) return kernel::Status::CANCELED;
+    irp->DriverContext[1] = &out;  // where the waiting call wants its output
+    const kernel::Status status = waiters.Insert(irp);
+    Pump(waiters);
+    return status;
+  }
+
+ private:
+  void Pump(PendingIrps& waiters) {
+    for (;;) {
+      kernel::Irp* irp;
+      Record record;
+      {
+        kernel::SpinLockGuard guard(lock_);
+        if (queue_.empty()) return;
+        irp = waiters.Remove();
+        if (irp == nullptr) return;
+        record = queue_.front();
+        queue_.pop_front();
+      }
+      auto* out = static_cast<Out*>(irp->DriverContext[1]);
+      *out = Out{record};
+      waiters.Complete(irp, kernel::Status::SUCCESS, sizeof(*out));
+    }
+  }
+
+  kernel::KSpinLock lock_;
+  std::deque<Record> queue_;
+};
+
 class AlObj final : public Waitable {
  public:
   explicit AlObj(Instance* owner);
@@ -85,9 +144,7 @@ class AlObj final : public Waitable {
 
  private:
   void OnDestroy() override;
-  void Pump();
-  kernel::KSpinLock lock_;
-  std::deque<abi::AsyncEventRecord> queue_;
+  EventRecordQueue<abi::GetAsyncEventOut> events_;
 };
 
 class CaObj final : public AlObject {
@@ -226,9 +283,7 @@ class PnpRegObj final : public Waitable {
 
  private:
   void OnDestroy() override;
-  void Pump();
-  kernel::KSpinLock lock_;
-  std::deque<abi::PnpEventRecord> queue_;
+  EventRecordQueue<abi::GetPnpEventOut> events_;
 };
 
 }  // namespace softib::al
