@@ -18,6 +18,9 @@ class DmaAccessor {
   // of the range could not be transferred (the data may then be partly transferred).
   virtual bool Read(uint64_t addr, std::span<uint8_t> data) = 0;
   virtual bool Write(uint64_t addr, std::span<const uint8_t> data) = 0;
+  // True when each transfer has a fixed cost worth amortising (a system call): the
+  // responder then combines consecutive writes (write_combiner.h).
+  virtual bool CombinesWrites() const { return false; }
 };
 
 // Addresses are pointers of this process.
@@ -34,6 +37,7 @@ class ProcessVmDma final : public DmaAccessor {
   explicit ProcessVmDma(pid_t pid) : pid_(pid) {}
   bool Read(uint64_t addr, std::span<uint8_t> data) override;
   bool Write(uint64_t addr, std::span<const uint8_t> data) override;
+  bool CombinesWrites() const override { return true; }
   pid_t pid() const { return pid_; }
 
  private:

@@ -33,6 +33,7 @@
 #include "hca/device/port.h"
 #include "hca/device/qp.h"
 #include "hca/device/srq.h"
+#include "hca/device/write_combiner.h"
 #include "softib/abi/types.h"
 
 namespace softib::hca {
@@ -231,6 +232,14 @@ class Hca {
   // and the RC timers that expired by then run inside this call (local ACK timeout,
   // RNR wait). Timers are armed relative to the last time given.
   void Tick(uint64_t now_ns);
+  // Advances time without running timers: work posted now arms its timers from now, not
+  // from the last tick (which may be long ago when the QP was idle).
+  void SetNow(uint64_t now_ns) { now_ns_ = now_ns; }
+
+  // Places the RDMA WRITE payload the responder staged (write_combiner.h). The HCA's owner
+  // calls it before any control operation; the data path flushes by itself.
+  void FlushStagedWrites();
+  uint64_t staged_write_runs() const { return staged_writes_.runs_placed(); }
   uint64_t now() const { return now_ns_; }
 
  private:
@@ -273,6 +282,7 @@ class Hca {
   // mcast.cc: a multicast packet to every QP of `in` attached to (DGID, DLID), except
   // `except` (the sender, for the local copy).
   void ReceiveMulticast(Port& in, const ParsedPacket& packet, const QueuePair* except);
+  bool ContinuesStagedWrite(const PacketHeaders& hdr) const;
   QueuePair* DestinationQp(uint8_t port_number, uint32_t dest_qpn);
   // srq.cc: the receive queue, whichever it is (own or SRQ).
   bool RecvAvailable(const QueuePair& qp);
@@ -328,6 +338,7 @@ class Hca {
   McastTable mcast_;
   uint32_t next_srq_ = 1;
   uint64_t now_ns_ = 0;
+  WriteCombiner staged_writes_;
   uint32_t next_cq_ = 1;
   uint32_t next_qpn_ = 0x48;  // below: QP0/QP1 and numbers kept out of use, as on hardware
 };

@@ -76,6 +76,11 @@ std::size_t WireBytes(bool global, const codec::OpcodeDesc& opcode, std::size_t 
 }
 
 std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload) {
+  return BuildPacket(hdr, payload, {});
+}
+
+std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload,
+                                 std::vector<uint8_t> storage) {
   const codec::OpcodeDesc* opcode = codec::FindOpcode(hdr.bth.OpCode);
   if (opcode == nullptr || (!opcode->payload && !payload.empty())) return {};
   const bool global = hdr.grh.has_value();
@@ -89,7 +94,8 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
   hdr.lrh.PktLen = static_cast<uint16_t>(words);
   hdr.bth.PadCnt = static_cast<uint8_t>((4 - payload.size() % 4) % 4);
 
-  std::vector<uint8_t> out;
+  std::vector<uint8_t> out = std::move(storage);
+  out.clear();
   out.reserve(total);  // AppendCrcs must not reallocate (and copy) the whole packet
   const std::size_t header_bytes = total - kCrcBytes - ((payload.size() + 3) & ~std::size_t{3});
   out.resize(header_bytes);

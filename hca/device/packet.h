@@ -73,6 +73,9 @@ std::size_t WireBytes(bool global, const codec::OpcodeDesc& opcode, std::size_t 
 // Returns an empty vector when the opcode is unknown, when payload is given to an opcode
 // that carries none, or when the packet would not fit LRH:PktLen.
 std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload);
+// The same, built in `storage` (its contents are discarded, its capacity reused).
+std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload,
+                                 std::vector<uint8_t> storage);
 
 // Checks a received packet (lengths, versions, VCRC, GRH, opcode, pad, ICRC) and decodes
 // its headers into `out`. `out->payload` views `bytes`, so keep them alive together.

@@ -32,6 +32,7 @@ struct Port {
   // the default partition, unused entries 0 (the invalid P_Key, IBA 10.9.1.2).
   std::vector<uint16_t> pkeys{kDefaultPkey};
   Link* link = nullptr;
+  std::vector<uint8_t> spare_buffer;  // what the link handed back for the next packet
   PortCounters counters;
   // PortInfo as the SMA will report it (IBA 14.2.5.6); the device only reports these.
   uint16_t sm_lid = 0;

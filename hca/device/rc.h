@@ -94,6 +94,9 @@ struct RcResponder {
   uint64_t write_va = 0;
   uint32_t write_rkey = 0;
   uint32_t write_length = 0;
+  // Part of this message's staged payload could not be placed (write_combiner.h): the
+  // message ends in a remote access NAK, as an unplaceable packet would have.
+  bool placement_failed = false;
   std::deque<RcResponderResource> resources;
 };
 

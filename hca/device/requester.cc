@@ -57,6 +57,7 @@ uint32_t PacketsFor(uint64_t bytes, uint32_t mtu) {
 }  // namespace
 
 abi::Status Hca::PostSend(uint32_t qpn, const abi::SendWorkRequest& wr) {
+  FlushStagedWrites();  // a LOCAL_INV or a bind must not overtake bytes already accepted
   QueuePair* qp = Qp(qpn);
   if (qp == nullptr) return abi::Status::INVALID_QP_HANDLE;
   // The send queue accepts work from RTS on (IBA 10.8.2.2: posting in Reset, Init or RTR is
@@ -424,17 +425,18 @@ PacketHeaders Hca::PathHeaders(const Port& out, const abi::AddressVector& av) co
 }
 
 bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload) {
-  std::vector<uint8_t> packet = BuildPacket(hdr, payload);
+  std::vector<uint8_t> packet = BuildPacket(hdr, payload, std::move(out.spare_buffer));
   if (packet.empty()) return false;
   PortCounters& c = out.counters;
   if (out.link == nullptr || out.shut_down) {
     ++c.xmit_discards;  // no link to carry it: lost, as on a dead port
+    out.spare_buffer = std::move(packet);
     return true;
   }
   ++c.xmit_packets;
   c.xmit_data_words += (packet.size() - 2) / 4;  // up to the ICRC: the VCRC is 2 bytes
   ++(IsMulticastLid(hdr.lrh.DLID) ? c.xmit_multicast_packets : c.xmit_unicast_packets);
-  out.link->Transmit(std::move(packet));
+  out.spare_buffer = out.link->Transmit(std::move(packet));
   return true;
 }
 

@@ -52,6 +52,8 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
     ++counters.rcv_errors;
     return;
   }
+  // Only the next packet of the staged RDMA WRITE may find payload still staged.
+  if (staged_writes_.pending() && !ContinuesStagedWrite(packet.hdr)) FlushStagedWrites();
   ++counters.rcv_packets;
   counters.rcv_data_words += (bytes.size() - 2) / 4;  // LRH..ICRC, as LRH:PktLen
   const PacketHeaders& hdr = packet.hdr;
@@ -94,6 +96,25 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
     return ReceiveRc(*qp, packet);
   }
   ReceiveDatagram(in, *qp, packet);
+}
+
+bool Hca::ContinuesStagedWrite(const PacketHeaders& hdr) const {
+  using wire::BthOpcode;
+  if (hdr.bth.DestQP != staged_writes_.owner()) return false;
+  switch (static_cast<BthOpcode>(hdr.bth.OpCode)) {
+    case BthOpcode::RC_RDMA_WRITE_MIDDLE:
+    case BthOpcode::RC_RDMA_WRITE_LAST:
+    case BthOpcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void Hca::FlushStagedWrites() {
+  uint32_t failed = 0;
+  if (staged_writes_.Flush(&failed) || failed == 0) return;
+  if (QueuePair* qp = Qp(failed)) qp->rc.resp.placement_failed = true;
 }
 
 QueuePair* Hca::DestinationQp(uint8_t port_number, uint32_t dest_qpn) {
@@ -331,9 +352,24 @@ Hca::Placement Hca::PlacePacket(QueuePair& qp, const RequestShape& shape,
     }
     if (s.offset + length > s.write_length || (shape.last && s.offset + length != s.write_length))
       return {aeth::kNakInvalidRequest, WcStatus::SUCCESS};
-    if (length != 0 && WriteRemote(mrs_, s.write_rkey, qp.pd, s.write_va + s.offset, packet.payload,
-                                   qp.handle) != AccessError::kNone)
-      return {aeth::kNakRemoteAccess, WcStatus::SUCCESS};
+    if (shape.first) s.placement_failed = false;
+    if (length != 0) {
+      // Checked per packet; placed through the combiner (write_combiner.h).
+      const uint64_t va = s.write_va + s.offset;
+      const MemoryRegion* mr = nullptr;
+      if (mrs_.CheckRemote(s.write_rkey, qp.pd, va, length, abi::AccessFlags::REMOTE_WRITE, &mr,
+                           qp.handle) != AccessError::kNone ||
+          !staged_writes_.Write(qp.handle, mr->dma, mr->addr + (va - mr->iova), packet.payload))
+        return {aeth::kNakRemoteAccess, WcStatus::SUCCESS};
+    }
+    if (shape.last) {
+      // The ACK or the completion that follows makes the data visible: place it first.
+      if (staged_writes_.owner() == qp.handle) FlushStagedWrites();
+      if (s.placement_failed) {
+        s.placement_failed = false;
+        return {aeth::kNakRemoteAccess, WcStatus::SUCCESS};
+      }
+    }
     s.offset += length;
   }
   s.in_progress = shape.last ? Kind::kNone : shape.kind;

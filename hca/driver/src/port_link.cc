@@ -5,7 +5,18 @@
 
 namespace softib::hca {
 
-void PortLink::Transmit(std::vector<uint8_t> packet) { wire_->Queue(this, std::move(packet)); }
+namespace {
+// Enough buffers for the packets of a deep queue of large writes in flight.
+constexpr std::size_t kMaxSpareBuffers = 1024;
+// The ring service delivers what it sends itself (no thread hand-off for a lone packet);
+// a burst this deep goes to the DPC thread instead, so that sending and receiving run on
+// both CPUs at once.
+constexpr std::size_t kHandOffDepth = 16;
+}  // namespace
+
+std::vector<uint8_t> PortLink::Transmit(std::vector<uint8_t> packet) {
+  return wire_->Queue(this, std::move(packet));
+}
 
 PacketWire::PacketWire(kernel::Node* node) {
   kernel::KeInitializeDpc(&dpc_, node, &PacketWire::DeliverDpc, this);
@@ -13,12 +24,19 @@ PacketWire::PacketWire(kernel::Node* node) {
 
 PacketWire::~PacketWire() = default;
 
-void PacketWire::Queue(PortLink* link, std::vector<uint8_t> packet) {
+std::vector<uint8_t> PacketWire::Queue(PortLink* link, std::vector<uint8_t> packet) {
   kernel::SpinLockGuard guard(lock_);
-  if (link->peer_ == nullptr) return;  // a cut cable loses the packet, as a real one does
+  // A cut cable loses the packet, as a real one does.
+  if (link->peer_ == nullptr) return packet;
   link->peer_->Reference();
   queue_.push_back({link->peer_, link->peer_port_, std::move(packet)});
-  if (!RingService::OnServiceThread()) kernel::KeInsertQueueDpc(&dpc_, nullptr, nullptr);
+  // A thread delivering now takes this packet too before it stops (it looks under lock_).
+  if (!delivering_ && (!RingService::OnServiceThread() || queue_.size() >= kHandOffDepth))
+    kernel::KeInsertQueueDpc(&dpc_, nullptr, nullptr);
+  if (spare_buffers_.empty()) return {};
+  std::vector<uint8_t> spare = std::move(spare_buffers_.back());
+  spare_buffers_.pop_back();
+  return spare;
 }
 
 void PacketWire::Cut(PortLink* link) {
@@ -43,19 +61,27 @@ bool PacketWire::DeliverQueued() {
     if (delivering_ || queue_.empty()) return false;
     delivering_ = true;
   }
+  // Whole batches per lock hold: the sender and this thread meet once per batch, not
+  // once per packet.
+  std::deque<Packet> batch;
   for (;;) {
-    Packet packet;
     {
       kernel::SpinLockGuard guard(lock_);
+      for (Packet& done : batch) {
+        if (spare_buffers_.size() == kMaxSpareBuffers) break;
+        spare_buffers_.push_back(std::move(done.bytes));
+      }
+      batch.clear();
       if (queue_.empty()) {
         delivering_ = false;  // under the lock: a packet queued from now on finds it clear
         return true;
       }
-      packet = std::move(queue_.front());
-      queue_.pop_front();
+      batch.swap(queue_);
     }
-    packet.to->DeliverPacket(packet.port, packet.bytes);
-    packet.to->Dereference();
+    for (Packet& packet : batch) {
+      packet.to->DeliverPacket(packet.port, packet.bytes);
+      packet.to->Dereference();
+    }
   }
 }
 

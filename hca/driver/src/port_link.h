@@ -27,7 +27,7 @@ class PortLink final : public Link {
  public:
   PortLink(PacketWire* wire, SoftCa* peer, uint8_t peer_port)
       : wire_(wire), peer_(peer), peer_port_(peer_port) {}
-  void Transmit(std::vector<uint8_t> packet) override;
+  std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) override;
 
  private:
   friend class PacketWire;
@@ -59,11 +59,14 @@ class PacketWire {
     uint8_t port;
     std::vector<uint8_t> bytes;
   };
-  void Queue(PortLink* link, std::vector<uint8_t> packet);
+  // Queues `packet` and hands back a delivered packet's buffer for the sender's next one.
+  std::vector<uint8_t> Queue(PortLink* link, std::vector<uint8_t> packet);
   static void DeliverDpc(kernel::Kdpc* dpc, void* context, void* arg1, void* arg2);
 
   kernel::KSpinLock lock_;
   std::deque<Packet> queue_;
+  // Buffers of delivered packets, reused by senders (bounded: a burst's worth).
+  std::vector<std::vector<uint8_t>> spare_buffers_;
   bool delivering_ = false;  // lock_ held: some thread is in DeliverQueued
   kernel::Kdpc dpc_;
 };

@@ -166,7 +166,7 @@ void SoftCa::SetPortLink(uint8_t port, PortLink* link) {
 }
 
 void SoftCa::DeliverPacket(uint8_t port, std::span<const uint8_t> packet) {
-  Locked locked(this);
+  Locked locked(this, Locked::Path::kPacket);
   if (locked.gone()) return;
   hca_.Tick(NowNs());  // timers are armed relative to the last time the core saw
   if (!ring_qps_.empty()) ServeReceiverLocked(port, packet);
@@ -416,6 +416,7 @@ Status SoftCa::PostSend(uint32_t qpn, std::span<const abi::SendWorkRequest> wrs,
   Locked locked(this);
   *num_posted = 0;
   if (locked.gone()) return Status::CA_REMOVED;
+  hca_.SetNow(NowNs());  // the ACK timer of what this posts starts now
   for (const abi::SendWorkRequest& wr : wrs) {
     const Status status = hca_.PostSend(qpn, wr);
     if (status != Status::SUCCESS) return status;

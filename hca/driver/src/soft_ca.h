@@ -170,7 +170,13 @@ class SoftCa final : public ci::CaInterface {
 // ring CQs filled and stalled rings served again, then the news handed on without the lock.
 class SoftCa::Locked {
  public:
-  explicit Locked(SoftCa* ca) : ca_(ca), previous_(ca->lock_.Acquire()) {}
+  // Every entry but packet delivery is a control operation, before which the device
+  // places what its responder staged (hca/device/write_combiner.h).
+  enum class Path { kControl, kPacket };
+  explicit Locked(SoftCa* ca, Path path = Path::kControl)
+      : ca_(ca), previous_(ca->lock_.Acquire()) {
+    if (path == Path::kControl && !gone()) ca_->hca_.FlushStagedWrites();
+  }
   ~Locked() {
     if (ca_->has_rings() && !ca_->removed()) ca_->AfterDeviceCallLocked();
     ca_->lock_.Release(previous_);
