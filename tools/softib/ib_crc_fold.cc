@@ -197,13 +197,109 @@ SOFTIB_CLMUL __m128i FoldToBlock(std::span<const uint8_t> data, __m128i first,
   return x0;
 }
 
+// ---- one 16-byte block to a register, without tables -----------------------------------
+// Per packet the fold ends in a few 16-byte blocks (headers, the last block, the register
+// carried across); through the slicing tables those cost as much as folding 4 KiB, because
+// the payload has evicted the tables by then. Here a block is reduced in the normal bit
+// order instead: reversed (bit d <-> x^d), the register is N(x) * x^W mod P, taken in two
+// folds and a Barrett step, then reflected back.
+//   N = A x^64 + B          ->  T = A (x^(64+W) mod P) + B (x^W mod P)   (degree < 64 + W)
+//   T = C x^64 + D          ->  E = C (x^64 mod P) + D                  (degree < 64)
+//   E mod P = E + P * floor(floor(E / x^W) * mu / x^(64-W)),  mu = floor(x^64 / P)
+// (over GF(2) the Barrett quotient is exact for degree(E) < 64: no correction step).
+constexpr uint64_t Floor64ByPoly(uint64_t poly, unsigned width) {
+  // x^64 / (x^width + poly) by long division, quotient of degree 64 - width.
+  const unsigned __int128 divisor = (static_cast<unsigned __int128>(1) << width) | poly;
+  unsigned __int128 rest = static_cast<unsigned __int128>(1) << 64;
+  uint64_t quotient = 0;
+  for (int d = 64 - static_cast<int>(width); d >= 0; --d) {
+    if ((rest >> (d + width)) & 1) {
+      quotient |= uint64_t{1} << d;
+      rest ^= divisor << d;
+    }
+  }
+  return quotient;
+}
+
+struct ReductionConstants {
+  uint64_t by_64_plus_w, by_w, by_64, mu, poly_with_top;
+  unsigned width;
+};
+
+constexpr ReductionConstants MakeReduction(uint64_t poly, unsigned width) {
+  return {XPowerModPoly(64 + width, poly, width), XPowerModPoly(width, poly, width),
+          XPowerModPoly(64, poly, width),         Floor64ByPoly(poly, width),
+          (uint64_t{1} << width) | poly,          width};
+}
+constexpr ReductionConstants kCrc32Reduction = MakeReduction(kCrc32Poly, 32);
+constexpr ReductionConstants kVcrcReduction = MakeReduction(kVcrcPoly, 16);
+
+// All 128 bits in reverse order: each byte's bits (a nibble table), then the bytes.
+SOFTIB_CLMUL inline __m128i Reverse128(__m128i v) {
+  const __m128i reversed_nibble =
+      _mm_setr_epi8(0x0, 0x8, 0x4, 0xC, 0x2, 0xA, 0x6, 0xE, 0x1, 0x9, 0x5, 0xD, 0x3, 0xB, 0x7, 0xF);
+  const __m128i low_nibbles = _mm_set1_epi8(0x0F);
+  const __m128i low = _mm_shuffle_epi8(reversed_nibble, _mm_and_si128(v, low_nibbles));
+  const __m128i high =
+      _mm_shuffle_epi8(reversed_nibble, _mm_and_si128(_mm_srli_epi16(v, 4), low_nibbles));
+  const __m128i bytes_reversed = _mm_or_si128(_mm_slli_epi16(low, 4), high);
+  return _mm_shuffle_epi8(bytes_reversed,
+                          _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+}
+
+constexpr uint64_t ReverseLow(uint64_t v, unsigned width) {
+  uint64_t r = 0;
+  for (unsigned i = 0; i < width; ++i) r |= ((v >> i) & 1) << (width - 1 - i);
+  return r;
+}
+
+SOFTIB_CLMUL inline uint64_t Clmul64(uint64_t a, uint64_t b, uint64_t* high) {
+  const __m128i product = _mm_clmulepi64_si128(_mm_cvtsi64_si128(static_cast<long long>(a)),
+                                               _mm_cvtsi64_si128(static_cast<long long>(b)), 0x00);
+  *high = static_cast<uint64_t>(_mm_extract_epi64(product, 1));
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(product));
+}
+
+// The register a CRC from a zero register has after the 16 bytes of `block` (bit i of the
+// little-endian block is the i-th bit the CRC takes in).
+template <typename T>
+SOFTIB_CLMUL T ReduceBlock(__m128i block, const ReductionConstants& k) {
+  const unsigned w = k.width;
+  const __m128i n = Reverse128(block);
+  const __m128i folds =
+      _mm_set_epi64x(static_cast<long long>(k.by_64_plus_w), static_cast<long long>(k.by_w));
+  const __m128i t = _mm_xor_si128(_mm_clmulepi64_si128(n, folds, 0x11),   // A * x^(64+W)
+                                  _mm_clmulepi64_si128(n, folds, 0x00));  // B * x^W
+  const uint64_t c = static_cast<uint64_t>(_mm_extract_epi64(t, 1));
+  const uint64_t d = static_cast<uint64_t>(_mm_cvtsi128_si64(t));
+  uint64_t unused = 0;
+  const uint64_t e = Clmul64(c, k.by_64, &unused) ^ d;
+  uint64_t q_high = 0;
+  const uint64_t q_low = Clmul64(e >> w, k.mu, &q_high);
+  const uint64_t quotient = (q_low >> (64 - w)) | (w == 64 ? 0 : q_high << w);
+  const uint64_t remainder = e ^ Clmul64(quotient, k.poly_with_top, &unused);
+  return static_cast<T>(ReverseLow(remainder & ((uint64_t{1} << w) - 1), w));
+}
+
+template <typename T>
+const ReductionConstants& ReductionFor();
+template <>
+const ReductionConstants& ReductionFor<uint32_t>() {
+  return kCrc32Reduction;
+}
+template <>
+const ReductionConstants& ReductionFor<uint16_t>() {
+  return kVcrcReduction;
+}
+
 // The register after a folded block and then `tail`: the block stands for everything before
 // it, so its CRC from the register `reg` (0: the block already holds the register) is exact.
 template <typename T, T (*Slicing)(T, std::span<const uint8_t>)>
 SOFTIB_CLMUL T FinishBlock(T reg, __m128i block, std::span<const uint8_t> tail) {
-  alignas(16) uint8_t bytes[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(bytes), block);
-  return Slicing(Slicing(reg, std::span<const uint8_t>(bytes, sizeof bytes)), tail);
+  // A register enters as if XORed into the block's first W bits.
+  const __m128i with_register = _mm_xor_si128(block, _mm_cvtsi32_si128(static_cast<int>(reg)));
+  const T after_block = ReduceBlock<T>(with_register, ReductionFor<T>());
+  return tail.empty() ? after_block : Slicing(after_block, tail);
 }
 
 template <typename T, T (*Slicing)(T, std::span<const uint8_t>)>

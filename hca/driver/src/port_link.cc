@@ -12,6 +12,8 @@ constexpr std::size_t kMaxSpareBuffers = 1024;
 // a burst this deep goes to the DPC thread instead, so that sending and receiving run on
 // both CPUs at once.
 constexpr std::size_t kHandOffDepth = 16;
+// Packets for one CA received under one hold of its lock.
+constexpr std::size_t kDeliveryRun = 64;
 }  // namespace
 
 std::vector<uint8_t> PortLink::Transmit(std::vector<uint8_t> packet) {
@@ -64,6 +66,7 @@ bool PacketWire::DeliverQueued() {
   // Whole batches per lock hold: the sender and this thread meet once per batch, not
   // once per packet.
   std::deque<Packet> batch;
+  SoftCa::InboundPacket run[kDeliveryRun];
   for (;;) {
     {
       kernel::SpinLockGuard guard(lock_);
@@ -78,9 +81,19 @@ bool PacketWire::DeliverQueued() {
       }
       batch.swap(queue_);
     }
-    for (Packet& packet : batch) {
-      packet.to->DeliverPacket(packet.port, packet.bytes);
-      packet.to->Dereference();
+    // Runs of packets for one CA go in under one hold of its lock (bounded, so that a
+    // long burst does not keep the CA from its other callers).
+    std::size_t i = 0;
+    while (i < batch.size()) {
+      SoftCa* to = batch[i].to;
+      std::size_t n = 0;
+      while (i + n < batch.size() && batch[i + n].to == to && n < std::size(run)) {
+        run[n] = {batch[i + n].port, batch[i + n].bytes};
+        ++n;
+      }
+      to->DeliverPackets(std::span(run, n));
+      for (std::size_t k = 0; k < n; ++k) batch[i + k].to->Dereference();
+      i += n;
     }
   }
 }

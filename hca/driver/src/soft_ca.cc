@@ -165,12 +165,17 @@ void SoftCa::SetPortLink(uint8_t port, PortLink* link) {
   hca_.SetPortLink(port, link);
 }
 
-void SoftCa::DeliverPacket(uint8_t port, std::span<const uint8_t> packet) {
+void SoftCa::DeliverPackets(std::span<const InboundPacket> packets) {
   Locked locked(this, Locked::Path::kPacket);
   if (locked.gone()) return;
   hca_.Tick(NowNs());  // timers are armed relative to the last time the core saw
-  if (!ring_qps_.empty()) ServeReceiverLocked(port, packet);
-  hca_.Receive(port, packet);
+  for (const InboundPacket& packet : packets) {
+    if (!ring_qps_.empty()) ServeReceiverLocked(packet.port, packet.bytes);
+    hca_.Receive(packet.port, packet.bytes);
+    // A ring CQ's device CQ is no larger than its ring: its completions move on after each
+    // packet, or a batch could overflow it while the ring has room.
+    for (auto& [number, ring] : ring_cqs_) MoveCompletionsLocked(number, ring);
+  }
 }
 
 // ---- CA ----------------------------------------------------------------------------------

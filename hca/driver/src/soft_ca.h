@@ -96,8 +96,17 @@ class SoftCa final : public ci::CaInterface {
   Status BindAhHandle(uint32_t ah, uint64_t handle) override;
 
   // --- driver side -----------------------------------------------------------------------
-  // A packet for `port` (delivery DPC).
-  void DeliverPacket(uint8_t port, std::span<const uint8_t> packet);
+  // Packets for this CA's ports (delivery DPC or ring service), received under one hold of
+  // the lock: the rings' completions move once per batch, not once per packet.
+  struct InboundPacket {
+    uint8_t port;
+    std::span<const uint8_t> bytes;
+  };
+  void DeliverPackets(std::span<const InboundPacket> packets);
+  void DeliverPacket(uint8_t port, std::span<const uint8_t> packet) {
+    const InboundPacket one{port, packet};
+    DeliverPackets(std::span(&one, 1));
+  }
   // kIoctlCiWaitEvents: completes `irp` now when news is queued, else pends it.
   kernel::Status WaitEvents(kernel::Irp* irp);
   // Surprise removal: verbs answer CA_REMOVED, waiting IRPs complete with CA_REMOVED, the
