@@ -166,6 +166,11 @@ RouteResult Switch::RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> pack
         ++counters_[decision.port].xmit_discards;
         return Drop(SwitchDrop::kEgressNotActive, ingress);
       }
+      // On the directed-route part every hop's SMI must see it: permissive LIDs (it may
+      // have arrived here addressed to this switch's LID over a LID-routed first part).
+      const wire::LRHView lrh(bytes);
+      lrh.set_DLID(kPermissiveLid);
+      lrh.set_SLID(kPermissiveLid);
       RebuildCrcs(bytes);
       RouteResult result;
       result.egress.push_back(decision.port);
