@@ -288,6 +288,11 @@ TEST(SwitchForwarding, MalformedPackets) {
   EXPECT_EQ(sw.route(2, good).drop, SwitchDrop::kIngressNotActive);  // no link on port 2
   EXPECT_EQ(sw.counters(1).rcv_errors, 2u);
 
+  // A VL15 packet whose MAD is cut short (LRH:PktLen consistent with it).
+  const Mad whole = MadOf(good);
+  EXPECT_EQ(sw.route(1, Packet(15, 0xFFFF, 0xFFFF, 0, std::span(whole).first(200))).drop,
+            SwitchDrop::kVl15NotSmp);
+
   std::vector<uint8_t> bad_crc = good;
   bad_crc[kMadInPacket + 40] ^= 1;
   EXPECT_EQ(sw.route(1, bad_crc).drop, SwitchDrop::kBadCrc);

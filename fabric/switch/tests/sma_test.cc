@@ -361,6 +361,11 @@ TEST(SwitchSma, GuidInfo) {
   std::copy(guid.begin(), guid.end(), expected.begin());
   EXPECT_EQ(Bytes(r, kData, 64), expected);
   Expect(sw, LidSmp(kGet, kGuidInfo, 1), 0x001C);
+  // GUIDCap 1: the only GUID is port 0's own, which a Set does not change.
+  Mad set = LidSmp(kSet, kGuidInfo, 0);
+  Put64(Data(set), 0x1111111111111111ULL);
+  const Mad after = Expect(sw, set, 0);
+  EXPECT_EQ(Bytes(after, kData, 64), expected);
 }
 
 TEST(SwitchSma, UnsupportedMethodsAttributesAndModifiers) {
