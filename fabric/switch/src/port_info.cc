@@ -42,9 +42,11 @@ bool LegalTransition(uint8_t from, uint8_t to) {
 
 uint16_t Switch::PortInfoAccess(bool set, uint32_t modifier, uint8_t in_port, bool hide_mkey,
                                 std::span<uint8_t, 64> data) {
-  // On a switch the modifier is the port number, 0 being the management port.
-  if (modifier > config_.num_ports) return kStatusBadValue;
-  const auto port = static_cast<uint8_t>(modifier);
+  // On a switch bits 7:0 of the modifier are the port number, 0 being the management port.
+  // Bit 31 is SMSupportsExtendedSpeeds (release 1.3; OpenSM sets it), bits 30:8 reserved.
+  const uint32_t port_bits = modifier & 0x7FFFFFFF;
+  if (port_bits > config_.num_ports) return kStatusBadValue;
+  const auto port = static_cast<uint8_t>(port_bits);
   uint16_t status = kStatusOk;
   if (set) {
     mad::PortInfo req;

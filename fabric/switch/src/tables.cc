@@ -21,7 +21,7 @@ constexpr unsigned kVlArbEntriesPerPortion = 32;
 uint16_t Switch::PKeyTableAccess(bool set, uint32_t modifier, std::span<uint8_t, 64> data) {
   const unsigned block = modifier & 0xFFFF;
   const unsigned port = (modifier >> 16) & 0xFF;
-  if ((modifier >> 24) != 0 || port > config_.num_ports) return kStatusBadValue;
+  if (port > config_.num_ports) return kStatusBadValue;  // bits 31:24 are reserved
   std::vector<uint16_t>& table = ports_[port].pkeys;
   const std::size_t first = std::size_t{block} * kPKeysPerBlock;
   if (first >= table.size()) return kStatusBadValue;

@@ -137,6 +137,9 @@ TEST(SwitchSma, PortInfoExternalPort) {
   EXPECT_EQ(r[kData + 33], 0x22);
 
   Expect(sw, LidSmp(kGet, kPortInfo, 9), 0x001C);  // no port 9
+  // Bit 31 (SMSupportsExtendedSpeeds) does not change which port is meant.
+  r = Expect(sw, LidSmp(kGet, kPortInfo, 0x80000001u), 0, /*in_port=*/1);
+  EXPECT_EQ(Bytes(r, kData, 64), expected);
 }
 
 // Set(PortInfo) on an external port: Init -> Armed -> Active, with the SM's NeighborMTU and
@@ -412,6 +415,41 @@ TEST(SwitchSma, DirectedRouteResponseKeepsThePath) {
   EXPECT_EQ(Bytes(r, 6, 2), Bytes(dr, 6, 2));
   EXPECT_EQ(Bytes(r, 32, 4), Bytes(dr, 32, 4));
   EXPECT_EQ(Bytes(r, kInitialPath, 128), Bytes(dr, kInitialPath, 128));
+}
+
+}  // namespace
+}  // namespace softib::fabric::test
+
+namespace softib::fabric::test {
+namespace {
+
+// What OpenSM's link manager sends a switch port (docs/notes/ibsim-and-sm-facts.md 5.1):
+// a NOP Set with modifier bit 31, LinkSpeedEnabled 0xF, LinkWidthEnabled 4X, NeighborMTU and
+// OperationalVLs; then Armed; then Active.
+TEST(SwitchSma, OpenSmLinkManagerSequence) {
+  Switch sw(TestConfig());
+  sw.SetLinkUp(3, true);
+  Mad nop = LidSmp(0x02, 0x0015, 0x80000003u);
+  Data(nop)[29] = 0x02;  // LinkWidthEnabled 4X
+  Data(nop)[35] = 0x0F;  // LinkSpeedEnabled: all supported
+  Data(nop)[36] = 0x40;  // NeighborMTU 2048
+  Data(nop)[43] = 0x30;  // OperationalVLs VL0-3
+  std::optional<Mad> r = Ask(sw, nop);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(Status(*r), 0);
+  EXPECT_EQ((*r)[kData + 29], 0x02);
+  EXPECT_EQ((*r)[kData + 32], 0x72);
+  EXPECT_EQ((*r)[kData + 35], 0x47);
+  EXPECT_EQ((*r)[kData + 43], 0x30);
+  for (uint8_t state : {0x03, 0x04}) {
+    Mad m = nop;
+    Data(m)[32] = state;
+    r = Ask(sw, m);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(Status(*r), 0);
+    EXPECT_EQ((*r)[kData + 32], 0x70 | state);
+  }
+  EXPECT_EQ(sw.port_info(3).PortState, 4);
 }
 
 }  // namespace
