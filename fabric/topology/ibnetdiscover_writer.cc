@@ -1,7 +1,9 @@
 #include "fabric/topology/ibnetdiscover_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,11 +13,13 @@ namespace {
 
 // Appends printf-formatted text; every line we write is far below the buffer size
 // (ibsim reads lines of at most 255 characters, and ours stay under 200).
-template <typename... Args>
-void Append(std::string& out, const char* format, Args... args) {
+__attribute__((format(printf, 2, 3))) void Append(std::string& out, const char* format, ...) {
   char buf[512];
-  const int n = std::snprintf(buf, sizeof buf, format, args...);
-  if (n > 0) out.append(buf, static_cast<std::size_t>(n) < sizeof buf ? n : sizeof buf - 1);
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  if (n > 0) out.append(buf, std::min(static_cast<std::size_t>(n), sizeof buf - 1));
 }
 
 // The LID ibnetdiscover prints for the far end: the switch's port-0 LID, or the CA port's.
@@ -41,7 +45,7 @@ void WritePort(std::string& out, const Topology& t, const Node& n, uint8_t port)
   if (!n.is_switch()) Append(out, "(%" PRIx64 ") ", n.ports[port].guid);
   Append(out, "\t\"%s\"[%u]", peer.name.c_str(), unsigned{far.port});
   if (!peer.is_switch()) Append(out, "(%" PRIx64 ") ", peer.ports[far.port].guid);
-  Append(out, "\t\t# ");
+  out += "\t\t# ";
   if (!n.is_switch())
     Append(out, "lid %u lmc %u ", unsigned{n.ports[port].lid}, unsigned{n.ports[port].lmc});
   Append(out, "\"%s\" lid %u %s\n", peer.description.c_str(), unsigned{LidOf(peer, far.port)},
