@@ -265,5 +265,32 @@ TEST_F(IbsimInterop, GeneratedTorus) {
   LoadAndDiscover(*g.topology, "torus");
 }
 
+// LIDs, LMC, EnhancedPort0 and a slower link come back as the file gave them (ibsim
+// presets LIDs and LMCs from the file; ibnetdiscover reads them from PortInfo).
+TEST_F(IbsimInterop, LidsLmcEnhancedPortAndRates) {
+  Topology t = DefaultTopology();
+  t.mutable_node(0).enhanced_port0 = true;
+  for (NodeIndex i = 0; i < 3; ++i) t.mutable_node(i).ports[0].lid = static_cast<uint16_t>(i + 1);
+  for (NodeIndex i = 3; i < 7; ++i)
+    t.mutable_node(i).ports[1].lid = static_cast<uint16_t>(2 * i + 2);
+  t.mutable_node(6).ports[1].lmc = 1;
+  Topology slow;
+  for (const Node& n : t.nodes()) slow.AddNode(n);
+  for (Link l : t.links()) {
+    if (slow.node(l.a.node).description == "host-0004 HCA-1" ||
+        slow.node(l.b.node).description == "host-0004 HCA-1") {
+      l.width = LinkWidth::k1x;
+      l.speed = LinkSpeed::kDdr;
+    }
+    slow.AddLink(l);
+  }
+  ASSERT_EQ(slow.Validate(), "");
+  LoadAndDiscover(slow, "lids");
+}
+
+// The benchmark fabrics load as they are (2012 nodes fit ibsim's default 2048).
+TEST_F(IbsimInterop, PresetFt36) { LoadAndDiscover(*MakePreset("ft36"), "ft36"); }
+TEST_F(IbsimInterop, PresetFt92) { LoadAndDiscover(*MakePreset("ft92"), "ft92"); }
+
 }  // namespace
 }  // namespace softib::fabric
