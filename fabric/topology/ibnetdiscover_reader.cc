@@ -387,9 +387,13 @@ class Parser {
     uint64_t own_lid = 0, own_lmc = 0;
     if (cur.Consume('#')) {
       cur.SkipSpaces();
+      bool rate_follows = false;  // a "lid N" was read and a rate may come next
       if (!node.is_switch() && cur.ConsumeWord("lid ")) {  // "# lid 5 lmc 0 ..." (CA lines)
         own_lid = Lid(cur, line_no);
         cur.SkipSpaces();
+        // ibsim takes the first "lid" of a CA line as the port's own and the last one (after
+        // the last quote) as the link's: in "# lid 3 4xQDR" it is both.
+        rate_follows = cur.peek() >= '0' && cur.peek() <= '9';
         if (cur.ConsumeWord("lmc ")) own_lmc = Lmc(cur, line_no);
         cur.SkipSpaces();
       }
@@ -401,6 +405,9 @@ class Parser {
       if (cur.ConsumeWord("lid ")) {  // "lid 3 4xQDR": the peer's LID, then the link rate
         Lid(cur, line_no);
         cur.SkipSpaces();
+        rate_follows = true;
+      }
+      if (rate_follows) {
         const std::string_view rate = cur.Token();
         if (!rate.empty()) {
           const std::size_t x = rate.find('x');

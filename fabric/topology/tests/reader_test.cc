@@ -233,6 +233,18 @@ Ca	1 "H-b"		# "b"
   EXPECT_EQ(r.topology->links()[0].speed, LinkSpeed::kEdr);
 }
 
+// "# lid 3 4xQDR" on a CA line: ibsim reads lid 3 as the port's LID and 4xQDR as the rate.
+TEST(IbnetdiscoverReader, CaLineWithOnlyLidAndRate) {
+  const char* text =
+      "Switch 4 \"S-1\"\n[1] \"H-2\"[1] # lid 3 1xDDR\n"
+      "Ca 1 \"H-2\"\n[1] \"S-1\"[1] # lid 3 1xDDR\n";
+  ReadResult r = ReadIbnetdiscover(text, "t");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.topology->node(1).ports[1].lid, 3);
+  EXPECT_EQ(r.topology->links()[0].width, LinkWidth::k1x);
+  EXPECT_EQ(r.topology->links()[0].speed, LinkSpeed::kDdr);
+}
+
 TEST(IbnetdiscoverReader, CrLfAndMissingFile) {
   const char* text =
       "switchguid=0x10\r\nSwitch 2 \"S-1\" # \"s\"\r\n[1] \"H-2\"[1] # \"h\" lid 0 4xQDR\r\n"
