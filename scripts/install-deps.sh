@@ -21,6 +21,9 @@ packages=(
   clang libclang-rt-14-dev
   # interop oracles
   tshark
+  # the issue-4 interop oracles: OpenSM, ibsim (ibsim, ibsim-run, umad2sim),
+  # infiniband-diags (ibnetdiscover, smpquery, saquery, ...) and libibumad
+  opensm ibsim-utils infiniband-diags libibumad-dev
 )
 
 missing=()

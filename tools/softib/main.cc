@@ -3,6 +3,7 @@
 //   softib mad encode --layout NAME [Field=value ...] [--class C --method M --attr-mod N --tid T]
 //                     [--out F | --erf F]
 //   softib mad list
+//   softib topology gen|default|preset|check ...   (topology_cmd.h)
 // Bad input gets one line on stderr ("softib: error: ...") and exit code 2.
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,7 @@
 #include "hex.h"
 #include "mad_text.h"
 #include "packet_walk.h"
+#include "topology_cmd.h"
 
 namespace {
 
@@ -153,6 +155,9 @@ int main(int argc, char** argv) {
 
   CLI::App* list = mad->add_subcommand("list", "list every management class and layout");
 
+  softib::topotool::TopologyCli topology;
+  softib::topotool::AddTopologyCommands(app, topology);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -163,6 +168,7 @@ int main(int argc, char** argv) {
     std::cerr << "softib: error: " << e.what() << "\n";
     return kBadInput;
   }
+  if (topology.topology->parsed()) return softib::topotool::RunTopologyCommand(topology);
   if (dec->parsed()) return RunDecode(decode);
   if (enc->parsed()) return RunEncode(encode);
   if (list->parsed()) {

@@ -30,6 +30,10 @@ using rings::PopResult;
 namespace {
 
 constexpr uint32_t kMoveBatch = 32;
+// Message bytes one hold of the CA's lock starts from a send ring. Transmission happens
+// under the lock; the delivery thread needs the same lock for the ACKs, and without a bound
+// it would wait out a whole ring of large writes while the data it should deliver piles up.
+constexpr uint64_t kSendBytesPerHold = 256 * 1024;
 
 uint64_t NowNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -331,7 +335,8 @@ bool SoftCa::ServeSendLocked(QueuePair& qp, RingQp& ring) {
   if (!ring.send.attached()) return false;
   bool worked = false;
   bool release = false;
-  for (;;) {
+  uint64_t bytes = 0;
+  while (bytes < kSendBytesPerHold) {
     const std::size_t queued = IsConnected(qp) ? qp.rc.req.wqes.size() : qp.sq.size();
     if (SendBlockedByState(qp.state) || queued >= qp.caps.sq_depth) {
       ring.send_stalled = ring.send.Available() != 0;
@@ -340,6 +345,9 @@ bool SoftCa::ServeSendLocked(QueuePair& qp, RingQp& ring) {
     abi::SendWorkRequest wr;
     if (ring.send.Pop(&wr, /*defer_release=*/true) != PopResult::kEntry) break;
     release = worked = true;
+    if ((wr.send_flags & abi::SendFlags::INLINE) == abi::SendFlags{}) {
+      for (uint32_t i = 0; i < wr.num_sge && i < std::size(wr.sge); ++i) bytes += wr.sge[i].length;
+    }
     Status status = rings::CheckSendWorkRequest(wr);
     if (status == Status::SUCCESS && IsDatagram(qp)) status = TranslateAvLocked(qp, &wr);
     if (status == Status::SUCCESS) status = hca_.PostSend(qp.handle, wr);
