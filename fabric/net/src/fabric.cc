@@ -1,0 +1,211 @@
+#include "softib/fabric/fabric.h"
+
+#include <stdexcept>
+
+#include "capture_file.h"
+
+namespace softib::fabric {
+
+// What a CA port transmits into: the cable its port is plugged into.
+class Fabric::CaPortLink final : public hca::Link {
+ public:
+  CaPortLink(Fabric* fabric, uint32_t index) : fabric_(fabric), index_(index) {}
+  std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) override {
+    fabric_->Send(CableEnd{CableEnd::Kind::kCaPort, index_, 0}, std::move(packet));
+    return {};
+  }
+
+ private:
+  Fabric* fabric_;
+  uint32_t index_;
+};
+
+Fabric::Fabric(uint32_t seed) : rng_(seed) {}
+Fabric::~Fabric() = default;
+
+uint32_t Fabric::AddSwitch(SwitchConfig config) {
+  switches_.push_back(std::make_unique<Switch>(std::move(config)));
+  switch_cables_.emplace_back(std::size_t{switches_.back()->num_ports()} + 1, -1);
+  return static_cast<uint32_t>(switches_.size() - 1);
+}
+
+uint32_t Fabric::AddCaPort(Deliver deliver, LinkState link_state) {
+  const auto index = static_cast<uint32_t>(ca_ports_.size());
+  ca_ports_.push_back({std::move(deliver), std::move(link_state),
+                       std::make_unique<CaPortLink>(this, index), -1, 0});
+  return index;
+}
+
+hca::Link& Fabric::ca_link(uint32_t ca_port) { return *ca_ports_.at(ca_port).link; }
+
+uint32_t Fabric::Connect(CableEnd a, CableEnd b) {
+  const auto index = static_cast<uint32_t>(cables_.size());
+  auto claim = [&](const CableEnd& end, int side) {
+    if (end.kind == CableEnd::Kind::kSwitch) {
+      auto& ports = switch_cables_.at(end.index);
+      if (end.port == 0 || end.port >= ports.size())
+        throw std::invalid_argument("Connect: no such switch port");
+      if (ports[end.port] != -1) throw std::invalid_argument("Connect: switch port already cabled");
+      ports[end.port] = index;
+    } else {
+      CaPort& ca = ca_ports_.at(end.index);
+      if (ca.cable != -1) throw std::invalid_argument("Connect: CA port already cabled");
+      ca.cable = index;
+      ca.side = side;
+    }
+  };
+  claim(a, 0);
+  claim(b, 1);
+  Cable cable;
+  cable.end[0] = a;
+  cable.end[1] = b;
+  cables_.push_back(std::move(cable));
+  NotifyEnd(a, true);
+  NotifyEnd(b, true);
+  return index;
+}
+
+void Fabric::SetFaults(uint32_t cable, int direction, const LinkFaults& faults) {
+  Cable& c = cables_.at(cable);
+  if (direction != 1) c.dir[0].faults = faults;
+  if (direction != 0) c.dir[1].faults = faults;
+}
+
+void Fabric::SetCableUp(uint32_t cable, bool up) {
+  Cable& c = cables_.at(cable);
+  if (c.up == up) return;
+  c.up = up;
+  if (!up) {
+    for (Direction& d : c.dir) {
+      d.counters.dropped_down += d.queue.size();
+      d.queue.clear();
+    }
+  }
+  NotifyEnd(c.end[0], up);
+  NotifyEnd(c.end[1], up);
+}
+
+void Fabric::NotifyEnd(const CableEnd& end, bool up) {
+  if (end.kind == CableEnd::Kind::kSwitch) {
+    switches_[end.index]->SetLinkUp(end.port, up);
+  } else if (const LinkState& notify = ca_ports_[end.index].link_state) {
+    notify(up);
+  }
+}
+
+void Fabric::StartCapture(uint32_t cable) { cables_.at(cable).capturing = true; }
+
+std::string Fabric::WriteCapture(uint32_t cable, const std::string& path) const {
+  std::vector<capture::CapturedPacket> packets;
+  for (const auto& [ns, bytes] : cables_.at(cable).captured) {
+    // ERF time: seconds in the high 32 bits, the binary fraction in the low 32.
+    const uint64_t seconds = ns / 1'000'000'000u;
+    const uint64_t fraction = ((ns % 1'000'000'000u) << 32) / 1'000'000'000u;
+    packets.push_back({seconds << 32 | fraction, capture::kErfTypeInfiniband, bytes});
+  }
+  return capture::WriteErfFile(path, packets);
+}
+
+bool Fabric::Outbound(const CableEnd& from, uint32_t* cable, int* direction) const {
+  int64_t index = -1;
+  int side = 0;
+  if (from.kind == CableEnd::Kind::kSwitch) {
+    const auto& ports = switch_cables_[from.index];
+    if (from.port < ports.size()) index = ports[from.port];
+    if (index >= 0) side = cables_[index].end[0].kind == CableEnd::Kind::kSwitch &&
+                                   cables_[index].end[0].index == from.index &&
+                                   cables_[index].end[0].port == from.port
+                               ? 0
+                               : 1;
+  } else {
+    index = ca_ports_[from.index].cable;
+    side = ca_ports_[from.index].side;
+  }
+  if (index < 0) return false;
+  *cable = static_cast<uint32_t>(index);
+  *direction = side;
+  return true;
+}
+
+void Fabric::Send(const CableEnd& from, std::vector<uint8_t> packet) {
+  uint32_t cable = 0;
+  int direction = 0;
+  if (!Outbound(from, &cable, &direction)) return;  // an uncabled port: lost
+  Enqueue(cables_[cable], direction, std::move(packet));
+}
+
+void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet) {
+  Direction& d = cable.dir[direction];
+  if (!cable.up) {
+    ++d.counters.dropped_down;
+    return;
+  }
+  const LinkFaults& f = d.faults;
+  const uint64_t due = now_ns_ + f.delay_ns;
+  if (f.loss == 0 && f.corrupt == 0 && f.duplicate == 0 && f.reorder == 0) {
+    d.queue.push_back({due, std::move(packet)});
+    return;
+  }
+  // Four draws per packet whatever happens, so one decision never shifts the others.
+  const uint32_t loss = rng_() % 1000, corrupt = rng_() % 1000, dup = rng_() % 1000,
+                 reorder = rng_() % 1000;
+  const uint32_t where = rng_();
+  if (loss < f.loss) {
+    ++d.counters.lost;
+    return;
+  }
+  if (corrupt < f.corrupt && !packet.empty()) {
+    ++d.counters.corrupted;
+    packet[where % packet.size()] ^= 0x5A;
+  }
+  if (dup < f.duplicate) {
+    ++d.counters.duplicated;
+    d.queue.push_back({due, packet});
+  }
+  if (reorder < f.reorder && !d.queue.empty()) {
+    ++d.counters.reordered;
+    d.queue.insert(d.queue.end() - 1, {due, std::move(packet)});  // overtakes the last one
+    return;
+  }
+  d.queue.push_back({due, std::move(packet)});
+}
+
+void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet) {
+  if (at.kind == CableEnd::Kind::kCaPort) {
+    if (const Deliver& deliver = ca_ports_[at.index].deliver) deliver(packet);
+    return;
+  }
+  for (Transmit& out : switches_[at.index]->Receive(at.port, packet))
+    Send(CableEnd{CableEnd::Kind::kSwitch, at.index, out.port}, std::move(out.bytes));
+}
+
+std::size_t Fabric::Pump() {
+  std::size_t delivered = 0;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::size_t i = 0; i < cables_.size(); ++i) {
+      for (int direction = 0; direction < 2; ++direction) {
+        // One packet per direction per round keeps the directions interleaved fairly.
+        Direction& d = cables_[i].dir[direction];
+        if (d.queue.empty() || d.queue.front().due_ns > now_ns_) continue;
+        std::vector<uint8_t> packet = std::move(d.queue.front().bytes);
+        d.queue.pop_front();
+        ++d.counters.carried;
+        if (cables_[i].capturing) cables_[i].captured.emplace_back(now_ns_, packet);
+        const CableEnd to = cables_[i].end[1 - direction];
+        Arrive(to, packet);
+        ++delivered;
+        progress = true;
+      }
+    }
+  }
+  return delivered;
+}
+
+std::size_t Fabric::in_flight() const {
+  std::size_t n = 0;
+  for (const Cable& c : cables_) n += c.dir[0].queue.size() + c.dir[1].queue.size();
+  return n;
+}
+
+}  // namespace softib::fabric

@@ -1,0 +1,194 @@
+// The in-process fabric: forwarding through programmed switches, drops where nothing is
+// programmed or a port is not Active, cable flaps, faults that replay by seed, capture.
+#include "softib/fabric/fabric.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "capture_file.h"
+#include "fabric_fixture.h"
+#include "hca/device/packet.h"
+#include "softib/mad/mad_common.h"
+
+namespace softib::fabric {
+namespace {
+
+using K = CableEnd::Kind;
+using testing::ActivatePorts;
+using testing::ProgramLft;
+
+// A UD SEND from LID `slid` to `dlid` (built by the HCA's own packet builder).
+std::vector<uint8_t> UdPacket(uint16_t slid, uint16_t dlid, uint8_t fill) {
+  hca::PacketHeaders hdr;
+  hdr.lrh.SLID = slid;
+  hdr.lrh.DLID = dlid;
+  hdr.bth.OpCode = 0x64;  // UD SEND Only
+  hdr.bth.DestQP = 0x123;
+  hdr.bth.P_Key = 0xFFFF;
+  hdr.deth.Q_Key = 0x11111111;
+  hdr.deth.SrcQP = 0x456;
+  const std::vector<uint8_t> payload(32, fill);
+  return hca::BuildPacket(hdr, payload);
+}
+
+class TwoSwitches : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (uint64_t i = 0; i < 2; ++i) {
+      SwitchConfig config;
+      config.node_guid = 0x0002c90300002000ull + i;
+      config.num_ports = 4;
+      fabric_.AddSwitch(config);
+    }
+    for (int i = 0; i < 2; ++i) {
+      port_[i] = fabric_.AddCaPort([this, i](std::span<const uint8_t> p) {
+        received_[i].emplace_back(p.begin(), p.end());
+      });
+    }
+    cable_[0] = fabric_.Connect({K::kCaPort, port_[0], 0}, {K::kSwitch, 0, 1});
+    cable_[1] = fabric_.Connect({K::kSwitch, 0, 3}, {K::kSwitch, 1, 3});
+    cable_[2] = fabric_.Connect({K::kSwitch, 1, 1}, {K::kCaPort, port_[1], 0});
+  }
+  void Program() {
+    ProgramLft(fabric_.switch_at(0), {{1, 1}, {2, 3}});
+    ProgramLft(fabric_.switch_at(1), {{1, 3}, {2, 1}});
+    ActivatePorts(fabric_.switch_at(0));
+    ActivatePorts(fabric_.switch_at(1));
+  }
+  void SendFrom(int side, std::vector<uint8_t> packet) {
+    (void)fabric_.ca_link(port_[side]).Transmit(std::move(packet));
+    fabric_.Pump();
+  }
+
+  Fabric fabric_{7};
+  uint32_t port_[2] = {}, cable_[3] = {};
+  std::vector<std::vector<uint8_t>> received_[2];
+};
+
+TEST_F(TwoSwitches, PacketsCrossBothSwitchesByTheirLftsUnchanged) {
+  Program();
+  const std::vector<uint8_t> packet = UdPacket(1, 2, 0xAB);
+  SendFrom(0, packet);
+  ASSERT_EQ(received_[1].size(), 1u);
+  EXPECT_EQ(received_[1][0], packet);  // switches pass data packets on byte for byte
+  SendFrom(1, UdPacket(2, 1, 0xCD));
+  EXPECT_EQ(received_[0].size(), 1u);
+  EXPECT_EQ(fabric_.switch_at(0).counters(1).xmit_packets, 1u);
+  EXPECT_EQ(fabric_.switch_at(1).counters(1).rcv_packets, 1u);
+}
+
+TEST_F(TwoSwitches, UnprogrammedLidsAndInactivePortsDropAndCount) {
+  SendFrom(0, UdPacket(1, 2, 1));  // ports Init, nothing programmed
+  EXPECT_TRUE(received_[1].empty());
+  EXPECT_EQ(fabric_.switch_at(0).drops(SwitchDrop::kIngressNotActive), 1u);
+  Program();
+  SendFrom(0, UdPacket(1, 9, 1));  // LID 9: above LinearFDBTop
+  EXPECT_TRUE(received_[1].empty());
+  EXPECT_EQ(fabric_.switch_at(0).drops(SwitchDrop::kUnprogrammedLid), 1u);
+  EXPECT_EQ(fabric_.switch_at(0).counters(1).rcv_switch_relay_errors, 1u);
+}
+
+TEST_F(TwoSwitches, AFlapLosesWhatIsInFlightAndLeavesThePortsForTheSmToActivate) {
+  Program();
+  (void)fabric_.ca_link(port_[0]).Transmit(UdPacket(1, 2, 3));
+  bool ca_up = true;
+  fabric_.AddCaPort({}, [&](bool up) { ca_up = up; });
+  fabric_.SetCableUp(cable_[0], false);  // with the packet still on the cable
+  fabric_.Pump();
+  EXPECT_TRUE(received_[1].empty());
+  EXPECT_EQ(fabric_.counters(cable_[0], 0).dropped_down, 1u);
+  EXPECT_EQ(fabric_.switch_at(0).port_info(1).PortState, static_cast<uint8_t>(mad::PortState::DOWN));
+  SendFrom(0, UdPacket(1, 2, 3));  // into a dead cable
+  EXPECT_EQ(fabric_.counters(cable_[0], 0).dropped_down, 2u);
+  fabric_.SetCableUp(cable_[0], true);
+  EXPECT_EQ(fabric_.switch_at(0).port_info(1).PortState, static_cast<uint8_t>(mad::PortState::INIT));
+  SendFrom(0, UdPacket(1, 2, 3));  // Init: the switch takes no data from it yet
+  EXPECT_TRUE(received_[1].empty());
+  ActivatePorts(fabric_.switch_at(0));
+  SendFrom(0, UdPacket(1, 2, 3));
+  EXPECT_EQ(received_[1].size(), 1u);
+}
+
+TEST_F(TwoSwitches, ACorruptedPacketFailsItsCrcCheckAtTheReceiver) {
+  Program();
+  LinkFaults faults;
+  faults.corrupt = 1000;  // every packet on the middle cable gets a byte flipped
+  fabric_.SetFaults(cable_[1], 0, faults);
+  SendFrom(0, UdPacket(1, 2, 5));
+  EXPECT_EQ(fabric_.counters(cable_[1], 0).corrupted, 1u);
+  // The second switch forwards data without checking its CRCs (cut-through), so the
+  // corrupted packet may reach the CA; its ICRC/VCRC no longer match.
+  for (const auto& p : received_[1]) {
+    hca::ParsedPacket parsed;
+    EXPECT_NE(hca::ParsePacket(p, &parsed), hca::DropReason::kNone);
+  }
+}
+
+TEST(FabricFaults, TheSameSeedGivesTheSameLossesAndReorders) {
+  auto counts = [](uint32_t seed) {
+    Fabric fabric(seed);
+    std::vector<uint8_t> got;
+    const uint32_t a = fabric.AddCaPort({});
+    const uint32_t b = fabric.AddCaPort([&](std::span<const uint8_t> p) { got.push_back(p[0]); });
+    const uint32_t cable = fabric.Connect({K::kCaPort, a, 0}, {K::kCaPort, b, 0});
+    LinkFaults faults;
+    faults.loss = 200;
+    faults.reorder = 300;
+    faults.duplicate = 100;
+    fabric.SetFaults(cable, 0, faults);
+    for (uint8_t i = 0; i < 200; ++i) (void)fabric.ca_link(a).Transmit({i, 0, 0, 0});
+    fabric.Pump();
+    return got;
+  };
+  const std::vector<uint8_t> first = counts(99);
+  EXPECT_EQ(first, counts(99));
+  EXPECT_NE(first, counts(100));
+  EXPECT_LT(first.size(), 200u + 40u);
+  EXPECT_FALSE(std::is_sorted(first.begin(), first.end()));
+}
+
+TEST(FabricDelay, PacketsWaitOutTheCablesDelay) {
+  Fabric fabric(1);
+  int got = 0;
+  const uint32_t a = fabric.AddCaPort({});
+  const uint32_t b = fabric.AddCaPort([&](std::span<const uint8_t>) { ++got; });
+  const uint32_t cable = fabric.Connect({K::kCaPort, a, 0}, {K::kCaPort, b, 0});
+  LinkFaults faults;
+  faults.delay_ns = 5000;
+  fabric.SetFaults(cable, 0, faults);
+  (void)fabric.ca_link(a).Transmit({1, 2, 3, 4});
+  EXPECT_EQ(fabric.Pump(), 0u);
+  fabric.AdvanceTo(4999);
+  EXPECT_EQ(fabric.Pump(), 0u);
+  fabric.AdvanceTo(5000);
+  EXPECT_EQ(fabric.Pump(), 1u);
+  EXPECT_EQ(got, 1);
+}
+
+TEST_F(TwoSwitches, ACaptureOfACableIsAnErfFileOfItsPackets) {
+  Program();
+  fabric_.StartCapture(cable_[1]);
+  fabric_.AdvanceTo(1'500'000'000);  // 1.5 s
+  SendFrom(0, UdPacket(1, 2, 0x11));
+  SendFrom(1, UdPacket(2, 1, 0x22));
+  char dir[] = "/tmp/softib-fabric-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/middle.erf";
+  ASSERT_EQ(fabric_.WriteCapture(cable_[1], path), "");
+  std::vector<uint8_t> file;
+  ASSERT_EQ(capture::ReadFile(path, &file), "");
+  std::vector<capture::CapturedPacket> packets;
+  ASSERT_EQ(capture::ParseErf(file, &packets), "");
+  ASSERT_EQ(packets.size(), 2u);
+  EXPECT_EQ(packets[0].bytes, UdPacket(1, 2, 0x11));
+  EXPECT_EQ(packets[1].bytes, UdPacket(2, 1, 0x22));
+  EXPECT_EQ(packets[0].timestamp >> 32, 1u);                  // seconds
+  EXPECT_EQ(packets[0].timestamp & 0xFFFFFFFFu, 0x80000000u);  // half a second
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace softib::fabric
