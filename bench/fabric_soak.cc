@@ -56,18 +56,21 @@ int main(int argc, char** argv) {
   const Row faulty = Run(messages, &faults);
   const auto& f = faulty.result;
   const double loss = static_cast<double>(f.lost) / static_cast<double>(f.lost + f.carried);
-  std::printf("---------------------------------------------------------------------------------\n");
+  std::printf(
+      "---------------------------------------------------------------------------------\n");
   std::printf(" RC SENDs (1..3000 B, MTU 1024) across 2 switches, exactly-once in-order checked\n");
-  std::printf("---------------------------------------------------------------------------------\n");
-  std::printf(" %-8s %-10s %-12s %-10s %-10s %-10s %-10s\n", "fabric", "messages", "msgs/s",
-              "lost", "dups", "reorders", "ratio");
+  std::printf(
+      "---------------------------------------------------------------------------------\n");
+  std::printf(" %-8s %-10s %-12s %-10s %-10s %-10s %-10s\n", "fabric", "messages", "msgs/s", "lost",
+              "dups", "reorders", "ratio");
   std::printf(" %-8s %-10u %-12.0f %-10s %-10s %-10s %-10s\n", "clean", messages,
               messages / clean.seconds, "0", "0", "0", "1.00");
   std::printf(" %-8s %-10u %-12.0f %-10llu %-10llu %-10llu %-10.2f\n", "faulty", messages,
               messages / faulty.seconds, static_cast<unsigned long long>(f.lost),
               static_cast<unsigned long long>(f.duplicated),
               static_cast<unsigned long long>(f.reordered), clean.seconds / faulty.seconds);
-  std::printf("---------------------------------------------------------------------------------\n");
+  std::printf(
+      "---------------------------------------------------------------------------------\n");
   std::printf(" faulty: %.1f%% of packets lost per cable (%.1f%% end to end), all %u messages\n",
               100 * loss, 100 * (1 - (1 - loss) * (1 - loss) * (1 - loss)), messages);
   std::printf(" delivered once, in order, byte for byte; ratio = faulty rate / clean rate\n");

@@ -112,11 +112,12 @@ bool Fabric::Outbound(const CableEnd& from, uint32_t* cable, int* direction) con
   if (from.kind == CableEnd::Kind::kSwitch) {
     const auto& ports = switch_cables_[from.index];
     if (from.port < ports.size()) index = ports[from.port];
-    if (index >= 0) side = cables_[index].end[0].kind == CableEnd::Kind::kSwitch &&
-                                   cables_[index].end[0].index == from.index &&
-                                   cables_[index].end[0].port == from.port
-                               ? 0
-                               : 1;
+    if (index >= 0)
+      side = cables_[index].end[0].kind == CableEnd::Kind::kSwitch &&
+                     cables_[index].end[0].index == from.index &&
+                     cables_[index].end[0].port == from.port
+                 ? 0
+                 : 1;
   } else {
     index = ca_ports_[from.index].cable;
     side = ca_ports_[from.index].side;

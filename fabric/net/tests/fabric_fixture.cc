@@ -62,8 +62,8 @@ void ActivatePorts(Switch& sw) {
   for (const mad::PortState state : {mad::PortState::ARMED, mad::PortState::ACTIVE}) {
     for (uint8_t port = 1; port <= sw.num_ports(); ++port) {
       // Init -> Armed, then Armed -> Active; Down (uncabled) and Active ports stay.
-      const auto from = static_cast<uint8_t>(state == mad::PortState::ARMED ? mad::PortState::INIT
-                                                                            : mad::PortState::ARMED);
+      const auto from = static_cast<uint8_t>(
+          state == mad::PortState::ARMED ? mad::PortState::INIT : mad::PortState::ARMED);
       if (sw.port_info(port).PortState != from) continue;
       mad::PortInfo info;
       info.Unpack(SmaCall(sw, kGet, mad::PortInfo::kAttributeId, port, {}));

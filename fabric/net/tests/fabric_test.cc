@@ -44,9 +44,8 @@ class TwoSwitches : public ::testing::Test {
       fabric_.AddSwitch(config);
     }
     for (int i = 0; i < 2; ++i) {
-      port_[i] = fabric_.AddCaPort([this, i](std::span<const uint8_t> p) {
-        received_[i].emplace_back(p.begin(), p.end());
-      });
+      port_[i] = fabric_.AddCaPort(
+          [this, i](std::span<const uint8_t> p) { received_[i].emplace_back(p.begin(), p.end()); });
     }
     cable_[0] = fabric_.Connect({K::kCaPort, port_[0], 0}, {K::kSwitch, 0, 1});
     cable_[1] = fabric_.Connect({K::kSwitch, 0, 3}, {K::kSwitch, 1, 3});
@@ -100,11 +99,13 @@ TEST_F(TwoSwitches, AFlapLosesWhatIsInFlightAndLeavesThePortsForTheSmToActivate)
   fabric_.Pump();
   EXPECT_TRUE(received_[1].empty());
   EXPECT_EQ(fabric_.counters(cable_[0], 0).dropped_down, 1u);
-  EXPECT_EQ(fabric_.switch_at(0).port_info(1).PortState, static_cast<uint8_t>(mad::PortState::DOWN));
+  EXPECT_EQ(fabric_.switch_at(0).port_info(1).PortState,
+            static_cast<uint8_t>(mad::PortState::DOWN));
   SendFrom(0, UdPacket(1, 2, 3));  // into a dead cable
   EXPECT_EQ(fabric_.counters(cable_[0], 0).dropped_down, 2u);
   fabric_.SetCableUp(cable_[0], true);
-  EXPECT_EQ(fabric_.switch_at(0).port_info(1).PortState, static_cast<uint8_t>(mad::PortState::INIT));
+  EXPECT_EQ(fabric_.switch_at(0).port_info(1).PortState,
+            static_cast<uint8_t>(mad::PortState::INIT));
   SendFrom(0, UdPacket(1, 2, 3));  // Init: the switch takes no data from it yet
   EXPECT_TRUE(received_[1].empty());
   ActivatePorts(fabric_.switch_at(0));
@@ -185,7 +186,7 @@ TEST_F(TwoSwitches, ACaptureOfACableIsAnErfFileOfItsPackets) {
   ASSERT_EQ(packets.size(), 2u);
   EXPECT_EQ(packets[0].bytes, UdPacket(1, 2, 0x11));
   EXPECT_EQ(packets[1].bytes, UdPacket(2, 1, 0x22));
-  EXPECT_EQ(packets[0].timestamp >> 32, 1u);                  // seconds
+  EXPECT_EQ(packets[0].timestamp >> 32, 1u);                   // seconds
   EXPECT_EQ(packets[0].timestamp & 0xFFFFFFFFu, 0x80000000u);  // half a second
   std::filesystem::remove_all(dir);
 }

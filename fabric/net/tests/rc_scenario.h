@@ -21,9 +21,9 @@ struct RcEndpoint {
 };
 
 struct RcRunResult {
-  uint32_t sends_completed = 0;  // in order, SUCCESS
+  uint32_t sends_completed = 0;    // in order, SUCCESS
   uint32_t messages_received = 0;  // in order, right length and bytes
-  std::string error;             // the first thing that went wrong, or ""
+  std::string error;               // the first thing that went wrong, or ""
   uint64_t lost = 0, carried = 0, duplicated = 0, reordered = 0;  // over all cables
 };
 
