@@ -27,15 +27,18 @@ struct CaExtension {
 
 // The far end of a cabled port.
 struct PeerPort {
-  uint64_t guid = 0;  // 0: not cabled
+  uint64_t guid = 0;  // 0: not cabled; kExternalPeer: plugged into a fabric's cable
   uint8_t port = 0;
 };
+constexpr uint64_t kExternalPeer = ~uint64_t{0};
 
 struct CaEntry {
   SoftCa* ca = nullptr;
   kernel::DeviceObject* device = nullptr;
-  std::vector<std::unique_ptr<PortLink>> links;  // transmit side of this CA's cabled ports
-  std::vector<PeerPort> peers;                   // index: port - 1
+  // Per port: the transmit side of a cable to another CA of this node, or the receive side of
+  // an external cable (a fabric's delivers into it).
+  std::vector<std::shared_ptr<PortLink>> links;
+  std::vector<PeerPort> peers;  // index: port - 1
 };
 
 SoftCa* CaOf(kernel::DeviceObject* device) {
@@ -106,7 +109,7 @@ struct HcaDriver {
   // Unplugs port `port` of `entry` (mutex held): the port and its peer go DOWN (their CAs
   // report PORT_DOWN), and each end's transmit side is cut. Links are handed to `dead` and
   // freed by the caller once nothing can transmit on them.
-  void Unplug(CaEntry& entry, uint8_t port, std::vector<std::unique_ptr<PortLink>>* dead) {
+  void Unplug(CaEntry& entry, uint8_t port, std::vector<std::shared_ptr<PortLink>>* dead) {
     const PeerPort peer = entry.peers[port - 1];
     if (peer.guid == 0) return;
     // The CA lock orders this against a transmit in progress: after SetPortLink no new
@@ -197,8 +200,8 @@ Status HcaCablePorts(HcaDriver* driver, uint64_t guid_a, uint8_t port_a, uint64_
              b->second.links[port_b - 1]) {
     status = Status::INVALID_PORT;
   } else {
-    a->second.links[port_a - 1] = std::make_unique<PortLink>(&driver->wire, b->second.ca, port_b);
-    b->second.links[port_b - 1] = std::make_unique<PortLink>(&driver->wire, a->second.ca, port_a);
+    a->second.links[port_a - 1] = std::make_shared<PortLink>(&driver->wire, b->second.ca, port_b);
+    b->second.links[port_b - 1] = std::make_shared<PortLink>(&driver->wire, a->second.ca, port_a);
     a->second.peers[port_a - 1] = {guid_b, port_b};
     b->second.peers[port_b - 1] = {guid_a, port_a};
     // Both ends go ACTIVE (LIDs are set, no SM yet): each CA reports PORT_ACTIVE.
@@ -209,8 +212,29 @@ Status HcaCablePorts(HcaDriver* driver, uint64_t guid_a, uint8_t port_a, uint64_
   return status;
 }
 
+Status HcaPlugExternal(HcaDriver* driver, uint64_t guid, uint8_t port, Link* out,
+                       std::shared_ptr<Link>* inbound) {
+  driver->mutex.Acquire();
+  auto it = driver->cas.find(guid);
+  Status status = Status::SUCCESS;
+  if (it == driver->cas.end()) {
+    status = Status::INVALID_GUID;
+  } else if (port == 0 || port > it->second.links.size() || it->second.links[port - 1]) {
+    status = Status::INVALID_PORT;
+  } else {
+    // The receive side: a link whose far end is this CA's own port.
+    auto receiver = std::make_shared<PortLink>(&driver->wire, it->second.ca, port);
+    it->second.links[port - 1] = receiver;
+    it->second.peers[port - 1] = {kExternalPeer, 0};
+    it->second.ca->SetPortLink(port, out);
+    *inbound = std::move(receiver);
+  }
+  driver->mutex.Release();
+  return status;
+}
+
 Status HcaUncablePort(HcaDriver* driver, uint64_t guid, uint8_t port) {
-  std::vector<std::unique_ptr<PortLink>> dead;
+  std::vector<std::shared_ptr<PortLink>> dead;
   driver->mutex.Acquire();
   auto it = driver->cas.find(guid);
   Status status = Status::SUCCESS;
@@ -235,7 +259,7 @@ Status HcaRemoveCa(HcaDriver* driver, uint64_t node_guid) {
   }
   // The peers of its cabled ports lose their link (PORT_DOWN on their CAs); nothing
   // reaches the CA any more, and what is queued for it is dropped on delivery.
-  std::vector<std::unique_ptr<PortLink>> dead;
+  std::vector<std::shared_ptr<PortLink>> dead;
   for (uint8_t p = 1; p <= it->second.peers.size(); ++p) driver->Unplug(it->second, p, &dead);
   CaEntry entry = std::move(it->second);
   driver->cas.erase(it);

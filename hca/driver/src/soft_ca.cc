@@ -160,7 +160,7 @@ void SoftCa::TickDpc(kernel::Kdpc*, void* context, void*, void*) {
 
 // ---- packets -----------------------------------------------------------------------------
 
-void SoftCa::SetPortLink(uint8_t port, PortLink* link) {
+void SoftCa::SetPortLink(uint8_t port, Link* link) {
   Locked locked(this);  // its release hands PORT_ACTIVE / PORT_DOWN to the event waiters
   hca_.SetPortLink(port, link);
 }

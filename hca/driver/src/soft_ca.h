@@ -112,7 +112,7 @@ class SoftCa final : public ci::CaInterface {
   // Surprise removal: verbs answer CA_REMOVED, waiting IRPs complete with CA_REMOVED, the
   // timer stops. PASSIVE (flushes the node's DPCs).
   void MarkRemoved();
-  void SetPortLink(uint8_t port, PortLink* link);
+  void SetPortLink(uint8_t port, Link* link);
   // The ring service's pass over this CA (ca_rings.cc): consumes what its rings hold and
   // the QPs can take; appends the rings to watch while idle. True if anything was consumed.
   bool ServeRings(std::vector<RingWatch>* watches);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "hca/device/hca.h"
 #include "softib/kernel/device.h"
@@ -37,6 +38,15 @@ kernel::Status HcaCablePorts(HcaDriver* driver, uint64_t guid_a, uint8_t port_a,
 // PORT_DOWN (HcaCablePorts reports PORT_ACTIVE on both). INVALID_GUID; INVALID_PORT: no such
 // port or not cabled. A CA's removal unplugs its cables the same way. PASSIVE.
 kernel::Status HcaUncablePort(HcaDriver* driver, uint64_t guid, uint8_t port);
+
+// Plugs port `port` of CA `guid` into a cable outside this node (a fabric's): what the port
+// transmits goes to `out` (which must outlive the plug, and may be called with the CA's lock
+// held: it must only queue), and `*inbound` is where the cable delivers what arrives for the
+// port, from any thread (it queues onto this node's delivery DPC; after the port is
+// unplugged or the CA removed it drops what it is given). The port comes up with its
+// configured LID. INVALID_GUID; INVALID_PORT: no such port or already cabled. PASSIVE.
+kernel::Status HcaPlugExternal(HcaDriver* driver, uint64_t guid, uint8_t port, Link* out,
+                               std::shared_ptr<Link>* inbound);
 
 // IRP_MJ_PNP minor code of a removal (WDM IRP_MN_REMOVE_DEVICE).
 inline constexpr uint8_t kIrpMinorRemoveDevice = 0x02;
