@@ -14,6 +14,7 @@
 #include <string>
 
 #include "device_servers.h"
+#include "fabric_nodes.h"
 #include "options.h"
 #include "run_dir.h"
 #include "softib/al/access_layer.h"
@@ -57,6 +58,28 @@ int WaitForStopSignal(const sigset_t& stop_signals) {
   }
 }
 
+// --fabric: every CA of the topology a node, served in <run_dir>/<host>.
+int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& stop_signals) {
+  FabricNodes fabric;
+  std::string error;
+  if (!fabric.Start(options.fabric, run_dir.path(), &error)) return Fail(error);
+  std::printf("softibd: fabric %s: %zu switches, %zu hosts (LIDs and min-hop routes set "
+              "through the switches' SMAs)\n",
+              options.fabric.c_str(), fabric.num_switches(), fabric.hosts().size());
+  for (const FabricNodes::HostNode& h : fabric.hosts()) {
+    std::printf("softibd: node %s at %s/%s: CA %016" PRIx64 ", port 1 LID %u\n", h.name.c_str(),
+                run_dir.path().c_str(), h.name.c_str(), h.guid, h.lid);
+  }
+  std::printf("%s", fabric.Describe().c_str());
+  SignalReady(options, run_dir);
+  const int signal_number = WaitForStopSignal(stop_signals);
+  std::printf("softibd: %s, shutting down\n", strsignal(signal_number));
+  std::fflush(stdout);
+  fabric.Stop();
+  std::printf("softibd: stopped\n");
+  return 0;
+}
+
 int Run(const Options& options) {
   // Before any thread starts, so that every thread inherits the mask and only sigwait
   // sees the stop signals.
@@ -73,6 +96,8 @@ int Run(const Options& options) {
   if (!options.pidfile.empty() && !run_dir.WritePidFile(options.pidfile, &error)) {
     return Fail(error);
   }
+
+  if (!options.fabric.empty()) return RunFabric(options, run_dir, stop_signals);
 
   kernel::Status boot_status = kernel::Status::SUCCESS;
   std::unique_ptr<stack::NodeStack> node = stack::NodeStack::Boot(ConfigOf(options), &boot_status);

@@ -33,6 +33,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
                  "listens")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--pidfile", options.pidfile, "write the daemon's pid to this file");
+  app.add_option("--fabric", options.fabric,
+                 "host a fabric: \"default\", a topology preset (ft36, ...) or an ibnetdiscover "
+                 "file; every CA is a node served in <run-dir>/<host name>, switches routed "
+                 "with min-hop LFTs");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

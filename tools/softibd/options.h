@@ -12,6 +12,10 @@ struct Options {
   bool cable = true;    // port 1 of CA 2i cabled to port 1 of CA 2i+1
   int ready_fd = -1;    // gets "ready\n" once every device listens
   std::string pidfile;
+  // Non-empty: host a whole fabric instead of one node — "default", a preset name
+  // (softib topology preset) or an ibnetdiscover file; one node per CA, each in
+  // <run_dir>/<host name>.
+  std::string fabric;
 };
 
 struct ParseResult {

@@ -1,5 +1,6 @@
 #include "softib/fabric/fabric.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "capture_file.h"
@@ -201,6 +202,16 @@ std::size_t Fabric::Pump() {
     }
   }
   return delivered;
+}
+
+uint64_t Fabric::next_due() const {
+  uint64_t due = UINT64_MAX;
+  for (const Cable& c : cables_) {
+    for (const Direction& d : c.dir) {
+      if (!d.queue.empty()) due = std::min(due, d.queue.front().due_ns);
+    }
+  }
+  return due;
 }
 
 std::size_t Fabric::in_flight() const {

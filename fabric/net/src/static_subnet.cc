@@ -132,11 +132,15 @@ std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
       out->lid[i][0] = static_cast<uint16_t>(next_lid++);
       continue;
     }
+    // Every port of a CA gets a LID, cabled or not, so that a CA's LIDs are consecutive
+    // (an HCA configured with its first LID numbers the rest).
     for (uint8_t p = 1; p <= node.num_ports; ++p) {
-      if (!topology.Peer({i, p})) continue;  // an uncabled CA port gets no LID
       if (next_lid > kMaxUnicastLid) return "more ports than unicast LIDs";
       out->lid[i][p] = static_cast<uint16_t>(next_lid++);
-      out->ca_port[i][p] = static_cast<int32_t>(make_ca_port(i, p, out->lid[i][p]));
+    }
+    for (uint8_t p = 1; p <= node.num_ports; ++p) {
+      if (topology.Peer({i, p}))
+        out->ca_port[i][p] = static_cast<int32_t>(make_ca_port(i, p, out->lid[i][p]));
     }
   }
   // Cables.

@@ -84,6 +84,8 @@ class Fabric {
   // is; returns how many were delivered.
   std::size_t Pump();
   std::size_t in_flight() const;
+  // When the earliest queued packet is due (UINT64_MAX when nothing is in flight).
+  uint64_t next_due() const;
 
  private:
   struct Queued {

@@ -29,7 +29,7 @@ std::string SetSwitchLid(Switch& sw, uint16_t lid);
 struct StaticSubnet {
   // Per topology node: the switch index in the fabric (switches), or -1.
   std::vector<int32_t> switch_index;
-  // Per topology node and port: the LID (switch: ports[0]; CA: each cabled port), 0 none.
+  // Per topology node and port: the LID (switch: ports[0]; CA: every port), 0 none.
   std::vector<std::vector<uint16_t>> lid;
   // Per topology node and port: the fabric CA-port index of a CA port, or -1.
   std::vector<std::vector<int32_t>> ca_port;
@@ -39,8 +39,8 @@ struct StaticSubnet {
 using CaPortFactory = std::function<uint32_t(NodeIndex node, uint8_t port, uint16_t lid)>;
 
 // Builds `topology` (validated) into `fabric`: its switches, a CA port from `make_ca_port`
-// for each cabled CA port, the cables, LIDs 1.. in node order (switch port 0, then CA
-// ports), min-hop LFTs (ties spread by destination LID) and active ports. Returns "" or
+// for each cabled CA port, the cables, LIDs 1.. in node order (switch port 0; every port
+// of a CA, consecutively), min-hop LFTs (ties spread by destination LID) and active ports. Returns "" or
 // what went wrong.
 std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
                               const CaPortFactory& make_ca_port, StaticSubnet* out);

@@ -19,12 +19,16 @@ class AccessLayer;
 namespace softib::bus {
 struct BusDriver;
 }
+namespace softib::hca {
+class Link;
+}
 
 namespace softib::stack {
 
 struct CaConfig {
   uint64_t node_guid = 0;  // host order; 0: derived from the node and the CA's index
   uint8_t num_ports = 1;
+  uint16_t first_lid = 0;  // port p gets first_lid + p - 1; 0: derived from the CA's index
 };
 
 struct NodeConfig {
@@ -56,6 +60,10 @@ class NodeStack {
   // events), or unplugs a port's cable (both ends DOWN: PORT_DOWN events). PASSIVE.
   kernel::Status CablePorts(uint64_t guid_a, uint8_t port_a, uint64_t guid_b, uint8_t port_b);
   kernel::Status UncablePort(uint64_t guid, uint8_t port);
+  // Plugs a port into a cable outside the node (a fabric's): it transmits into `out`, and
+  // the fabric delivers into `*inbound` (hca_driver.h HcaPlugExternal). PASSIVE.
+  kernel::Status PlugExternal(uint64_t guid, uint8_t port, hca::Link* out,
+                              std::shared_ptr<hca::Link>* inbound);
   // Adds a CA at run time (arrival events; its bus PDOs exist on return). PASSIVE.
   kernel::Status AddCa(const CaConfig& config, uint64_t* ca_guid);
 

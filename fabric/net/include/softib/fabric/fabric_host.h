@@ -1,0 +1,70 @@
+// A Fabric driven by its own thread on the real clock, for softibd. CA ports transmit from
+// any thread (the packet is queued under the host's lock and the thread woken); the thread
+// pumps the fabric and hands what arrives for each CA port to that port's inbound link
+// (hca/driver's receive side, which queues onto the node's delivery DPC) outside the lock,
+// so a CA answering at once (an ACK) never finds the lock held by its own delivery.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "softib/fabric/fabric.h"
+
+namespace softib::fabric {
+
+class FabricHost {
+ public:
+  explicit FabricHost(uint32_t seed = 1);
+  ~FabricHost();  // Stop()
+  FabricHost(const FabricHost&) = delete;
+  FabricHost& operator=(const FabricHost&) = delete;
+
+  // Runs `f(fabric)` under the host's lock: set-up, faults, flaps, counters.
+  template <typename F>
+  auto With(F&& f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f(fabric_);
+  }
+
+  // A CA port in the fabric. It transmits into ca_link(index) (safe from any thread);
+  // SetInbound names where its arrivals go (until then they are dropped).
+  uint32_t AddCaPort();
+  hca::Link& ca_link(uint32_t index);
+  // The fabric's index of CA port `index`; fabric_port_locked from inside With().
+  uint32_t fabric_port(uint32_t index) const;
+  uint32_t fabric_port_locked(uint32_t index) const { return ca_ports_.at(index)->fabric_index; }
+  void SetInbound(uint32_t index, std::shared_ptr<hca::Link> inbound);
+
+  void Start();
+  void Stop();
+  uint64_t delivered() const { return delivered_.load(std::memory_order_relaxed); }
+
+ private:
+  class HostLink;
+  struct CaPort {
+    uint32_t fabric_index = 0;
+    std::shared_ptr<hca::Link> inbound;
+    std::unique_ptr<HostLink> out;
+  };
+  void Run();
+  void Wake();
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  Fabric fabric_;
+  std::vector<std::unique_ptr<CaPort>> ca_ports_;          // lock held
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> outbox_;  // lock held
+  bool pending_ = false;                                   // lock held
+  bool stop_ = false;                                      // lock held
+  std::atomic<bool> work_hint_{false};
+  std::atomic<uint64_t> delivered_{0};
+  std::thread thread_;
+};
+
+}  // namespace softib::fabric

@@ -1,0 +1,48 @@
+// softibd --fabric: a whole fabric in one daemon — the switches of a topology in a
+// FabricHost (fabric/net), one node (runtime/stack) per CA with its ports plugged into the
+// fabric's cables, LIDs and min-hop LFTs programmed through the switches' SMAs
+// (static_subnet.h) until softib's SM runs on it, and each node's devices served in
+// <run_dir>/<host name>.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device_servers.h"
+#include "fabric/topology/topology.h"
+#include "softib/fabric/fabric_host.h"
+#include "softib/stack/node_stack.h"
+
+namespace softib::softibd {
+
+class FabricNodes {
+ public:
+  // Loads `spec` ("default", a preset or a file), builds and starts everything, serves
+  // the nodes; false with `error` set on failure.
+  bool Start(const std::string& spec, const std::string& run_dir, std::string* error);
+  // Servers first (the kernels clean up after the processes), then the fabric's thread,
+  // then the nodes.
+  void Stop();
+  ~FabricNodes() { Stop(); }
+
+  // The fabric as ibnetdiscover prints it, with the LIDs assigned.
+  std::string Describe() const;
+  struct HostNode {
+    std::string name;  // directory under the run dir
+    uint64_t guid = 0;
+    uint16_t lid = 0;  // port 1
+    std::unique_ptr<stack::NodeStack> stack;
+  };
+  const std::vector<HostNode>& hosts() const { return hosts_; }
+  std::size_t num_switches() const;
+
+ private:
+  fabric::Topology topology_;
+  std::unique_ptr<fabric::FabricHost> host_;
+  std::vector<HostNode> hosts_;
+  DeviceServers servers_;
+  bool started_ = false;
+};
+
+}  // namespace softib::softibd
