@@ -153,10 +153,13 @@ class Ibsim {
     std::string err;
   };
   // `argv` under ibsim-run, in the test directory, to completion.
-  Run Tool(std::vector<std::string> argv) const {
+  Run Tool(std::vector<std::string> argv,
+           const std::map<std::string, std::string>& extra_env = {}) const {
     argv.insert(argv.begin(), "ibsim-run");
     const std::string err_file = dir_ + "/tool.err";
-    Child c(argv, dir_, env_, err_file);
+    std::map<std::string, std::string> env = env_;
+    env.insert(extra_env.begin(), extra_env.end());
+    Child c(argv, dir_, env, err_file);
     Run r;
     r.status = c.Wait();
     r.out = c.output();
