@@ -1,0 +1,38 @@
+// Programming what the SM decided, the way OpenSM brings a subnet up: PortInfo Set of every
+// end port's LID/LMC/MasterSMLID (with NeighborMTU and OperationalVLs agreed with the
+// peer), SwitchInfo Set (LinearFDBTop, PortStateChange cleared) and the LFT blocks (64
+// entries each), then every linked port INIT -> ARMED, then ARMED -> ACTIVE. Ports already
+// further along (a fabric configured before) skip the steps they have done.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "softib/sm/subnet.h"
+#include "softib/sm/transactions.h"
+
+namespace softib::sm {
+
+struct ConfigureReport {
+  unsigned lid_sets = 0;
+  unsigned switch_info_sets = 0;
+  unsigned lft_blocks = 0;
+  unsigned armed = 0;
+  unsigned activated = 0;
+  unsigned failed = 0;  // Sets that timed out or were refused
+  std::string first_failure;
+  bool ok() const { return failed == 0; }
+};
+
+enum class ConfigurePhase : uint8_t { kLids, kForwarding, kArm, kActivate };
+const char* ToString(ConfigurePhase phase);
+
+// One phase; each runs the transactions to completion before returning.
+void ConfigurePhaseRun(Transactions& tx, Subnet& subnet, ConfigurePhase phase,
+                       ConfigureReport& report);
+
+// Reads every switch's LFT back (LinearFDBTop from SwitchInfo, then the blocks) into
+// `readback` (a copy of `subnet`), so that the route checker walks what the switches hold.
+unsigned ReadBackLfts(Transactions& tx, const Subnet& subnet, Subnet& readback);
+
+}  // namespace softib::sm

@@ -1,0 +1,52 @@
+// MadPort: how the subnet manager sends and receives 256-byte MADs, whatever carries them.
+// Deliberately small and transport-neutral: one backend sits over libibumad (and so works
+// against ibsim under ibsim-run, or a kernel umad device), a later one over softibd's
+// user-mode MAD channel. Transactions (TIDs, windows, timeouts, retries) live above it in
+// transactions.h, so every backend gets them for free.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace softib::sm {
+
+inline constexpr std::size_t kMadBytes = 256;
+using MadBytes = std::array<uint8_t, kMadBytes>;
+
+// The permissive LID: as a destination it means "directed route, the SMP carries its path".
+inline constexpr uint16_t kDirectedRouteLid = 0xFFFF;
+
+struct MadAddress {
+  uint16_t lid = kDirectedRouteLid;  // DLID when sending, SLID when receiving
+  uint32_t qpn = 0;                  // 0: SMI (QP0), 1: GSI (QP1)
+  uint8_t sl = 0;
+  uint32_t qkey = 0;
+};
+
+struct ReceivedMad {
+  MadBytes mad{};
+  MadAddress from;
+  // The transport returns one of our own sends instead of an answer: ibsim's "dropped /
+  // undeliverable" (status 110) or a kernel agent's send timeout. mad holds the request.
+  bool send_failed = false;
+};
+
+enum class PortStatus : uint8_t { kOk, kTimeout, kError };
+
+class MadPort {
+ public:
+  virtual ~MadPort() = default;
+  // Queues one MAD. `timeout_ms` is a hint for transports that track responses themselves
+  // (the kernel's umad agents); retries are always the caller's business.
+  virtual PortStatus Send(const MadBytes& mad, const MadAddress& to, int timeout_ms) = 0;
+  // Waits up to `timeout_ms` (0: just poll) for one MAD.
+  virtual PortStatus Receive(ReceivedMad& out, int timeout_ms) = 0;
+  // "umad ibsim0 port 0" and the like, for messages.
+  virtual std::string Describe() const = 0;
+  // The last error, for kError.
+  virtual std::string LastError() const = 0;
+};
+
+}  // namespace softib::sm

@@ -1,0 +1,23 @@
+// The libibumad backend of MadPort: umad_open_port on a CA port, one agent for directed-route
+// SMPs (class 0x81) and one for LID-routed SMPs (class 0x01), and the port's issm device held
+// open so that the port advertises IsSM. Under ibsim-run (libumad2sim preloaded) the same
+// calls reach ibsim's fabric.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "softib/sm/mad_port.h"
+
+namespace softib::sm {
+
+struct UmadPortOptions {
+  std::string ca;    // "" = the first CA
+  int port = 0;      // 0 = the first active (or any) port
+  bool issm = true;  // open the issm device (sets CapabilityMask.IsSM while held)
+};
+
+// nullptr and a message in `error` when the port cannot be opened.
+std::unique_ptr<MadPort> OpenUmadPort(const UmadPortOptions& options, std::string* error);
+
+}  // namespace softib::sm

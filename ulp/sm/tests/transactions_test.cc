@@ -1,0 +1,142 @@
+// The transaction engine over a scripted MadPort: TID matching on the low 32 bits, window
+// limit, retries after timeouts and after the transport hands a send back.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "softib/sm/smp.h"
+#include "softib/sm/transactions.h"
+
+namespace softib::sm {
+namespace {
+
+// Answers requests with GetResp after a scripted number of drops; rewrites the TID's high
+// half as ibsim and umad2sim do.
+class ScriptedPort : public MadPort {
+ public:
+  unsigned drop_first = 0;    // silently lose the first N sends
+  unsigned bounce_first = 0;  // hand the first N sends back as failed
+  unsigned max_outstanding = 0;
+  unsigned sends = 0;
+
+  PortStatus Send(const MadBytes& mad, const MadAddress&, int) override {
+    ++sends;
+    if (drop_first) {
+      --drop_first;
+      return PortStatus::kOk;
+    }
+    ReceivedMad r;
+    r.mad = mad;
+    r.mad[8] = 0x00;
+    r.mad[9] = 0x07;  // ibsim's client index
+    r.mad[10] = 0x00;
+    r.mad[11] = 0x02;  // umad2sim's agent id
+    if (bounce_first) {
+      --bounce_first;
+      r.send_failed = true;
+    } else {
+      r.mad[3] = kMethodGetResp;
+    }
+    pending.push_back(r);
+    max_outstanding = std::max<unsigned>(max_outstanding, static_cast<unsigned>(pending.size()));
+    return PortStatus::kOk;
+  }
+  PortStatus Receive(ReceivedMad& out, int) override {
+    if (pending.empty()) return PortStatus::kTimeout;
+    out = pending.front();
+    pending.pop_front();
+    return PortStatus::kOk;
+  }
+  std::string Describe() const override { return "scripted"; }
+  std::string LastError() const override { return ""; }
+
+  std::deque<ReceivedMad> pending;
+};
+
+TEST(Transactions, MatchesOnLowTidAndKeepsTheWindow) {
+  ScriptedPort port;
+  Transactions tx(port, {.window = 4, .timeout_ms = 5, .retries = 0});
+  unsigned ok = 0;
+  std::vector<uint32_t> modifiers;
+  for (uint32_t i = 0; i < 10; ++i)
+    tx.Submit(MakeDrSmp(kMethodGet, kAttrPortInfo, i, {}), {}, [&, i](const TxResult& r) {
+      EXPECT_EQ(r.status, TxStatus::kOk);
+      EXPECT_EQ(SmpModifier(r.response), i);
+      ++ok;
+    });
+  ASSERT_TRUE(tx.Run());
+  EXPECT_EQ(ok, 10u);
+  EXPECT_LE(port.max_outstanding, 4u);
+  EXPECT_EQ(tx.stats().sent, 10u);
+  EXPECT_EQ(tx.stats().retries, 0u);
+}
+
+TEST(Transactions, RetriesLostAndBouncedSendsThenGivesUp) {
+  ScriptedPort port;
+  port.drop_first = 1;
+  port.bounce_first = 1;
+  Transactions tx(port, {.window = 8, .timeout_ms = 2, .retries = 2});
+  TxStatus status = TxStatus::kTimeout;
+  tx.Submit(MakeDrSmp(kMethodGet, kAttrNodeInfo, 0, {}), {},
+            [&](const TxResult& r) { status = r.status; });
+  ASSERT_TRUE(tx.Run());
+  EXPECT_EQ(status, TxStatus::kOk);
+  EXPECT_EQ(tx.stats().sent, 3u);
+  EXPECT_EQ(tx.stats().retries, 2u);
+
+  port.drop_first = 10;
+  unsigned calls = 0;
+  tx.Submit(MakeDrSmp(kMethodGet, kAttrNodeInfo, 0, {}), {}, [&](const TxResult& r) {
+    status = r.status;
+    ++calls;
+  });
+  ASSERT_TRUE(tx.Run());
+  EXPECT_EQ(calls, 1u);
+  EXPECT_EQ(status, TxStatus::kTimeout);
+  EXPECT_EQ(tx.stats().timeouts, 1u);
+  EXPECT_EQ(tx.stats().sent, 6u);  // 1 + 2 retries
+}
+
+TEST(Transactions, CallbacksMaySubmitMore) {
+  ScriptedPort port;
+  Transactions tx(port, {.window = 2, .timeout_ms = 5, .retries = 0});
+  unsigned depth = 0;
+  std::function<void(const TxResult&)> next = [&](const TxResult&) {
+    if (++depth < 5) tx.Submit(MakeDrSmp(kMethodGet, kAttrNodeInfo, depth, {}), {}, next);
+  };
+  tx.Submit(MakeDrSmp(kMethodGet, kAttrNodeInfo, 0, {}), {}, next);
+  ASSERT_TRUE(tx.Run());
+  EXPECT_EQ(depth, 5u);
+}
+
+TEST(Smp, DirectedRouteLayout) {
+  const uint8_t path[] = {1, 3, 5};
+  const uint8_t data[] = {0xAA, 0xBB};
+  const MadBytes m = MakeDrSmp(kMethodSet, kAttrLft, 7, path, data);
+  EXPECT_EQ(m[0], 1);     // BaseVersion
+  EXPECT_EQ(m[1], 0x81);  // SubnMgtDR
+  EXPECT_EQ(m[2], 1);
+  EXPECT_EQ(m[3], kMethodSet);
+  EXPECT_EQ(m[6], 0);  // HopPointer
+  EXPECT_EQ(m[7], 3);  // HopCount
+  EXPECT_EQ(SmpAttribute(m), kAttrLft);
+  EXPECT_EQ(SmpModifier(m), 7u);
+  EXPECT_EQ(m[32], 0xFF);  // DrSLID
+  EXPECT_EQ(m[33], 0xFF);
+  EXPECT_EQ(m[34], 0xFF);  // DrDLID
+  EXPECT_EQ(m[35], 0xFF);
+  EXPECT_EQ(m[64], 0xAA);
+  EXPECT_EQ(m[65], 0xBB);
+  EXPECT_EQ(m[128], 0);  // InitialPath[0] unused
+  EXPECT_EQ(m[129], 1);
+  EXPECT_EQ(m[130], 3);
+  EXPECT_EQ(m[131], 5);
+  MadBytes resp = m;
+  resp[4] = 0x80;  // D bit only
+  EXPECT_EQ(SmpStatus(resp), 0);
+  resp[5] = 0x1C;
+  EXPECT_EQ(SmpStatus(resp), 0x1C);
+}
+
+}  // namespace
+}  // namespace softib::sm

@@ -1,0 +1,124 @@
+// softib-sm: softib's subnet manager as a program. Over libibumad it drives a real umad
+// device or, under `ibsim-run`, ibsim's simulated fabric:
+//   ibsim-run softib-sm --once [--lmc N] [--guid2lid FILE] [--window N] ...
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "softib/sm/subnet_manager.h"
+#include "softib/sm/umad_port.h"
+
+namespace {
+
+volatile bool g_stop = false;
+void OnSignal(int) { g_stop = true; }
+
+void Usage(std::FILE* out) {
+  std::fputs(
+      "usage: softib-sm [options]\n"
+      "  -o, --once            sweep once, then exit (0: subnet up)\n"
+      "  -C, --ca NAME         CA to bind to (default: the first)\n"
+      "  -P, --port N          port to bind to (default: the first)\n"
+      "  -l, --lmc N           LMC 0..7 for CA ports (default 0)\n"
+      "  -g, --guid2lid FILE   keep LIDs stable across restarts in FILE (OpenSM's format)\n"
+      "  -w, --window N        SMPs in flight (default 64)\n"
+      "  -t, --timeout MS      per-SMP timeout (default 200)\n"
+      "  -r, --retries N       retries per SMP (default 3)\n"
+      "  -p, --priority N      SMInfo priority 0..15 (default 0)\n"
+      "      --verify          read the LFTs back from the switches and check those\n"
+      "  -q, --quiet           no progress lines (the summary line still prints)\n"
+      "  -h, --help\n",
+      out);
+}
+
+bool Number(const char* text, long min, long max, long* out) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 0);
+  if (!text[0] || *end || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace softib::sm;
+  SmOptions options;
+  UmadPortOptions port_options;
+  bool once = false;
+  bool quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](long min, long max, long* out) {
+      if (i + 1 >= argc || !Number(argv[i + 1], min, max, out)) {
+        std::fprintf(stderr, "softib-sm: %s needs a number in %ld..%ld\n", a.c_str(), min, max);
+        std::exit(2);
+      }
+      ++i;
+    };
+    long v = 0;
+    if (a == "-o" || a == "--once") {
+      once = true;
+    } else if (a == "-C" || a == "--ca") {
+      if (++i >= argc) return Usage(stderr), 2;
+      port_options.ca = argv[i];
+    } else if (a == "-P" || a == "--port") {
+      value(0, 254, &v);
+      port_options.port = static_cast<int>(v);
+    } else if (a == "-l" || a == "--lmc") {
+      value(0, 7, &v);
+      options.lmc = static_cast<uint8_t>(v);
+    } else if (a == "-g" || a == "--guid2lid") {
+      if (++i >= argc) return Usage(stderr), 2;
+      options.guid2lid_path = argv[i];
+    } else if (a == "-w" || a == "--window") {
+      value(1, 4096, &v);
+      options.tx.window = static_cast<unsigned>(v);
+    } else if (a == "-t" || a == "--timeout") {
+      value(1, 60000, &v);
+      options.tx.timeout_ms = static_cast<int>(v);
+    } else if (a == "-r" || a == "--retries") {
+      value(0, 100, &v);
+      options.tx.retries = static_cast<unsigned>(v);
+    } else if (a == "-p" || a == "--priority") {
+      value(0, 15, &v);
+      options.priority = static_cast<uint8_t>(v);
+    } else if (a == "--verify") {
+      options.verify_lfts = true;
+    } else if (a == "-q" || a == "--quiet") {
+      quiet = true;
+    } else if (a == "-h" || a == "--help") {
+      Usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "softib-sm: unknown option %s\n", a.c_str());
+      Usage(stderr);
+      return 2;
+    }
+  }
+  if (quiet) options.progress_interval_s = 1e9;
+
+  std::string error;
+  auto port = OpenUmadPort(port_options, &error);
+  if (!port) {
+    std::fprintf(stderr, "softib-sm: %s\n", error.c_str());
+    return 1;
+  }
+  SubnetManager sm(*port, options);
+  const SweepReport report = sm.Sweep();
+  std::printf("%s\n", report.Summary(sm.subnet()).c_str());
+  std::fflush(stdout);
+  if (!report.ok()) {
+    std::fprintf(stderr, "softib-sm: %s\n", report.error.c_str());
+    return 1;
+  }
+  if (once) return 0;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return sm.Serve(-1, &g_stop) ? 0 : 1;
+}
