@@ -3,7 +3,10 @@
 # in a private run directory, and run perftest-style tests between two user processes on
 # it with softib_perf — a ping-pong (send_lat) and a bandwidth test (write_bw), payloads
 # validated on the receiving side. softibd is stopped by its pid and everything is removed
-# on exit. Then the MAD tool, briefly: encode, decode, and tshark's dissector on a capture.
+# on exit. Then a whole fabric in one softibd (--fabric default: three switches, four hosts,
+# each host a node), printed as ibnetdiscover prints it, with the same tests between hosts
+# behind different leaves. Then the MAD tool, briefly: encode, decode, and tshark's
+# dissector on a capture.
 #
 # Exit code 0 only when every step passed. Until the Access Layer maps the speed path's
 # rings (MapCqRing/MapQpRings), the user-process runs fail with that message; the job then
@@ -89,6 +92,47 @@ if [[ $user_ok -eq 0 ]]; then
 fi
 
 step "softibd: stop (SIGTERM to pid $daemon_pid)"
+kill -TERM "$daemon_pid"
+daemon_rc=0
+wait "$daemon_pid" || daemon_rc=$?
+daemon_pid=""
+echo "softibd exited with $daemon_rc"
+[[ $daemon_rc -eq 0 ]] || failed=1
+
+step "softibd --fabric default: 3 switches (a spine, two leaves) and 4 hosts, each host a node"
+mkfifo "$work/fabric-ready"
+"$softibd" --run-dir "$work/fabric" --fabric default --ready-fd 3 3>"$work/fabric-ready" \
+  >"$work/fabric.log" 2>&1 &
+daemon_pid=$!
+if ! timeout 30 head -n1 "$work/fabric-ready" | grep -q ready; then
+  echo "softibd --fabric did not become ready:"; cat "$work/fabric.log"; exit 1
+fi
+# The fabric as ibnetdiscover prints it, LIDs included (set with min-hop routes through the
+# switches' SMAs: softib's SM drives its own fabric in a later step of issue 4).
+cat "$work/fabric.log"
+fabric_pair() {
+  local server=$1 client=$2 test=$3
+  shift 3
+  local oob="unix:$work/oob-fabric-$test.sock"
+  "$perf" "$test" "$@" --run-dir "$work/fabric/$server" --oob "$oob" --timeout 20 \
+    >"$work/server.out" 2>"$work/server.err" &
+  server_pid=$!
+  local rc=0
+  "$perf" "$test" "$@" --run-dir "$work/fabric/$client" --oob "$oob" --connect --timeout 20 || rc=$?
+  local server_rc=0
+  wait "$server_pid" || server_rc=$?
+  server_pid=""
+  if [[ $rc -ne 0 || $server_rc -ne 0 ]]; then
+    cat "$work/server.err" >&2
+    echo "softib_perf $test across the fabric: client exit $rc, server exit $server_rc" >&2
+    failed=1
+  fi
+}
+step "send_lat host-0001 -> host-0003: leaf, spine, leaf (validated)"
+fabric_pair host-0003 host-0001 send_lat -s 8 -n 2000 --validate
+step "write_bw host-0002 -> host-0004 across the spine, 4 KiB ... 256 KiB (validated)"
+fabric_pair host-0004 host-0002 write_bw -a --min-size 4096 --max-size 262144 -n 200 -t 16 --validate
+step "softibd --fabric: stop (SIGTERM to pid $daemon_pid)"
 kill -TERM "$daemon_pid"
 daemon_rc=0
 wait "$daemon_pid" || daemon_rc=$?

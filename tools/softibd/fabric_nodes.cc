@@ -42,8 +42,8 @@ std::string HostName(const fabric::Node& node) {
   std::string name;
   for (char c : node.description) {
     if (c == ' ') break;
-    name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c
-                                                                                          : '_';
+    name +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '_';
   }
   return name.empty() || name == "." || name == ".." ? node.name : name;
 }
@@ -91,9 +91,8 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, std
     h.lid = subnet.lid[i][1];
     stack::NodeConfig config;
     config.name = h.name;
-    config.cas = {stack::CaConfig{.node_guid = node.guid,
-                                  .num_ports = node.num_ports,
-                                  .first_lid = subnet.lid[i][1]}};
+    config.cas = {stack::CaConfig{
+        .node_guid = node.guid, .num_ports = node.num_ports, .first_lid = subnet.lid[i][1]}};
     config.cable_pairs = false;
     kernel::Status status = kernel::Status::SUCCESS;
     h.stack = stack::NodeStack::Boot(config, &status);
@@ -145,8 +144,6 @@ std::string FabricNodes::Describe() const {
   return written.ok() ? written.text : "(" + written.error + ")\n";
 }
 
-std::size_t FabricNodes::num_switches() const {
-  return topology_.Count(fabric::NodeType::kSwitch);
-}
+std::size_t FabricNodes::num_switches() const { return topology_.Count(fabric::NodeType::kSwitch); }
 
 }  // namespace softib::softibd

@@ -63,9 +63,10 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   FabricNodes fabric;
   std::string error;
   if (!fabric.Start(options.fabric, run_dir.path(), &error)) return Fail(error);
-  std::printf("softibd: fabric %s: %zu switches, %zu hosts (LIDs and min-hop routes set "
-              "through the switches' SMAs)\n",
-              options.fabric.c_str(), fabric.num_switches(), fabric.hosts().size());
+  std::printf(
+      "softibd: fabric %s: %zu switches, %zu hosts (LIDs and min-hop routes set "
+      "through the switches' SMAs)\n",
+      options.fabric.c_str(), fabric.num_switches(), fabric.hosts().size());
   for (const FabricNodes::HostNode& h : fabric.hosts()) {
     std::printf("softibd: node %s at %s/%s: CA %016" PRIx64 ", port 1 LID %u\n", h.name.c_str(),
                 run_dir.path().c_str(), h.name.c_str(), h.guid, h.lid);

@@ -103,7 +103,8 @@ void FabricHost::Run() {
       if (due == UINT64_MAX) {
         wake_.wait(lock, [&] { return pending_ || stop_; });
       } else {
-        wake_.wait_for(lock, std::chrono::nanoseconds(due - now), [&] { return pending_ || stop_; });
+        wake_.wait_for(lock, std::chrono::nanoseconds(due - now),
+                       [&] { return pending_ || stop_; });
       }
     }
     if (stop_) return;

@@ -58,10 +58,10 @@ class FabricHost {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   Fabric fabric_;
-  std::vector<std::unique_ptr<CaPort>> ca_ports_;          // lock held
+  std::vector<std::unique_ptr<CaPort>> ca_ports_;                  // lock held
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> outbox_;  // lock held
-  bool pending_ = false;                                   // lock held
-  bool stop_ = false;                                      // lock held
+  bool pending_ = false;                                           // lock held
+  bool stop_ = false;                                              // lock held
   std::atomic<bool> work_hint_{false};
   std::atomic<uint64_t> delivered_{0};
   std::thread thread_;

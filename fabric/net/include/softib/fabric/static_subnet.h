@@ -40,8 +40,8 @@ using CaPortFactory = std::function<uint32_t(NodeIndex node, uint8_t port, uint1
 
 // Builds `topology` (validated) into `fabric`: its switches, a CA port from `make_ca_port`
 // for each cabled CA port, the cables, LIDs 1.. in node order (switch port 0; every port
-// of a CA, consecutively), min-hop LFTs (ties spread by destination LID) and active ports. Returns "" or
-// what went wrong.
+// of a CA, consecutively), min-hop LFTs (ties spread by destination LID) and active ports. Returns
+// "" or what went wrong.
 std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
                               const CaPortFactory& make_ca_port, StaticSubnet* out);
 
