@@ -74,8 +74,10 @@ bool NodeHarness::PrepareOn(Side& side, const VerbInfo& verb, bool with_child,
   if (!with_child) return maker.Prepare(verb, input, output_length);
   if (!verb.has_destroys) return false;
   maker.set_ud_qps(verb.destroys == abi::ObjectType::Qp && child == abi::ObjectType::Mcast);
+  maker.set_alias_qps(verb.destroys == abi::ObjectType::Qp && child == abi::ObjectType::MadSvc);
   const bool ok = maker.Prepare(verb, input, output_length);
   maker.set_ud_qps(false);
+  maker.set_alias_qps(false);
   if (!ok) return false;
   uint64_t target = 0;
   for (const fuzz::FieldInfo& f : verb.fields) {

@@ -37,7 +37,7 @@ uint64_t LoadLe(std::span<const uint8_t> buf, uint32_t offset, uint32_t size) {
 
 const char* LaterIssueOfVerb(uint32_t ordinal) {
   if (ordinal == 0x0107) return "a vendor command is defined (CiCall has none)";
-  if (ordinal == 0x0108 || (ordinal >= 0x0A10 && ordinal <= 0x0A16)) return "issue 4 (MADs)";
+  if (ordinal == 0x0108) return "issue 4 (LocalMad: the CA's SMA)";
   if ((ordinal >= 0x0A20 && ordinal <= 0x0A24) || ordinal == 0x0A30 || ordinal == 0x0A31) {
     return "issue 4 (SA)";
   }
@@ -48,9 +48,6 @@ const char* LaterIssueOfVerb(uint32_t ordinal) {
 
 const char* LaterIssueOfObject(ObjectType type) {
   switch (type) {
-    case ObjectType::MadPool:
-    case ObjectType::MadSvc:
-      return "issue 4 (MADs)";
     case ObjectType::SaReq:
     case ObjectType::SaReg:
     case ObjectType::McastJoin:
@@ -124,8 +121,57 @@ uint32_t DefaultOutputLength(const VerbInfo& verb) {
 
 }  // namespace
 
+uint64_t ObjectMaker::AliasQp(bool fresh) {
+  if (alias_qp_ != 0 && !fresh) return alias_qp_;
+  abi::GetSpecialQpIn in{};
+  in.pd.value = Get(ObjectType::Pd);
+  in.send_cq.value = Get(ObjectType::Cq);
+  in.recv_cq.value = in.send_cq.value;
+  uint16_t lid = 0;
+  if (!PortInfo(&lid, &in.port_guid)) return 0;
+  in.params = QpParams(abi::QpType::GSI_ALIAS, false);
+  const CallResult r = RunTyped("GetSpecialQp", in, sizeof(abi::GetSpecialQpOut));
+  if (r.status != Status::SUCCESS) return 0;
+  const uint64_t qp = OutOf<abi::GetSpecialQpOut>(r).qp.value;
+  aliases_.insert(qp);
+  if (!fresh) alias_qp_ = qp;
+  return qp;
+}
+
+// A GMP of the vendor class 0x09 to this port's own QP1.
+static std::vector<uint8_t> SendMadRequest(uint64_t svc, uint16_t lid, bool response_expected) {
+  abi::SendMadIn in{};
+  in.svc.value = svc;
+  in.params.remote_qpn = 1;
+  in.params.remote_qkey = htobe32(0x80010000);
+  in.params.remote_lid = lid;
+  in.params.response_expected = response_expected ? 1 : 0;
+  in.params.timeout_ms = response_expected ? 600000 : 0;
+  in.mad_length = 256;
+  std::vector<uint8_t> input(sizeof(in) + 256, 0);
+  std::memcpy(input.data(), &in, sizeof(in));
+  uint8_t* mad = input.data() + sizeof(in);
+  mad[0] = 1;
+  mad[1] = 0x09;
+  mad[2] = 1;
+  mad[3] = 0x01;  // Get
+  return input;
+}
+
+uint64_t ObjectMaker::PendingSend() {
+  uint16_t lid = 0;
+  uint64_t guid = 0;
+  const uint64_t svc = Get(ObjectType::MadSvc);
+  if (svc == 0 || !PortInfo(&lid, &guid)) return 0;
+  const std::vector<uint8_t> input = SendMadRequest(svc, lid, true);
+  const CallResult r = Run("SendMad", input, sizeof(abi::SendMadOut));
+  return r.status == Status::SUCCESS ? OutOf<abi::SendMadOut>(r).send_id : 0;
+}
+
 void ObjectMaker::Clear() {
   cache_.clear();
+  alias_qp_ = 0;
+  aliases_.clear();
   have_port_ = false;
   ud_qps_ = false;
 }
@@ -228,6 +274,7 @@ uint64_t ObjectMaker::Create(ObjectType type) {
       return r.status == Status::SUCCESS ? OutOf<abi::CreateSrqOut>(r).srq.value : 0;
     }
     case ObjectType::Qp: {
+      if (alias_qps_) return AliasQp(true);
       abi::CreateQpIn in{};
       in.pd.value = Get(ObjectType::Pd);
       in.send_cq.value = Get(ObjectType::Cq);
@@ -415,7 +462,21 @@ void ObjectMaker::Override(const VerbInfo& verb, std::vector<uint8_t>& input) {
   } else if (name == "GetSpecialQp") {
     auto in = As<abi::GetSpecialQpIn>(input);
     if (PortInfo(&lid, &port_guid_be)) in.port_guid = port_guid_be;
-    in.params = QpParams(abi::QpType::GSI, false);
+    // The AL owns QP0/QP1; clients get aliases (IBAL ib_get_spl_qp).
+    in.params = QpParams(abi::QpType::GSI_ALIAS, false);
+    Put(input, in);
+  } else if (name == "SendMad") {
+    const uint64_t svc = As<abi::SendMadIn>(input).svc.value;
+    if (PortInfo(&lid, &port_guid_be)) input = SendMadRequest(svc, lid, false);
+  } else if (name == "CancelMad") {
+    auto in = As<abi::CancelMadIn>(input);
+    in.send_id = PendingSend();
+    Put(input, in);
+  } else if (name == "RegMadSvc") {
+    auto in = As<abi::RegMadSvcIn>(input);
+    if (aliases_.count(in.qp.value) == 0) in.qp.value = AliasQp();
+    in.params.mgmt_class = 0x09;  // a vendor class, no unsolicited methods: never busy
+    in.params.mgmt_version = 1;
     Put(input, in);
   } else if (name == "ModifyQp") {
     auto in = As<abi::ModifyQpIn>(input);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ class ObjectMaker {
   void Pin(abi::ObjectType type, uint64_t handle) { cache_[type] = handle; }
   // QPs made from now on are UD (multicast needs one) or RC.
   void set_ud_qps(bool ud) { ud_qps_ = ud; }
+  void set_alias_qps(bool alias) { alias_qps_ = alias; }
 
   // A valid request for `verb`. False when a prerequisite could not be made.
   bool Prepare(const VerbInfo& verb, std::vector<uint8_t>& input, uint32_t& output_length);
@@ -55,12 +57,17 @@ class ObjectMaker {
     return Run(name, {reinterpret_cast<const uint8_t*>(&in), sizeof(In)}, output_length);
   }
   void Override(const VerbInfo& verb, std::vector<uint8_t>& input);
+  uint64_t AliasQp(bool fresh = false);  // a GSI alias QP of port 1 (MAD services use one)
+  uint64_t PendingSend();                // a MAD send of the cached service awaiting its response
 
   VerbEnv& env_;
   const uint64_t ca_guid_;
   const std::span<uint8_t> buffer_;
   std::map<abi::ObjectType, uint64_t> cache_;
   bool ud_qps_ = false;
+  uint64_t alias_qp_ = 0;
+  bool alias_qps_ = false;
+  std::set<uint64_t> aliases_;
   bool have_port_ = false;
   uint16_t lid_ = 0;
   uint64_t port_guid_be_ = 0;

@@ -1,6 +1,6 @@
-// AL verbs: instances (OpenAl/CloseAl) and PnP registrations. The MAD, SA and multicast
-// join verbs answer UNSUPPORTED until the MAD layer exists (issues 4 and 5).
-#include "runtime/al/src/handlers.h"
+// AL verbs: instances (OpenAl/CloseAl), PnP registrations and the MAD verbs (mad_handlers.cc).
+// The SA and multicast join verbs answer UNSUPPORTED until the SA client exists (issue 4).
+#include "runtime/al/src/mad_handlers.h"
 
 namespace softib::al {
 
@@ -50,36 +50,41 @@ class AlVerbs final : public kernel::AlVerbHandlers {
                          Status::INVALID_PNP_REG_HANDLE);
   }
 
-  // ---- MAD services, SA, multicast joins: not yet (the MAD layer) ----
-  Status CreateMadPool(const kernel::CallContext&, const abi::CreateMadPoolIn&,
-                       kernel::CreateMadPoolRefs&, abi::CreateMadPoolOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  // ---- MAD services (mad_handlers.cc) ----
+  Status CreateMadPool(const kernel::CallContext& ctx, const abi::CreateMadPoolIn& in,
+                       kernel::CreateMadPoolRefs& refs, abi::CreateMadPoolOut& out, Irp*) override {
+    return MadCreatePool(ctx, in, refs, out);
   }
-  Status DestroyMadPool(const kernel::CallContext&, const abi::DestroyMadPoolIn&,
+  Status DestroyMadPool(const kernel::CallContext& ctx, const abi::DestroyMadPoolIn& in,
                         kernel::DestroyMadPoolRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+    return DestroyHandle(ctx, in.pool.value, abi::ObjectType::MadPool,
+                         Status::INVALID_MAD_POOL_HANDLE);
   }
-  Status RegMadSvc(const kernel::CallContext&, const abi::RegMadSvcIn&, kernel::RegMadSvcRefs&,
-                   abi::RegMadSvcOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status RegMadSvc(const kernel::CallContext& ctx, const abi::RegMadSvcIn& in,
+                   kernel::RegMadSvcRefs& refs, abi::RegMadSvcOut& out, Irp*) override {
+    return MadRegSvc(ctx, in, refs, out);
   }
-  Status DeregMadSvc(const kernel::CallContext&, const abi::DeregMadSvcIn&,
+  Status DeregMadSvc(const kernel::CallContext& ctx, const abi::DeregMadSvcIn& in,
                      kernel::DeregMadSvcRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+    return DestroyHandle(ctx, in.svc.value, abi::ObjectType::MadSvc,
+                         Status::INVALID_MAD_SVC_HANDLE);
   }
-  Status SendMad(const kernel::CallContext&, const abi::SendMadIn&, std::span<const uint8_t>,
-                 kernel::SendMadRefs&, abi::SendMadOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status SendMad(const kernel::CallContext& ctx, const abi::SendMadIn& in,
+                 std::span<const uint8_t> mad, kernel::SendMadRefs& refs, abi::SendMadOut& out,
+                 Irp*) override {
+    return SendMadVerb(ctx, in, mad, refs, out);
   }
-  Status CancelMad(const kernel::CallContext&, const abi::CancelMadIn&, kernel::CancelMadRefs&,
-                   Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CancelMad(const kernel::CallContext&, const abi::CancelMadIn& in,
+                   kernel::CancelMadRefs& refs, Irp*) override {
+    return MadCancel(in, refs);
   }
   Status GetMadEvent(const kernel::CallContext&, const abi::GetMadEventIn&,
-                     kernel::GetMadEventRefs&, abi::GetMadEventOut&, std::span<uint8_t>,
-                     Irp*) override {
-    return Status::UNSUPPORTED;
+                     kernel::GetMadEventRefs& refs, abi::GetMadEventOut& out,
+                     std::span<uint8_t> mad, Irp* irp) override {
+    return MadGetEvent(refs, out, mad, irp);
   }
+
+  // ---- SA and multicast joins: not yet (issue 4, the SA client) ----
   Status SendSaRequest(const kernel::CallContext&, const abi::SendSaRequestIn&,
                        std::span<const uint8_t>, kernel::SendSaRequestRefs&, abi::SendSaRequestOut&,
                        Irp*) override {

@@ -31,6 +31,7 @@ class QpObj;
 class SrqObj;
 class PnpRegObj;
 class AlObj;
+class SpecialQp;
 
 // Live objects per type (leak checks: QueryObjectCounts).
 struct Counters {
@@ -65,6 +66,13 @@ class AlCa {
   std::vector<bool> port_active;
 
   void InitPortView();  // PASSIVE, before StartEvents
+
+  // The AL's QP0 and QP1 of every port (index (port - 1) * 2 + qpn), from the arrival on;
+  // the CQ number of each routes its completion events (special_qp.h).
+  std::vector<std::unique_ptr<SpecialQp>> special_qps;
+  std::atomic<uint32_t> next_agent_id{1};  // MAD agents' TID high halves
+  void StartSpecialQps();                  // PASSIVE, before StartEvents
+  void StopSpecialQps();                   // PASSIVE, at removal
 
   // The wait-for-events IRP kept pending on the CA device, re-sent from a DPC.
   kernel::Irp* event_irp = nullptr;

@@ -4,6 +4,7 @@
 #include <endian.h>
 
 #include "runtime/al/src/objects.h"
+#include "runtime/al/src/special_qp.h"
 #include "softib/kernel/io.h"
 
 namespace softib::al {
@@ -161,6 +162,16 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
   for (uint32_t i = 0; i < news.count && i < hca::ci::kMaxEventsPerBatch; ++i) {
     const hca::ci::CaEvent& event = news.events[i];
     if (event.kind == hca::ci::CaEventKind::kCompletion) {
+      // The AL's own special QPs first (they live as long as this AlCa).
+      bool mine = false;
+      for (const auto& sqp : special_qps) {
+        if (sqp && sqp->cq() == event.object) {
+          sqp->OnCompletion();
+          mine = true;
+          break;
+        }
+      }
+      if (mine) continue;
       kernel::ObjectRef cq;
       {
         kernel::SpinLockGuard guard(lock);
@@ -249,6 +260,7 @@ void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
   ca->lower = device;
   if (CreateFilter(this, ca.get()) != Status::SUCCESS) return;
   ca->InitPortView();
+  ca->StartSpecialQps();
   pnp_mutex.Acquire();
   {
     kernel::SpinLockGuard guard(lock);
@@ -268,8 +280,25 @@ void AlCa::InitPortView() {
   for (std::size_t i = 0; known && i < ports.size(); ++i) port_active[i] = ports[i].link_state == 4;
 }
 
+void AlCa::StartSpecialQps() {
+  for (uint8_t port = 1; port <= ci->num_ports(); ++port) {
+    for (abi::QpType type : {abi::QpType::SMI, abi::QpType::GSI}) {
+      auto sqp = std::make_unique<SpecialQp>(this, port, type);
+      // A port whose special QP cannot start keeps it stopped: MAD services on it answer
+      // INSUFFICIENT_RESOURCES, the rest of the CA works.
+      if (sqp->Start() != Status::SUCCESS) sqp->Stop();
+      special_qps.push_back(std::move(sqp));
+    }
+  }
+}
+
+void AlCa::StopSpecialQps() {
+  for (const auto& sqp : special_qps) sqp->Stop();
+}
+
 void AccessLayer::OnCaRemoval(AlCa* ca) {
   if (ca->removed.exchange(true)) return;
+  ca->StopSpecialQps();
   pnp_mutex.Acquire();
   // Port removals, then the CA's (IBAL's order: ports go before their CA).
   PostTo(this, abi::PnpClass::PORT, PortRecords(*ca, false));

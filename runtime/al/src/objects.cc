@@ -181,7 +181,7 @@ Status CqObj::Wait(Irp* irp, abi::GetCompletionEventOut& out) {
 // ---- Qp --------------------------------------------------------------------------------------
 
 QpObj::QpObj(Instance* owner, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq_in, uint32_t qpn_in,
-             uint32_t qp_num_in, abi::QpType type_in, uint64_t context_in)
+             uint32_t qp_num_in, abi::QpType type_in, uint64_t context_in, uint8_t port_in)
     : AlObject(abi::ObjectType::Qp, owner),
       pd_obj(pd),
       send_cq(scq),
@@ -190,7 +190,8 @@ QpObj::QpObj(Instance* owner, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq_in,
       qpn(qpn_in),
       qp_num(qp_num_in),
       type(type_in),
-      context(context_in) {
+      context(context_in),
+      port(port_in) {
   kernel::ReferenceObject(send_cq);
   kernel::ReferenceObject(recv_cq);
   if (srq != nullptr) kernel::ReferenceObject(srq);
@@ -203,6 +204,7 @@ QpObj::~QpObj() {
 }
 
 void QpObj::Register() {
+  if (alias()) return;  // no device QP: no events of its own
   kernel::SpinLockGuard guard(pd_obj->ca_obj->ca->lock);
   pd_obj->ca_obj->ca->qps[qpn] = this;
 }
@@ -214,7 +216,7 @@ void QpObj::OnDestroy() {
     auto it = ca->qps.find(qpn);
     if (it != ca->qps.end() && it->second == this) ca->qps.erase(it);
   }
-  ca->ci->DestroyQp(qpn);
+  if (!alias()) ca->ci->DestroyQp(qpn);
   send_cq->RemoveChild();
   recv_cq->RemoveChild();
   if (srq != nullptr) srq->RemoveChild();

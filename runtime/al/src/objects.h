@@ -216,8 +216,11 @@ class QpObj final : public AlObject {
  public:
   // The QP counts as a dependent of its CQs and SRQ (uses): the caller added it.
   QpObj(Instance* owner, PdObj* pd_obj, CqObj* send_cq, CqObj* recv_cq, SrqObj* srq, uint32_t qpn,
-        uint32_t qp_num, abi::QpType type, uint64_t context);
+        uint32_t qp_num, abi::QpType type, uint64_t context, uint8_t port = 0);
   ~QpObj() override;
+  // SMI_ALIAS/GSI_ALIAS: no device QP of its own; MAD services reach the AL's special QP
+  // of `port` through it.
+  bool alias() const { return type == abi::QpType::SMI_ALIAS || type == abi::QpType::GSI_ALIAS; }
   PdObj* const pd_obj;
   CqObj* const send_cq;  // referenced
   CqObj* const recv_cq;
@@ -226,6 +229,7 @@ class QpObj final : public AlObject {
   const uint32_t qp_num;  // its number on the wire (0/1 for the special QPs)
   const abi::QpType type;
   const uint64_t context;
+  const uint8_t port;  // special QPs and aliases (0 for others)
   void Register();
 
  private:

@@ -39,8 +39,8 @@ void UnuseQueues(CqObj* scq, CqObj* rcq, SrqObj* srq) {
 // The QP object over a device QP that exists: it owns the uses and the device QP from here.
 Status PublishQp(const kernel::CallContext& ctx, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq,
                  uint32_t qpn, uint32_t qp_num, abi::QpType type, uint64_t context,
-                 uint64_t* handle) {
-  auto* object = new QpObj(InstanceOf(ctx), pd, scq, rcq, srq, qpn, qp_num, type, context);
+                 uint64_t* handle, uint8_t port = 0) {
+  auto* object = new QpObj(InstanceOf(ctx), pd, scq, rcq, srq, qpn, qp_num, type, context, port);
   if (!Adopt(object, pd)) {
     kernel::DereferenceObject(object);
     return Status::INVALID_PD_HANDLE;
@@ -87,6 +87,15 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     }
     if (port == 0) return Status::INVALID_GUID;
     if (const Status s = UseQueues(pd, scq, rcq, nullptr); s != Status::SUCCESS) return s;
+    // An alias reaches the AL's own QP0/QP1 of the port through MAD services (IBAL
+    // ib_get_spl_qp with IB_QPT_QP0_ALIAS/QP1_ALIAS): no device QP of its own.
+    const abi::QpType type = in.params.qp_type;
+    if (type == abi::QpType::SMI_ALIAS || type == abi::QpType::GSI_ALIAS) {
+      out.qp_num = type == abi::QpType::SMI_ALIAS ? 0 : 1;
+      out.caps = in.params.caps;
+      return PublishQp(ctx, pd, scq, rcq, nullptr, 0, out.qp_num, type, in.context, &out.qp.value,
+                       port);
+    }
     uint32_t qp = 0;
     const Status s = ci->CreateSpecialQp(pd->pd, port, in.params, scq->number, rcq->number, &qp,
                                          &out.qp_num, &out.caps);
@@ -95,14 +104,17 @@ class QpVerbs final : public kernel::QpVerbHandlers {
       return s;
     }
     return PublishQp(ctx, pd, scq, rcq, nullptr, qp, out.qp_num, in.params.qp_type, in.context,
-                     &out.qp.value);
+                     &out.qp.value, port);
   }
 
   Status QueryQp(const kernel::CallContext&, const abi::QueryQpIn&, kernel::QueryQpRefs& refs,
                  abi::QueryQpOut& out, Irp*) override {
     QpObj* qp = As<QpObj>(refs.qp);
-    if (const Status s = qp->pd_obj->ca_obj->ca->ci->QueryQp(qp->qpn, &out.attributes);
-        s != Status::SUCCESS) {
+    if (qp->alias()) {
+      out.attributes.qp_type = qp->type;
+      out.attributes.state = abi::QpState::RTS;  // the AL's special QP behind it is
+    } else if (const Status s = qp->pd_obj->ca_obj->ca->ci->QueryQp(qp->qpn, &out.attributes);
+               s != Status::SUCCESS) {
       return s;
     }
     out.attributes.qp_num = qp->qp_num;
@@ -116,6 +128,7 @@ class QpVerbs final : public kernel::QpVerbHandlers {
   Status ModifyQp(const kernel::CallContext&, const abi::ModifyQpIn& in, kernel::ModifyQpRefs& refs,
                   Irp*) override {
     QpObj* qp = As<QpObj>(refs.qp);
+    if (qp->alias()) return Status::SUCCESS;  // the AL keeps its special QP in RTS
     return qp->pd_obj->ca_obj->ca->ci->ModifyQp(qp->qpn, in.attributes);
   }
 

@@ -241,7 +241,11 @@ TEST(UserFiles, KernelOnlyVerbsAreRefusedAndUnsupportedFamiliesSaySo) {
   abi::CreateMadPoolOut pool{};
   abi::CreateMadPoolIn pool_in{};
   pool_in.al.value = f.Al();
-  EXPECT_EQ(f.Ioctl(pool_in, &pool), Status::UNSUPPORTED);
+  EXPECT_EQ(f.Ioctl(pool_in, &pool), Status::SUCCESS);  // MAD services are there (issue 4)
+  abi::SendSaRequestOut sa{};
+  abi::SendSaRequestIn sa_in{};
+  sa_in.al.value = f.Al();
+  EXPECT_EQ(f.Ioctl(sa_in, &sa), Status::UNSUPPORTED);  // the SA client is not yet
 }
 
 TEST(UserFiles, PendingEventIoctlsAreCancelledByCancelPendingAndByClose) {

@@ -1,0 +1,150 @@
+// Who gets a MAD that arrived on a special QP (IBA 13.5.3, as Linux's mad.c and IBAL's
+// al_mad.c route them): a response goes to the agent whose id is in the high half of its
+// TID and answers the send with that TID; a request goes to the service registered for its
+// class, version and method; RMPP segments go through reassembly first (rmpp_flow.cc).
+#include <endian.h>
+
+#include "runtime/al/src/mad_format.h"
+#include "runtime/al/src/mad_service.h"
+#include "runtime/al/src/rmpp.h"
+
+namespace softib::al {
+
+using kernel::Status;
+
+namespace {
+
+bool SameClass(uint8_t a, uint8_t b) {
+  // LID-routed and directed-route SMPs are one class to an agent (the SM takes both).
+  return a == b || (mad::IsSmpClass(a) && mad::IsSmpClass(b));
+}
+
+bool MethodsOverlap(const abi::MadSvcParams& a, const abi::MadSvcParams& b) {
+  for (int i = 0; i < 16; ++i) {
+    if ((a.method_mask[i] & b.method_mask[i]) != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status SpecialQp::AddService(MadSvcObj* svc) {
+  kernel::SpinLockGuard guard(lock);
+  if (stopped_) return Status::INSUFFICIENT_RESOURCES;
+  if (svc->params.support_unsolicited != 0) {
+    for (const MadSvcObj* other : services_) {
+      if (other->params.support_unsolicited == 0) continue;
+      if (!SameClass(other->params.mgmt_class, svc->params.mgmt_class)) continue;
+      if (other->params.mgmt_version != svc->params.mgmt_version) continue;
+      if (MethodsOverlap(other->params, svc->params)) return Status::RESOURCE_BUSY;
+    }
+  }
+  svc->agent_id = ca_->next_agent_id.fetch_add(1, std::memory_order_relaxed);
+  agents_[svc->agent_id] = svc;
+  services_.insert(svc);
+  return Status::SUCCESS;
+}
+
+void SpecialQp::RemoveService(MadSvcObj* svc) {
+  After after;
+  {
+    kernel::SpinLockGuard guard(lock);
+    std::vector<std::shared_ptr<MadSend>> sends;
+    for (auto& [id, send] : svc->sends) sends.push_back(send);
+    for (auto& send : sends) Finish(send, abi::WcStatus::CANCELED, after);
+    agents_.erase(svc->agent_id);
+    services_.erase(svc);
+    std::erase_if(reassembly_, [svc](const auto& entry) {
+      return entry.first.first == reinterpret_cast<uint64_t>(svc);
+    });
+  }
+  for (auto& f : after) f();
+}
+
+MadSvcObj* SpecialQp::FindRequestServiceLocked(const uint8_t* m) {
+  for (MadSvcObj* svc : services_) {
+    if (!SameClass(svc->params.mgmt_class, mad::Class(m))) continue;
+    if (svc->params.mgmt_version != mad::ClassVersion(m)) continue;
+    if (svc->TakesUnsolicited(mad::Method(m) & 0x7F)) return svc;
+  }
+  return nullptr;
+}
+
+void SpecialQp::DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> bytes, const MadOrigin& origin,
+                              const std::shared_ptr<MadSend>& answered, After& after) {
+  abi::MadEventRecord record{};
+  record.kind = abi::MadEventKind::RECEIVED;
+  record.status = abi::WcStatus::SUCCESS;
+  if (answered) {
+    record.send_id = answered->send_id;
+    record.send_context = answered->context;
+  }
+  record.remote_qpn = origin.wc.src_qp;
+  record.remote_lid = origin.wc.slid;
+  record.pkey_index = origin.wc.pkey_index;
+  record.remote_sl = origin.wc.sl;
+  record.path_bits = origin.wc.dlid_path_bits;
+  record.wc_flags = origin.wc.flags;
+  record.sgid = origin.sgid;
+  kernel::ReferenceObject(svc);  // until the event is posted
+  after.push_back([svc, record, bytes = std::move(bytes)]() mutable {
+    svc->Post(record, std::move(bytes));
+    kernel::DereferenceObject(svc);
+  });
+}
+
+void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
+  if (m[0] != 1) {  // BaseVersion 1 only (IBA 13.4.3)
+    dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (smi() && SmiReceive(m, origin)) return;
+  After after;
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (stopped_) return;
+    const uint64_t tid = mad::Tid(m);
+    MadSvcObj* owner = nullptr;
+    if (auto a = agents_.find(mad::AgentOfTid(tid)); a != agents_.end()) owner = a->second;
+    if (rmpp::IsActive(m)) {
+      MadSvcObj* svc = owner;
+      if (svc == nullptr || !svc->rmpp()) svc = nullptr;
+      if (svc == nullptr) {
+        for (MadSvcObj* candidate : services_) {
+          if (candidate->rmpp() && candidate->params.mgmt_class == mad::Class(m) &&
+              candidate->params.mgmt_version == mad::ClassVersion(m)) {
+            svc = candidate;
+            break;
+          }
+        }
+      }
+      if (svc == nullptr || !OnRmppReceive(m, origin, svc, after)) {
+        dropped.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else if (mad::IsResponse(m)) {
+      std::shared_ptr<MadSend> answered;
+      if (owner != nullptr) {
+        for (auto& [id, send] : owner->sends) {
+          if (send->response_expected && !send->done && send->tid == tid &&
+              SameClass(send->mgmt_class, mad::Class(m))) {
+            answered = send;
+            break;
+          }
+        }
+      }
+      if (answered) {
+        DeliverLocked(owner, std::vector<uint8_t>(m, m + mad::kMadSize), origin, answered, after);
+        Finish(answered, abi::WcStatus::SUCCESS, after);
+      } else {
+        unmatched.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else if (MadSvcObj* svc = FindRequestServiceLocked(m)) {
+      DeliverLocked(svc, std::vector<uint8_t>(m, m + mad::kMadSize), origin, nullptr, after);
+    } else {
+      dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  for (auto& f : after) f();
+}
+
+}  // namespace softib::al

@@ -1,0 +1,71 @@
+// MAD pools and MAD services (IBAL ib_mad_pool / ib_mad_svc): a service is an agent for one
+// management class and version on an alias QP of a port; its sends and receives run
+// through the AL's special QP of that port (special_qp.h), and its news (send completions,
+// received MADs) wait in a queue for GetMadEvent.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/al/src/objects.h"
+#include "runtime/al/src/special_qp.h"
+#include "softib/abi/verbs_al.h"
+
+namespace softib::al {
+
+// A pool of MAD buffers. The AL receives into its own buffers; the pool bounds what a
+// client's services may keep queued (max_elements, 0: no limit) and is busy while a
+// service uses it.
+class MadPoolObj final : public AlObject {
+ public:
+  MadPoolObj(Instance* owner, uint32_t min_elements, uint32_t max_elements);
+  const uint32_t min_elements;
+  const uint32_t max_elements;
+};
+
+class MadSvcObj final : public Waitable {
+ public:
+  MadSvcObj(Instance* owner, QpObj* qp, MadPoolObj* pool, SpecialQp* sqp,
+            const abi::MadSvcParams& params);
+  ~MadSvcObj() override;
+
+  QpObj* const qp_obj;     // parent: the alias QP
+  MadPoolObj* const pool;  // used (referenced, counted as its child)
+  SpecialQp* const sqp;    // the special QP of the alias's port
+  const abi::MadSvcParams params;
+  uint32_t agent_id = 0;  // set by SpecialQp::AddService
+  // Outstanding sends by id (SpecialQp::lock).
+  std::map<uint64_t, std::shared_ptr<MadSend>> sends;
+  uint64_t next_send_id = 1;  // SpecialQp::lock
+
+  bool TakesUnsolicited(uint8_t method) const {
+    return params.support_unsolicited != 0 && (params.method_mask[method / 8] >> (method % 8)) & 1;
+  }
+  bool rmpp() const { return params.svc_type == abi::MadSvcType::RMPP; }
+
+  // Queues an event (completes a waiting GetMadEvent if any). Not with SpecialQp::lock held.
+  void Post(const abi::MadEventRecord& record, std::vector<uint8_t> mad);
+  // GetMadEvent: an event at once, INSUFFICIENT_MEMORY when `mad` cannot hold the next one
+  // (it stays queued), else the IRP pends.
+  kernel::Status Wait(kernel::Irp* irp, abi::GetMadEventOut& out, std::span<uint8_t> mad);
+
+ private:
+  struct Event {
+    abi::MadEventRecord record;
+    std::vector<uint8_t> mad;
+  };
+  void OnDestroy() override;
+  void Pump();
+  static kernel::Status Fill(const Event& event, abi::GetMadEventOut& out, std::span<uint8_t> mad);
+
+  kernel::KSpinLock events_lock_;
+  std::deque<Event> events_;
+};
+
+// The special QP of the alias QP's port (null: not an alias, or the CA has none).
+SpecialQp* SpecialQpOf(QpObj* qp);
+
+}  // namespace softib::al

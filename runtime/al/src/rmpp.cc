@@ -1,0 +1,2 @@
+// RMPP state machines (rmpp.h).
+#include "runtime/al/src/rmpp.h"

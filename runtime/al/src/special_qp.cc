@@ -1,0 +1,339 @@
+// The AL's QP0/QP1 of a port: bring-up, buffers, posting, completion processing, and the
+// timer that retries sends whose response did not come.
+#include "runtime/al/src/special_qp.h"
+
+#include <endian.h>
+
+#include <algorithm>
+
+#include "runtime/al/src/mad_format.h"
+#include "runtime/al/src/mad_service.h"
+#include "runtime/al/src/rmpp.h"
+#include "softib/kernel/dpc.h"
+
+namespace softib::al {
+
+using kernel::Status;
+
+namespace {
+constexpr uint32_t kRecvBytes = mad::kGrhSize + mad::kMadSize;
+constexpr uint64_t kRecvTag = uint64_t{1} << 63;  // wr_id of receives
+}  // namespace
+
+MadSend::~MadSend() = default;
+
+SpecialQp::SpecialQp(AlCa* ca, uint8_t port, abi::QpType type)
+    : ca_(ca), port_(port), type_(type) {}
+
+SpecialQp::~SpecialQp() = default;
+
+Status SpecialQp::Start() {
+  hca::ci::CaInterface* ci = ca_->ci;
+  kernel::KeInitializeTimer(&timer_, ca_->al->node);
+  kernel::KeInitializeDpc(&timer_dpc_, ca_->al->node, &SpecialQp::TimerDpc, this);
+  kernel::KeInitializeDpc(&completion_dpc_, ca_->al->node, &SpecialQp::CompletionDpc, this);
+  memory_.assign(kRecvDepth * kRecvBytes + kSendSlots * mad::kMadSize, 0);
+  slots_.assign(kSendSlots, Slot{});
+  for (uint32_t i = kSendSlots; i > 0; --i) free_slots_.push_back(i - 1);
+  Status s = ci->AllocPd(&pd_);
+  if (s != Status::SUCCESS) return s;
+  uint32_t size = 0;
+  s = ci->CreateCq(kRecvDepth + kSendSlots, &cq_, &size);
+  if (s != Status::SUCCESS) return s;
+  s = ci->RegisterMr(pd_, reinterpret_cast<uint64_t>(memory_.data()), memory_.size(),
+                     abi::AccessFlags::LOCAL_WRITE, 0, &key_);
+  if (s != Status::SUCCESS) return s;
+  abi::QpCreateParams params{};
+  params.qp_type = type_;
+  params.sq_signaled = 1;
+  params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
+  uint32_t number = 0;
+  abi::QpCaps caps{};
+  s = ci->CreateSpecialQp(pd_, port_, params, cq_, cq_, &qp_, &number, &caps);
+  if (s != Status::SUCCESS) return s;
+  started_ = true;
+  using M = abi::QpAttrMask;
+  abi::QpModifyAttributes a{};
+  a.mask = M::STATE | M::PKEY_INDEX | M::QKEY;
+  a.state = abi::QpState::INIT;
+  a.qkey = htobe32(smi() ? 0 : mad::kGsiQkey);
+  if ((s = ci->ModifyQp(qp_, a)) != Status::SUCCESS) return s;
+  a = {};
+  a.mask = M::STATE;
+  a.state = abi::QpState::RTR;
+  if ((s = ci->ModifyQp(qp_, a)) != Status::SUCCESS) return s;
+  a.mask = M::STATE | M::SQ_PSN;
+  a.state = abi::QpState::RTS;
+  if ((s = ci->ModifyQp(qp_, a)) != Status::SUCCESS) return s;
+  for (uint32_t i = 0; i < kRecvDepth; ++i) {
+    if ((s = PostRecv(i)) != Status::SUCCESS) return s;
+  }
+  return ci->RearmCq(cq_, abi::CqNotify::NEXT);
+}
+
+void SpecialQp::Stop() {
+  After after;
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (stopped_) return;
+    stopped_ = true;
+    for (MadSvcObj* svc : services_) {
+      std::vector<std::shared_ptr<MadSend>> sends;
+      for (auto& [id, send] : svc->sends) sends.push_back(send);
+      for (auto& send : sends) Finish(send, abi::WcStatus::CANCELED, after);
+    }
+  }
+  for (auto& f : after) f();
+  kernel::KeCancelTimer(&timer_);
+  hca::ci::CaInterface* ci = ca_->ci;
+  if (started_) ci->DestroyQp(qp_);
+  kernel::KeFlushQueuedDpcs(ca_->al->node);  // the timer's and the completions' DPCs
+  {
+    kernel::SpinLockGuard guard(lock);
+    for (Slot& slot : slots_) {
+      if (slot.ah != 0) ci->DestroyAh(slot.ah);
+      slot = Slot{};
+    }
+    reassembly_.clear();
+  }
+  if (key_ != 0) ci->DeregisterMr(key_);
+  if (cq_ != 0) ci->DestroyCq(cq_);
+  if (pd_ != 0) ci->FreePd(pd_);
+}
+
+Status SpecialQp::PostRecv(uint32_t index) {
+  abi::RecvWorkRequest wr{};
+  wr.wr_id = kRecvTag | index;
+  wr.num_sge = 1;
+  wr.sge[0] = {reinterpret_cast<uint64_t>(memory_.data()) + uint64_t{index} * kRecvBytes,
+               kRecvBytes, key_};
+  uint32_t posted = 0;
+  return ca_->ci->PostRecv(qp_, {&wr, 1}, &posted);
+}
+
+Status SpecialQp::PostRawLocked(const uint8_t* bytes, const MadAddress& to) {
+  return PostLocked(nullptr, bytes, to);
+}
+
+// One MAD into a free send slot, through an AH of the AL's PD made for it (destroyed at
+// the send's completion).
+Status SpecialQp::PostLocked(const std::shared_ptr<MadSend>& send, const uint8_t* bytes,
+                             const MadAddress& to) {
+  if (stopped_ || !started_) return Status::INSUFFICIENT_RESOURCES;
+  if (free_slots_.empty()) return Status::INSUFFICIENT_RESOURCES;
+  hca::ci::CaInterface* ci = ca_->ci;
+  abi::AddressVector av = to.av;
+  av.port_num = port_;
+  uint32_t ah = 0;
+  Status s = ci->CreateAh(pd_, av, &ah);
+  if (s != Status::SUCCESS) return s == Status::CA_REMOVED ? s : Status::INVALID_SETTING;
+  const uint32_t index = free_slots_.back();
+  uint8_t* buffer = memory_.data() + kRecvDepth * kRecvBytes + uint64_t{index} * mad::kMadSize;
+  std::memcpy(buffer, bytes, mad::kMadSize);
+  abi::SendWorkRequest wr{};
+  wr.wr_id = index;
+  wr.wr_type = abi::WrType::SEND;
+  wr.send_flags = abi::SendFlags::SIGNALED;
+  wr.num_sge = 1;
+  wr.sge[0] = {reinterpret_cast<uint64_t>(buffer), mad::kMadSize, key_};
+  wr.av.value = ah;
+  wr.remote_qpn = to.remote_qpn;
+  wr.remote_qkey = to.remote_qkey;
+  wr.pkey_index = to.pkey_index;
+  uint32_t posted = 0;
+  s = ci->PostSend(qp_, {&wr, 1}, &posted);
+  if (s != Status::SUCCESS || posted != 1) {
+    ci->DestroyAh(ah);
+    return s != Status::SUCCESS ? s : Status::INSUFFICIENT_RESOURCES;
+  }
+  free_slots_.pop_back();
+  slots_[index] = Slot{send, ah};
+  if (send) ++send->on_wire;
+  return Status::SUCCESS;
+}
+
+Status SpecialQp::Send(std::shared_ptr<MadSend> send) {
+  After after;
+  Status s;
+  {
+    kernel::SpinLockGuard guard(lock);
+    auto* svc = static_cast<MadSvcObj*>(send->svc.get());
+    if (stopped_) return Status::INSUFFICIENT_RESOURCES;
+    send->send_id = svc->next_send_id++;
+    if (send->rmpp) {
+      s = StartRmppLocked(send, after);
+    } else {
+      s = PostLocked(send, send->mad.data(), send->to);
+    }
+    if (s == Status::SUCCESS) svc->sends[send->send_id] = send;
+  }
+  for (auto& f : after) f();
+  return s;
+}
+
+Status SpecialQp::Cancel(MadSvcObj* svc, uint64_t send_id) {
+  After after;
+  {
+    kernel::SpinLockGuard guard(lock);
+    auto it = svc->sends.find(send_id);
+    if (it == svc->sends.end()) return Status::NOT_FOUND;
+    Finish(it->second, abi::WcStatus::CANCELED, after);
+  }
+  for (auto& f : after) f();
+  return Status::SUCCESS;
+}
+
+// The send is over: out of its service's table, and its completion event queued (after
+// the lock drops).
+void SpecialQp::Finish(const std::shared_ptr<MadSend>& send, abi::WcStatus status, After& after) {
+  if (send->done) return;
+  send->done = true;
+  send->waiting = false;
+  auto* svc = static_cast<MadSvcObj*>(send->svc.get());
+  svc->sends.erase(send->send_id);
+  abi::MadEventRecord record{};
+  record.kind = abi::MadEventKind::SEND_COMPLETED;
+  record.status = status;
+  record.send_id = send->send_id;
+  record.send_context = send->context;
+  kernel::ReferenceObject(svc);  // until the event is posted
+  after.push_back([svc, record] {
+    svc->Post(record, {});
+    kernel::DereferenceObject(svc);
+  });
+}
+
+void SpecialQp::Wait(const std::shared_ptr<MadSend>& send) {
+  send->deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(1u, send->timeout_ms));
+  send->waiting = true;
+  ArmTimerLocked();
+}
+
+// One timer for the QP: due at the earliest deadline of the sends that wait.
+void SpecialQp::ArmTimerLocked() {
+  if (stopped_) return;
+  auto earliest = std::chrono::steady_clock::time_point::max();
+  for (MadSvcObj* svc : services_) {
+    for (auto& [id, send] : svc->sends) {
+      if (send->waiting) earliest = std::min(earliest, send->deadline);
+    }
+  }
+  if (earliest == std::chrono::steady_clock::time_point::max()) return;
+  const auto due = std::max<std::chrono::nanoseconds>(earliest - std::chrono::steady_clock::now(),
+                                                      std::chrono::milliseconds(1));
+  kernel::KeSetTimer(&timer_, due, &timer_dpc_);
+}
+
+void SpecialQp::TimerDpc(kernel::Kdpc*, void* context, void*, void*) {
+  static_cast<SpecialQp*>(context)->OnTimer();
+}
+
+// Sends whose deadline passed: sent again while retries remain, else RESP_TIMEOUT_ERR.
+void SpecialQp::OnTimer() {
+  After after;
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (stopped_) return;
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<MadSend>> due;
+    for (MadSvcObj* svc : services_) {
+      for (auto& [id, send] : svc->sends) {
+        if (send->waiting && send->deadline <= now) due.push_back(send);
+      }
+    }
+    for (auto& send : due) {
+      send->waiting = false;
+      if (send->rmpp) {
+        RmppTimeoutLocked(send, after);
+        continue;
+      }
+      if (send->retries_left == 0) {
+        Finish(send, abi::WcStatus::RESP_TIMEOUT_ERR, after);
+        continue;
+      }
+      --send->retries_left;
+      retries.fetch_add(1, std::memory_order_relaxed);
+      const Status s = PostLocked(send, send->mad.data(), send->to);
+      if (s != Status::SUCCESS) Finish(send, abi::WcStatus::LOCAL_QP_OP_ERR, after);
+    }
+    ArmTimerLocked();
+  }
+  for (auto& f : after) f();
+}
+
+void SpecialQp::OnCompletion() { kernel::KeInsertQueueDpc(&completion_dpc_, nullptr, nullptr); }
+
+void SpecialQp::CompletionDpc(kernel::Kdpc*, void* context, void*, void*) {
+  static_cast<SpecialQp*>(context)->ProcessCompletions();
+}
+
+void SpecialQp::ProcessCompletions() {
+  for (;;) {
+    Drain();
+    if (ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT) != Status::SUCCESS) return;
+    uint32_t count = 0;
+    if (ca_->ci->PeekCq(cq_, &count) != Status::SUCCESS || count == 0) return;
+  }
+}
+
+void SpecialQp::Drain() {
+  for (;;) {
+    abi::WorkCompletion wcs[16];
+    uint32_t n = 0;
+    if (ca_->ci->PollCq(cq_, wcs, &n) != Status::SUCCESS || n == 0) return;
+    for (uint32_t i = 0; i < n; ++i) {
+      if ((wcs[i].wr_id & kRecvTag) != 0) {
+        OnReceive(wcs[i]);
+      } else {
+        After after;
+        {
+          kernel::SpinLockGuard guard(lock);
+          OnSendDone(wcs[i], after);
+        }
+        for (auto& f : after) f();
+      }
+    }
+  }
+}
+
+void SpecialQp::OnSendDone(const abi::WorkCompletion& wc, After& after) {
+  if (wc.wr_id >= slots_.size()) return;
+  Slot slot = std::exchange(slots_[wc.wr_id], Slot{});
+  if (slot.ah != 0) ca_->ci->DestroyAh(slot.ah);
+  free_slots_.push_back(static_cast<uint32_t>(wc.wr_id));
+  const std::shared_ptr<MadSend>& send = slot.send;
+  if (!send) return;
+  --send->on_wire;
+  if (send->done) return;
+  if (wc.status != abi::WcStatus::SUCCESS) {
+    Finish(send, wc.status, after);
+  } else if (send->rmpp) {
+    PumpRmppLocked(send, after);
+  } else if (!send->response_expected) {
+    Finish(send, abi::WcStatus::SUCCESS, after);
+  } else if (send->on_wire == 0 && !send->waiting) {
+    Wait(send);
+  }
+}
+
+void SpecialQp::OnReceive(const abi::WorkCompletion& wc) {
+  const uint32_t index = static_cast<uint32_t>(wc.wr_id & ~kRecvTag);
+  if (index >= kRecvDepth) return;
+  if (wc.status == abi::WcStatus::SUCCESS && wc.length >= kRecvBytes) {
+    const uint8_t* buffer = memory_.data() + uint64_t{index} * kRecvBytes;
+    uint8_t copy[mad::kMadSize];
+    std::memcpy(copy, buffer + mad::kGrhSize, sizeof(copy));
+    MadOrigin origin;
+    origin.wc = wc;
+    origin.grh = (wc.flags & abi::WcFlags::GRH) == abi::WcFlags::GRH;
+    if (origin.grh) std::memcpy(origin.sgid.raw, buffer + 8, 16);
+    // The buffer goes back first: the MAD was copied out.
+    if (!stopped_) PostRecv(index);
+    Route(copy, origin);
+    return;
+  }
+  if (wc.status != abi::WcStatus::WR_FLUSH_ERR && !stopped_) PostRecv(index);
+}
+
+}  // namespace softib::al

@@ -1,0 +1,153 @@
+// The special QPs the AL owns: QP0 (SMI) and QP1 (GSI) of every port of every CA, created at
+// the CA's arrival. Clients never post on them: they reach them through alias QPs
+// (SMI_ALIAS/GSI_ALIAS from GetSpecialQp) and MAD services (mad_service.h). Each special QP
+// has its own CQ, receive buffers and send slots in one kernel MR; its completions arrive as
+// the CA's completion events (AlCa::Dispatch, at DISPATCH) and its timeouts from a timer DPC.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "runtime/al/src/al_internal.h"
+#include "softib/kernel/timer.h"
+
+namespace softib::al {
+
+class MadSvcObj;
+class RmppSender;
+class RmppReceiver;
+
+// Where a MAD goes (the UD addressing of a send).
+struct MadAddress {
+  abi::AddressVector av{};
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;  // host order
+  uint16_t pkey_index = 0;
+};
+
+// One send of a MAD service: a single MAD, or an RMPP transfer (rmpp set), whose wire
+// completions, response and retries the special QP tracks. Guarded by SpecialQp::lock.
+struct MadSend {
+  kernel::ObjectRef svc;  // the MadSvcObj
+  uint64_t send_id = 0;
+  uint64_t context = 0;
+  std::vector<uint8_t> mad;  // one MAD, or the whole RMPP transfer
+  MadAddress to;
+  uint64_t tid = 0;
+  uint8_t mgmt_class = 0;
+  bool response_expected = false;
+  uint32_t timeout_ms = 0;
+  uint32_t retries_left = 0;
+  std::chrono::steady_clock::time_point deadline{};
+  bool waiting = false;  // a deadline runs (response, or an RMPP ACK)
+  uint32_t on_wire = 0;  // posted, not completed
+  bool done = false;
+  std::unique_ptr<RmppSender> rmpp;
+  ~MadSend();
+};
+
+// What a receive reports besides the MAD.
+struct MadOrigin {
+  abi::WorkCompletion wc{};
+  abi::Gid sgid{};
+  bool grh = false;
+};
+
+class SpecialQp {
+ public:
+  static constexpr uint32_t kRecvDepth = 64;
+  static constexpr uint32_t kSendSlots = 128;
+
+  SpecialQp(AlCa* ca, uint8_t port, abi::QpType type);
+  ~SpecialQp();
+  SpecialQp(const SpecialQp&) = delete;
+  SpecialQp& operator=(const SpecialQp&) = delete;
+
+  kernel::Status Start();  // PASSIVE, at the CA's arrival
+  void Stop();             // PASSIVE, at its removal: sends CANCELED, the QP destroyed
+
+  AlCa* ca() const { return ca_; }
+  uint8_t port() const { return port_; }
+  bool smi() const { return type_ == abi::QpType::SMI; }
+  uint32_t cq() const { return cq_; }
+  // The CQ's notification fired: the completions are processed from the QP's DPC, never
+  // inline (a CI call made under this QP's lock may complete the CA's event IRP at once).
+  void OnCompletion();
+
+  // MAD services on this QP (mad_dispatch.cc): RESOURCE_BUSY when an unsolicited service of
+  // the same class and version already takes one of the methods.
+  kernel::Status AddService(MadSvcObj* svc);
+  void RemoveService(MadSvcObj* svc);  // its sends finish CANCELED first
+
+  // Starts a send (tracked until it completes); INSUFFICIENT_RESOURCES when no slot is free.
+  kernel::Status Send(std::shared_ptr<MadSend> send);
+  kernel::Status Cancel(MadSvcObj* svc, uint64_t send_id);
+
+  // Counters for tests and diagnostics.
+  std::atomic<uint64_t> dropped{0};    // received MADs nobody took
+  std::atomic<uint64_t> unmatched{0};  // responses that matched no send
+  std::atomic<uint64_t> retries{0};    // resends after a timeout
+
+  // Posts one MAD outside any tracked send (SMA responses, RMPP ACKs); lock held.
+  kernel::Status PostRawLocked(const uint8_t* mad, const MadAddress& to);
+
+  kernel::KSpinLock lock;
+
+ private:
+  using After = std::vector<std::function<void()>>;
+  friend class MadDispatch;
+
+  struct Slot {
+    std::shared_ptr<MadSend> send;  // null: a raw send
+    uint32_t ah = 0;
+  };
+
+  kernel::Status PostLocked(const std::shared_ptr<MadSend>& send, const uint8_t* mad,
+                            const MadAddress& to);
+  kernel::Status PostRecv(uint32_t index);
+  void Drain();
+  void OnSendDone(const abi::WorkCompletion& wc, After& after);
+  void OnReceive(const abi::WorkCompletion& wc);
+  void Finish(const std::shared_ptr<MadSend>& send, abi::WcStatus status, After& after);
+  void Wait(const std::shared_ptr<MadSend>& send);  // arms its deadline
+  void ArmTimerLocked();
+  static void TimerDpc(kernel::Kdpc*, void* context, void*, void*);
+  static void CompletionDpc(kernel::Kdpc*, void* context, void*, void*);
+  void ProcessCompletions();
+  void OnTimer();
+  // RMPP (rmpp_flow.cc).
+  kernel::Status StartRmppLocked(const std::shared_ptr<MadSend>& send, After& after);
+  void PumpRmppLocked(const std::shared_ptr<MadSend>& send, After& after);
+  bool OnRmppReceive(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* svc, After& after);
+  void RmppTimeoutLocked(const std::shared_ptr<MadSend>& send, After& after);
+  // The receive path (mad_dispatch.cc).
+  void Route(const uint8_t* mad, const MadOrigin& origin);
+  void DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> mad, const MadOrigin& origin,
+                     const std::shared_ptr<MadSend>& answered, After& after);
+  MadSvcObj* FindRequestServiceLocked(const uint8_t* mad);
+  bool SmiReceive(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
+  bool SmiPrepareSend(uint8_t* mad);                             // smi.cc
+
+  AlCa* const ca_;
+  const uint8_t port_;
+  const abi::QpType type_;
+  bool started_ = false;
+  bool stopped_ = false;
+  uint32_t pd_ = 0, cq_ = 0, qp_ = 0, key_ = 0;
+  std::vector<uint8_t> memory_;  // receive buffers, then send slots
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  std::set<MadSvcObj*> services_;
+  std::map<uint32_t, MadSvcObj*> agents_;  // agent id (TID high half) -> service
+  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<RmppReceiver>> reassembly_;
+  kernel::Ktimer timer_{};
+  kernel::Kdpc timer_dpc_{};
+  kernel::Kdpc completion_dpc_{};
+};
+
+}  // namespace softib::al

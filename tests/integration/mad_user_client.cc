@@ -1,0 +1,159 @@
+// softib_mad_user_client <run dir>: a user process doing a GSI exchange through the channel,
+// as a user-mode SM or SA client does: on each of two CAs a GSI alias QP, a MAD pool and a
+// MAD service (vendor class 0x09); a request from the first to the second, which receives
+// it by a blocking GetMadEvent, answers, and the first gets the matched response and its
+// send completion. Then a pending GetMadEvent cancelled by CancelPending. Prints one line
+// per check; exit 0 only when every check passed.
+#include <endian.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "softib/user/access_layer.h"
+#include "user/runtime_ioctls_proxy.h"
+#include "user/verbs_al_proxy.h"
+#include "user/verbs_ca_proxy.h"
+#include "user/verbs_cq_proxy.h"
+#include "user/verbs_pd_av_proxy.h"
+#include "user/verbs_qp_proxy.h"
+
+namespace {
+
+using namespace softib;
+using user::Status;
+
+int failures = 0;
+bool Check(bool ok, const std::string& what) {
+  std::printf("%s %s\n", ok ? "ok    " : "FAILED", what.c_str());
+  std::fflush(stdout);
+  if (!ok) ++failures;
+  return ok;
+}
+bool Expect(Status s, const std::string& what, Status expected = Status::SUCCESS) {
+  return Check(s == expected, what + ": " + abi::ToString(s));
+}
+
+struct End {
+  user::CaFile ca;
+  uint16_t lid = 0;
+  abi::Handle<abi::ObjectType::MadSvc> svc{};
+};
+
+bool Open(const user::AlFile& al, uint64_t guid, bool unsolicited, End* e) {
+  if (!Expect(user::OpenCaByGuid(al, guid, 0, &e->ca), "OpenCa")) return false;
+  std::vector<abi::PortAttributes> ports(2);
+  abi::QueryCaOut q{};
+  if (!Expect(user::proxy::QueryCa(e->ca.device, {e->ca.ca}, q, ports), "QueryCa")) return false;
+  e->lid = ports[0].lid;
+  abi::AllocPdOut pd{};
+  Expect(user::proxy::AllocPd(e->ca.device, {e->ca.ca, abi::PdType::ALIAS, 0, 0}, pd), "AllocPd");
+  abi::CreateCqOut cq{};
+  Expect(user::proxy::CreateCq(e->ca.device, {e->ca.ca, 16, 0, 0}, cq), "CreateCq");
+  abi::GetSpecialQpIn in{};
+  in.pd = pd.pd;
+  in.send_cq = cq.cq;
+  in.recv_cq = cq.cq;
+  in.port_guid = ports[0].port_guid;
+  in.params.qp_type = abi::QpType::GSI_ALIAS;
+  in.params.caps = {16, 16, 1, 1, 0, 0};
+  abi::GetSpecialQpOut qp{};
+  if (!Expect(user::proxy::GetSpecialQp(e->ca.device, in, qp), "GetSpecialQp GSI_ALIAS")) {
+    return false;
+  }
+  Check(qp.qp_num == 1, "alias QP number " + std::to_string(qp.qp_num));
+  abi::CreateMadPoolOut pool{};
+  Expect(user::proxy::CreateMadPool(e->ca.device, {e->ca.al, 8, 0, 8, 0}, pool), "CreateMadPool");
+  abi::RegMadSvcIn reg{};
+  reg.qp = qp.qp;
+  reg.pool = pool.pool;
+  reg.params.mgmt_class = 0x09;
+  reg.params.mgmt_version = 1;
+  reg.params.support_unsolicited = unsolicited ? 1 : 0;
+  reg.params.method_mask[0] = unsolicited ? 0x02 : 0;  // Get
+  abi::RegMadSvcOut svc{};
+  if (!Expect(user::proxy::RegMadSvc(e->ca.device, reg, svc), "RegMadSvc")) return false;
+  e->svc = svc.svc;
+  return true;
+}
+
+int Run(const char* run_dir) {
+  user::AlFile al;
+  if (!Expect(user::OpenAl(run_dir, &al), "OpenAl")) return 1;
+  abi::GetCaGuidsOut guids_out{};
+  uint64_t guids[64] = {};
+  Expect(user::proxy::GetCaGuids(al.device, {al.al}, guids_out, guids), "GetCaGuids");
+  if (!Check(guids_out.num_cas >= 2, "two CAs")) return 1;
+  End a, b;
+  if (!Open(al, guids[0], false, &a) || !Open(al, guids[1], true, &b)) return 1;
+
+  std::vector<uint8_t> request(256, 0xA5);
+  request[0] = 1;
+  request[1] = 0x09;
+  request[2] = 1;
+  request[3] = 0x01;  // Get
+  for (int i = 4; i < 16; ++i) request[i] = 0;
+  request[15] = 0x2A;  // TID low half 0x2A
+  abi::SendMadIn send{};
+  send.svc = a.svc;
+  send.params.context = 0xC0DE;
+  send.params.remote_qpn = 1;
+  send.params.remote_qkey = htobe32(0x80010000);
+  send.params.timeout_ms = 2000;
+  send.params.retry_count = 3;
+  send.params.remote_lid = b.lid;
+  send.params.response_expected = 1;
+  send.mad_length = 256;
+  abi::SendMadOut sent{};
+  Expect(user::proxy::SendMad(a.ca.device, send, request, sent), "SendMad request");
+
+  abi::GetMadEventOut event{};
+  std::vector<uint8_t> mad(256);
+  Expect(user::proxy::GetMadEvent(b.ca.device, {b.svc}, event, mad), "GetMadEvent (responder)");
+  Check(event.event.kind == abi::MadEventKind::RECEIVED && event.mad_length == 256 &&
+            mad[15] == 0x2A && mad[3] == 0x01 && event.event.remote_lid == a.lid,
+        "request received, TID low half kept");
+  mad[3] = 0x81;  // GetResp, same TID
+  mad[200] = 0x5A;
+  send.svc = b.svc;
+  send.params.remote_lid = static_cast<uint16_t>(event.event.remote_lid);
+  send.params.response_expected = 0;
+  send.params.timeout_ms = 0;
+  send.params.retry_count = 0;
+  Expect(user::proxy::SendMad(b.ca.device, send, mad, sent), "SendMad response");
+
+  std::vector<uint8_t> answer(256);
+  Expect(user::proxy::GetMadEvent(a.ca.device, {a.svc}, event, answer), "GetMadEvent (answer)");
+  Check(event.event.kind == abi::MadEventKind::RECEIVED && event.event.send_context == 0xC0DE &&
+            answer[3] == 0x81 && answer[200] == 0x5A,
+        "response matched to the request");
+  Expect(user::proxy::GetMadEvent(a.ca.device, {a.svc}, event, answer), "GetMadEvent (done)");
+  Check(event.event.kind == abi::MadEventKind::SEND_COMPLETED &&
+            event.event.status == abi::WcStatus::SUCCESS,
+        "request completed SUCCESS");
+
+  // A pending GetMadEvent, cancelled through the channel.
+  std::vector<uint8_t> output(sizeof(abi::GetMadEventOut) + 256);
+  user::Overlapped wait{};
+  Expect(user::proxy::GetMadEventAsync(a.ca.device, {a.svc}, output.data(),
+                                       static_cast<uint32_t>(output.size()), &wait),
+         "GetMadEvent pends", Status::PENDING);
+  abi::CancelPendingOut cancelled{};
+  Expect(
+      user::proxy::CancelPending(
+          a.ca.device, {a.ca.al, (abi::kIoctlGetMadEvent >> 2) & 0xFFF, 0, a.svc.value}, cancelled),
+      "CancelPending");
+  uint32_t bytes = 0;
+  Expect(user::GetOverlappedResult(a.ca.device, &wait, &bytes, true), "pending GetMadEvent",
+         Status::CANCELED);
+  user::CloseAl(&al);
+  std::printf("%d failed\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  return Run(argv[1]);
+}
