@@ -12,6 +12,7 @@
 #include "fabric/topology/ibnetdiscover_writer.h"
 #include "softib/al/access_layer.h"
 #include "softib/fabric/static_subnet.h"
+#include "softib/mad/mad_sm.h"
 
 namespace softib::softibd {
 
@@ -48,6 +49,51 @@ std::string HostName(const fabric::Node& node) {
   return name.empty() || name == "." || name == ".." ? node.name : name;
 }
 
+// NodeInfo of a CA as its SMA reports it (IBA 14.2.5.3), for the ibsim clients' set-up.
+std::array<uint8_t, 64> CaNodeInfo(const fabric::Node& node, uint8_t port) {
+  mad::NodeInfo info;
+  info.BaseVersion = 1;
+  info.ClassVersion = 1;
+  info.NodeType = static_cast<uint8_t>(node.type);
+  info.NumPorts = node.num_ports;
+  info.SystemImageGUID = node.system_image_guid != 0 ? node.system_image_guid : node.guid;
+  info.NodeGUID = node.guid;
+  info.PortGUID = node.guid + port;
+  info.PartitionCap = 128;
+  info.DeviceID = node.device_id;
+  info.Revision = 0xA1;
+  info.LocalPortNum = port;
+  info.VendorID = node.vendor_id;
+  std::array<uint8_t, 64> out{};
+  info.Pack(out);
+  return out;
+}
+
+// PortInfo of an active 4x QDR port with `lid` (IBA 14.2.5.6), until the HCA's SMA answers.
+std::array<uint8_t, 64> ActivePortInfo(uint16_t lid, uint8_t port) {
+  mad::PortInfo info;
+  info.GIDPrefix = 0xFE80000000000000ull;
+  info.LID = lid;
+  info.CapabilityMask = 0x0250C048;
+  info.LocalPortNum = port;
+  info.LinkWidthEnabled = 2;
+  info.LinkWidthSupported = 3;
+  info.LinkWidthActive = 2;
+  info.LinkSpeedSupported = 7;
+  info.PortState = 4;
+  info.PortPhysicalState = 5;
+  info.LinkDownDefaultState = 2;
+  info.LinkSpeedActive = 4;
+  info.LinkSpeedEnabled = 7;
+  info.NeighborMTU = 5;
+  info.VLCap = 4;
+  info.MTUCap = 5;
+  info.OperationalVLs = 4;
+  std::array<uint8_t, 64> out{};
+  info.Pack(out);
+  return out;
+}
+
 }  // namespace
 
 bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, std::string* error) {
@@ -79,6 +125,8 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, std
     for (uint8_t p = 0; p < subnet.lid[i].size(); ++p)
       topology_.mutable_node(i).ports[p].lid = subnet.lid[i][p];
   }
+  for (const auto& [where, index] : host_port)
+    ca_ports_.push_back({where.first, where.second, index, subnet.lid[where.first][where.second]});
   (void)topology_.Validate();
 
   // One node per CA, its ports plugged into the fabric.
@@ -132,11 +180,44 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, std
   return true;
 }
 
+bool FabricNodes::ServeIbsim(const std::string& base_name, std::string* error) {
+  std::vector<fabric::ibsim::AttachPort> ports;
+  for (const CaPortRef& ref : ca_ports_) {
+    const fabric::Node& node = topology_.node(ref.node);
+    fabric::ibsim::AttachPort a;
+    a.nodeid = node.name;
+    a.description = node.description;
+    a.port_num = ref.port;
+    a.num_ports = node.num_ports;
+    a.node_info = CaNodeInfo(node, ref.port);
+    const uint16_t lid = ref.lid;
+    a.lid = [lid] { return lid; };
+    a.port_info = [lid](uint8_t port) { return ActivePortInfo(lid, port); };
+    fabric::FabricHost* host = host_.get();
+    const uint32_t index = ref.host_port;
+    a.transmit = [host, index](std::vector<uint8_t> packet) {
+      (void)host->ca_link(index).Transmit(std::move(packet));
+    };
+    ports.push_back(std::move(a));
+  }
+  ibsim_ = std::make_unique<fabric::ibsim::SimServer>(base_name, std::move(ports));
+  if (!ibsim_->Start(error)) return false;
+  for (uint32_t i = 0; i < ca_ports_.size(); ++i) {
+    fabric::ibsim::SimServer* server = ibsim_.get();
+    host_->SetTap(ca_ports_[i].host_port, [server, i](std::span<const uint8_t> packet) {
+      return server->Deliver(i, packet);
+    });
+  }
+  return true;
+}
+
 void FabricNodes::Stop() {
   servers_.Stop();
+  if (ibsim_) ibsim_->Stop();
   if (host_) host_->Stop();
   hosts_.clear();  // the nodes unload; their ports' inbound links are cut
   host_.reset();
+  ibsim_.reset();
 }
 
 std::string FabricNodes::Describe() const {

@@ -12,6 +12,7 @@
 #include "device_servers.h"
 #include "fabric/topology/topology.h"
 #include "softib/fabric/fabric_host.h"
+#include "softib/fabric/ibsim_server.h"
 #include "softib/stack/node_stack.h"
 
 namespace softib::softibd {
@@ -21,6 +22,8 @@ class FabricNodes {
   // Loads `spec` ("default", a preset or a file), builds and starts everything, serves
   // the nodes; false with `error` set on failure.
   bool Start(const std::string& spec, const std::string& run_dir, std::string* error);
+  // Serves the fabric to ibsim clients on the sockets `base_name` names (after Start).
+  bool ServeIbsim(const std::string& base_name, std::string* error);
   // Servers first (the kernels clean up after the processes), then the fabric's thread,
   // then the nodes.
   void Stop();
@@ -38,7 +41,15 @@ class FabricNodes {
   std::size_t num_switches() const;
 
  private:
+  struct CaPortRef {
+    fabric::NodeIndex node;
+    uint8_t port;
+    uint32_t host_port;  // FabricHost CA-port index
+    uint16_t lid;
+  };
   fabric::Topology topology_;
+  std::vector<CaPortRef> ca_ports_;
+  std::unique_ptr<fabric::ibsim::SimServer> ibsim_;
   std::unique_ptr<fabric::FabricHost> host_;
   std::vector<HostNode> hosts_;
   DeviceServers servers_;

@@ -63,6 +63,11 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   FabricNodes fabric;
   std::string error;
   if (!fabric.Start(options.fabric, run_dir.path(), &error)) return Fail(error);
+  if (!options.ibsim.empty()) {
+    if (!fabric.ServeIbsim(options.ibsim, &error)) return Fail("--ibsim: " + error);
+    std::printf("softibd: ibsim clients: IBSIM_SOCKNAME=%s ibsim-run <program>\n",
+                options.ibsim.c_str());
+  }
   std::printf(
       "softibd: fabric %s: %zu switches, %zu hosts (LIDs and min-hop routes set "
       "through the switches' SMAs)\n",

@@ -37,6 +37,9 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
                  "host a fabric: \"default\", a topology preset (ft36, ...) or an ibnetdiscover "
                  "file; every CA is a node served in <run-dir>/<host name>, switches routed "
                  "with min-hop LFTs");
+  app.add_option("--ibsim", options.ibsim,
+                 "with --fabric: serve the fabric to programs run under ibsim-run, on the "
+                 "sockets IBSIM_SOCKNAME=NAME names");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -48,6 +51,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   }
   if (options.ready_fd >= 0 && fcntl(options.ready_fd, F_GETFD) < 0) {
     std::cerr << "softibd: error: --ready-fd: " << options.ready_fd << " is not an open file\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  if (!options.ibsim.empty() && options.fabric.empty()) {
+    std::cerr << "softibd: error: --ibsim needs --fabric\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (options.run_dir.empty()) options.run_dir = user::DefaultRunDir();

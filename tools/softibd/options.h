@@ -16,6 +16,9 @@ struct Options {
   // (softib topology preset) or an ibnetdiscover file; one node per CA, each in
   // <run_dir>/<host name>.
   std::string fabric;
+  // With --fabric: also serve the fabric to ibsim clients (programs under ibsim-run) on
+  // the abstract sockets "<ibsim>:ctl", "<ibsim>:out0".. (what IBSIM_SOCKNAME names).
+  std::string ibsim;
 };
 
 struct ParseResult {

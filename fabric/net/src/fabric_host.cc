@@ -63,6 +63,11 @@ void FabricHost::SetInbound(uint32_t index, std::shared_ptr<hca::Link> inbound) 
   ca_ports_.at(index)->inbound = std::move(inbound);
 }
 
+void FabricHost::SetTap(uint32_t index, Tap tap) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ca_ports_.at(index)->tap = tap ? std::make_shared<Tap>(std::move(tap)) : nullptr;
+}
+
 void FabricHost::Start() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (thread_.joinable()) return;
@@ -91,6 +96,7 @@ void FabricHost::Wake() {
 void FabricHost::Run() {
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> arrivals;
   std::vector<std::shared_ptr<hca::Link>> targets;
+  std::vector<std::shared_ptr<Tap>> taps;
   uint64_t last_work = NowNs();
   for (;;) {
     // Briefly watch for work without the lock, then sleep until woken or the next due time.
@@ -114,9 +120,14 @@ void FabricHost::Run() {
     fabric_.Pump();
     arrivals.swap(outbox_);
     targets.clear();
-    for (const auto& [index, bytes] : arrivals) targets.push_back(ca_ports_[index]->inbound);
+    taps.clear();
+    for (const auto& [index, bytes] : arrivals) {
+      targets.push_back(ca_ports_[index]->inbound);
+      taps.push_back(ca_ports_[index]->tap);
+    }
     lock.unlock();
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
+      if (taps[i] && (*taps[i])(arrivals[i].second)) continue;
       if (targets[i]) (void)targets[i]->Transmit(std::move(arrivals[i].second));
     }
     if (!arrivals.empty()) {

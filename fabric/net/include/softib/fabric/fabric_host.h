@@ -8,8 +8,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -40,6 +42,10 @@ class FabricHost {
   uint32_t fabric_port(uint32_t index) const;
   uint32_t fabric_port_locked(uint32_t index) const { return ca_ports_.at(index)->fabric_index; }
   void SetInbound(uint32_t index, std::shared_ptr<hca::Link> inbound);
+  // Sees each packet for CA port `index` before its inbound link (on the host's thread,
+  // outside the lock); returning true keeps it from the port (an ibsim client took it).
+  using Tap = std::function<bool(std::span<const uint8_t> packet)>;
+  void SetTap(uint32_t index, Tap tap);
 
   void Start();
   void Stop();
@@ -50,6 +56,7 @@ class FabricHost {
   struct CaPort {
     uint32_t fabric_index = 0;
     std::shared_ptr<hca::Link> inbound;
+    std::shared_ptr<Tap> tap;
     std::unique_ptr<HostLink> out;
   };
   void Run();
