@@ -100,6 +100,13 @@ void RmppSender::BuildSegment(uint32_t segment, uint8_t out[kMadSize]) const {
   SetRmpp(out, kTypeData, flags, kStatusNormal, segment, payload);
 }
 
+void RmppSender::BuildAbort(uint8_t out[kMadSize]) const {
+  std::memset(out, 0, kMadSize);
+  std::memcpy(out, transfer_.data(), header_);
+  out[26] = 0;
+  SetRmpp(out, kTypeAbort, kFlagActive, abort_status_, 0, 0);
+}
+
 RmppSender::Event RmppSender::OnControl(const uint8_t* m) {
   if (failed_) return Event::kNone;
   switch (Type(m)) {

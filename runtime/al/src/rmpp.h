@@ -88,6 +88,10 @@ class RmppSender {
   std::vector<uint32_t> Sendable();
   bool AllSentInWindow() const { return next_ == window_end() + 1; }
   void BuildSegment(uint32_t segment, uint8_t out[rmpp::kMadSize]) const;
+  // The segments from `segment` on could not be posted: sendable again.
+  void Unsend(uint32_t segment) { next_ = segment < next_ ? segment : next_; }
+  // The sender's ABORT (abort_status()) to the receiver: the transfer's headers, type ABORT.
+  void BuildAbort(uint8_t out[rmpp::kMadSize]) const;
   Event OnControl(const uint8_t* mad);
   // No ACK in time: false when the retries are used up (send an ABORT with
   // kStatusTooManyRetries), else the unacknowledged window is sendable again.
