@@ -33,23 +33,23 @@ MadAddress ReturnAddress(const MadOrigin& origin) {
 
 // Posts what the window allows; a segment that finds no free slot waits for the timeout's
 // retransmission.
-void SpecialQp::PostSegmentsLocked(const std::shared_ptr<MadSend>& send) {
+Status SpecialQp::PostSegmentsLocked(const std::shared_ptr<MadSend>& send) {
   RmppSender& sender = *send->rmpp;
   for (uint32_t n : sender.Sendable()) {
     uint8_t segment[mad::kMadSize];
     sender.BuildSegment(n, segment);
-    if (PostLocked(send, segment, send->to) != Status::SUCCESS) {
+    if (const Status s = PostLocked(send, segment, send->to); s != Status::SUCCESS) {
       sender.Unsend(n);
-      break;
+      return s;
     }
   }
+  return Status::SUCCESS;
 }
 
 Status SpecialQp::StartRmppLocked(const std::shared_ptr<MadSend>& send, After&) {
   if (send->timeout_ms == 0) send->timeout_ms = kAckTimeoutMs;
-  PostSegmentsLocked(send);
-  if (send->on_wire == 0) return Status::INSUFFICIENT_RESOURCES;
-  return Status::SUCCESS;
+  const Status s = PostSegmentsLocked(send);  // the first segment, or why it cannot go
+  return send->on_wire != 0 ? Status::SUCCESS : s;
 }
 
 // A segment's wire completion: more of the window, or the wait for the ACK once all of it

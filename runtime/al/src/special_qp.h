@@ -128,7 +128,7 @@ class SpecialQp {
   // e.g. to a service that wants raw segments).
   bool OnRmppReceive(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* owner, After& after);
   void RmppTimeoutLocked(const std::shared_ptr<MadSend>& send, After& after);
-  void PostSegmentsLocked(const std::shared_ptr<MadSend>& send);
+  kernel::Status PostSegmentsLocked(const std::shared_ptr<MadSend>& send);
   bool OnRmppControlLocked(const uint8_t* mad, After& after);
   void OnRmppDataLocked(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* svc, After& after);
   void ExpireInboundLocked(std::chrono::steady_clock::time_point now);
