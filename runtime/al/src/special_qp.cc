@@ -159,6 +159,7 @@ Status SpecialQp::Send(std::shared_ptr<MadSend> send) {
     kernel::SpinLockGuard guard(lock);
     auto* svc = static_cast<MadSvcObj*>(send->svc.get());
     if (stopped_) return Status::INSUFFICIENT_RESOURCES;
+    if (smi() && (s = SmiPrepareSend(*send)) != Status::SUCCESS) return s;
     send->send_id = svc->next_send_id++;
     if (send->rmpp) {
       s = StartRmppLocked(send, after);

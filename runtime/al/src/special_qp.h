@@ -140,7 +140,7 @@ class SpecialQp {
                      const std::shared_ptr<MadSend>& answered, After& after);
   MadSvcObj* FindRequestServiceLocked(const uint8_t* mad);
   bool SmiReceive(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
-  bool SmiPrepareSend(uint8_t* mad);                             // smi.cc
+  kernel::Status SmiPrepareSend(MadSend& send);                  // smi.cc
 
   AlCa* const ca_;
   const uint8_t port_;
