@@ -33,6 +33,8 @@ bool ForTheSm(const uint8_t* m) {
 Status SpecialQp::SmiPrepareSend(MadSend& send) {
   if (mad::Class(send.mad.data()) != mad::kClassSubnDr) return Status::SUCCESS;
   if (send.mad.size() != smp::kSmpBytes) return Status::INVALID_SETTING;
+  // HopCount 0 is for this port's own SMA: not sent (the LocalMad verb answers it).
+  if (send.mad[7] == 0) return Status::INVALID_SETTING;
   const smp::Drop drop = smp::PrepareSend(send.mad, Shape(ca_), port_);
   if (drop != smp::Drop::kNone) return Status::INVALID_SETTING;
   const uint16_t dr_slid = static_cast<uint16_t>(send.mad[32] << 8 | send.mad[33]);

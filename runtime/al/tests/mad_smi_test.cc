@@ -70,6 +70,9 @@ TEST(MadSmi, DirectedRouteThatDoesNotStartAtThisPortIsRefused) {
   smp = DrNodeInfoGet(0x44);
   smp[7] = 64;  // HopCount beyond 63
   EXPECT_EQ(SendMadTo(client, in, smp, nullptr), Status::INVALID_SETTING);
+  smp = DrNodeInfoGet(0x45);
+  smp[7] = 0;  // HopCount 0: this port's own SMA (LocalMad)
+  EXPECT_EQ(SendMadTo(client, in, smp, nullptr), Status::INVALID_SETTING);
 }
 
 }  // namespace
