@@ -142,6 +142,7 @@ abi::Status Hca::ModifyCa(uint8_t port_number, abi::ModifyCaFlags flags, PortCap
   if (abi::HasAny(flags, F::SHUTDOWN_PORT)) {
     const uint8_t before = p.LinkState();
     p.shut_down = true;
+    p.sm_state = 2;  // if it ever comes back, in Init
     ReportPortChange(p, before);
   }
   if (abi::HasAny(flags, F::INIT_TYPE)) p.init_type_reply = init_type;
@@ -156,6 +157,9 @@ void Hca::SetPortLink(uint8_t port_number, Link* link) {
   Port& p = port(port_number);
   const uint8_t before = p.LinkState();
   p.link = link;
+  // A link that went down (or was replaced) comes up in Init: an SM-managed port waits
+  // for the SM to activate it again (IBA 7.2.1).
+  if (link == nullptr || before == 1) p.sm_state = 2;
   ReportPortChange(p, before);
 }
 

@@ -27,6 +27,7 @@ enum class RecvDrop : uint8_t {
   kWrongVl,         // QP0 traffic off VL15, or VL15 traffic to another QP (IBA 7.6.1)
   kNoGrh,           // multicast without a GRH, or with a DGID no attached group has
   kNoMcastGroup,    // multicast LID with no attached QP on this port
+  kPortNotActive,   // a data packet (not VL15) on a port in Init or Armed
   kCount,
 };
 
@@ -39,7 +40,8 @@ struct PortCounters {
   uint64_t rcv_unicast_packets = 0, rcv_multicast_packets = 0;
   uint64_t rcv_errors = 0;     // PortRcvErrors: malformed packets (CRC, length, version...)
   uint64_t xmit_discards = 0;  // PortXmitDiscards: no link, or the port is down
-  uint64_t vl15_dropped = 0;   // VL15Dropped
+  uint64_t vl15_dropped = 0;   // VL15Dropped: SMPs QP0 could not take (none posted, bad VL)
+  uint64_t qp1_dropped = 0;    // QP1Dropped: GMPs QP1 could not take (no receive posted)
   uint64_t local_link_integrity_errors = 0;  // LocalLinkIntegrityErrors (no PHY: stays 0)
   uint64_t symbol_errors = 0;                // SymbolErrorCounter (no PHY: stays 0)
   uint64_t pkey_violations = 0;              // PortInfo:P_KeyViolations

@@ -4,6 +4,14 @@
 
 namespace softib::hca {
 
+uint8_t VlCap(uint8_t max_vls) {
+  // PortInfo:VLCap (IBA 14.2.5.6): 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14.
+  if (max_vls >= 15) return 5;
+  uint8_t cap = 1;
+  while (cap < 5 && (1u << cap) <= max_vls) ++cap;
+  return cap;
+}
+
 Hca::Hca(const HcaConfig& config)
     : config_(config), ports_(config.num_ports), mrs_(config.max_mrs + config.max_mws) {
   for (uint8_t i = 0; i < config.num_ports; ++i) {
@@ -13,6 +21,10 @@ Hca::Hca(const HcaConfig& config)
     p.active_mtu = config.max_mtu;
     p.pkeys.assign(std::max<uint16_t>(1, config.pkey_table_size), 0);  // 0: invalid P_Key
     p.pkeys[0] = kDefaultPkey;
+    p.alias_guids.assign(config.gid_table_size, 0);
+    p.link_width_enabled = config.link_width_supported;
+    p.link_speed_enabled = config.link_speed_supported;
+    p.operational_vls = VlCap(config.max_vls);
     // What a CA port's SMA offers before any SM asked for more (IBA 14.2.5.6).
     p.capabilities = abi::PortCapabilities::TRAP | abi::PortCapabilities::AUTOMATIC_MIGRATION |
                      abi::PortCapabilities::SL_MAPPING | abi::PortCapabilities::SYSTEM_IMAGE_GUID |

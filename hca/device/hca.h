@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "hca/device/ah.h"
@@ -74,6 +75,17 @@ struct HcaConfig {
   uint8_t active_speed = 4;  // LinkSpeedActive: 10.0 Gb/s per lane (QDR)
   uint8_t active_width = 2;  // LinkWidthActive: 4x
   uint8_t max_vls = 8;
+  // What the ports' SMA reports (IBA 14.2.5.6 encodings): 1X | 4X, SDR | DDR | QDR.
+  uint8_t link_width_supported = 0x03;
+  uint8_t link_speed_supported = 0x07;
+  std::string description = "softib HCA";  // NodeDescription, at most 64 bytes
+};
+
+// What a port's management agents (SMA, PMA) made of a local MAD (ProcessLocalMad).
+enum class LocalMadResult : uint8_t {
+  kReply,    // the response MAD is filled in (a GetResp, possibly with an error status)
+  kNoReply,  // consumed without an answer: an M_Key violation, a response, a trap
+  kBad,      // not a MAD for these agents: bad port, base version, management class
 };
 
 // Which special QP CreateSpecialQp makes (IBA 3.9.4 / 10.2.3.1: per port).
@@ -86,6 +98,9 @@ inline constexpr uint32_t kGsiQkey = 0x80010000;
 inline constexpr uint32_t kSpecialQpHandle = 0x01000000;
 // BTH:DestQP of every multicast packet (IBA: the multicast QP number, 0xFFFFFF).
 inline constexpr uint32_t kMulticastQpn = 0xFFFFFF;
+
+// PortInfo:VLCap for a port with `max_vls` data VLs.
+uint8_t VlCap(uint8_t max_vls);
 
 class Hca {
  public:
@@ -128,6 +143,21 @@ class Hca {
   // ACTIVE reports PORT_ACTIVE / PORT_DOWN through async_events (object: the port number);
   // so does ModifyCa's SHUTDOWN_PORT on an ACTIVE port.
   void SetPortLink(uint8_t port_number, Link* link);
+
+  // --- the ports' management agents: SMA (sma.cc, sma_port_info.cc, sma_tables.cc) and
+  // PMA (pma.cc) -------------------------------------------------------------------------
+  // The port's "firmware" answering one MAD (256 bytes) as if it had arrived on
+  // `port_number` (mlx4's MAD_IFC, IBAL's ib_local_mad): SubnGet/SubnSet, LID-routed
+  // (class 0x01) or directed-route (0x81; the path fields are the SMI's business, the
+  // response only gets D = 1), with M_Key protection; PerfMgt (0x04) Get/Set of
+  // ClassPortInfo, PortCounters and PortCountersExtended. The response is the request
+  // turned into a GetResp with the attribute and the status the spec gives.
+  // SubnSet PortInfo drives the port's logical state (Init → Armed → Active, Down) and
+  // sets the LID, LMC, SM LID/SL and P_Keys the data path uses; the events it causes
+  // (PORT_ACTIVE, PORT_DOWN, LID_CHANGE, PKEY_CHANGE, SM_CHANGE, GID_CHANGE,
+  // CLIENT_REREGISTER) leave through async_events.
+  LocalMadResult ProcessLocalMad(uint8_t port_number, std::span<const uint8_t, 256> request,
+                                 std::span<uint8_t, 256> response);
 
   // --- objects -------------------------------------------------------------------------
   PdId AllocPd() { return pds_.Allocate(); }
@@ -248,6 +278,28 @@ class Hca {
   void ReportSqDrained(QueuePair& qp);
   // attributes.cc: PORT_ACTIVE / PORT_DOWN when the link state crossed ACTIVE.
   void ReportPortChange(const Port& p, uint8_t link_state_before);
+  // sma.cc, sma_port_info.cc, sma_tables.cc: SMA attributes; each answers a MAD status
+  // and leaves the attribute's current value in `data` (a refused Set changes nothing).
+  using SmpData = std::span<uint8_t, 64>;
+  LocalMadResult ProcessSmp(Port& port, std::span<const uint8_t, 256> request,
+                            std::span<uint8_t, 256> response);
+  uint16_t SmaDispatch(Port& port, bool set, uint16_t attribute, uint32_t modifier, bool hide_mkey,
+                       SmpData data);
+  uint16_t NodeInfoGet(const Port& port, uint32_t modifier, SmpData data) const;
+  uint16_t NodeDescriptionGet(uint32_t modifier, SmpData data) const;
+  uint16_t GuidInfoAccess(Port& port, bool set, uint32_t modifier, SmpData data);
+  uint16_t PortInfoAccess(Port& port, bool set, uint32_t modifier, bool hide_mkey, SmpData data);
+  uint16_t PortInfoSet(Port& port, std::span<const uint8_t> data);
+  void PortInfoGet(const Port& port, uint8_t local_port, bool hide_mkey, SmpData data) const;
+  uint16_t PKeyTableAccess(Port& port, bool set, uint32_t modifier, SmpData data);
+  uint16_t SlToVlAccess(Port& port, bool set, uint32_t modifier, SmpData data);
+  uint16_t VlArbAccess(Port& port, bool set, uint32_t modifier, SmpData data);
+  void Report(abi::AsyncEventType type, uint32_t object) {
+    if (async_events) async_events(DeviceEvent{type, object});
+  }
+  // pma.cc
+  LocalMadResult ProcessPerfMgt(Port& port, std::span<const uint8_t, 256> request,
+                                std::span<uint8_t, 256> response);
   // requester.cc
   void ProgressSend(QueuePair& qp);
   abi::WcStatus SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* length);

@@ -9,10 +9,13 @@ uint32_t MtuBytes(abi::PathMtu mtu) {
 
 abi::Gid Port::Gid(uint8_t index) const {
   abi::Gid gid{};
-  if (index != 0) return gid;
+  const uint64_t guid = index == 0                   ? port_guid
+                        : index < alias_guids.size() ? alias_guids[index]
+                                                     : 0;
+  if (index != 0 && guid == 0) return gid;
   for (int i = 0; i < 8; ++i) {
     gid.raw[i] = static_cast<uint8_t>(subnet_prefix >> (56 - 8 * i));
-    gid.raw[8 + i] = static_cast<uint8_t>(port_guid >> (56 - 8 * i));
+    gid.raw[8 + i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
   }
   return gid;
 }

@@ -428,8 +428,10 @@ bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t>
   std::vector<uint8_t> packet = BuildPacket(hdr, payload, std::move(out.spare_buffer));
   if (packet.empty()) return false;
   PortCounters& c = out.counters;
-  if (out.link == nullptr || out.shut_down) {
-    ++c.xmit_discards;  // no link to carry it: lost, as on a dead port
+  // No link to carry it, or (for anything but an SMP) a port the SM has not activated:
+  // lost, as on a dead port (IBA 7.2.1: Init and Armed ports send SMPs only).
+  if (out.link == nullptr || out.shut_down || (hdr.lrh.VL != 15 && !out.Active())) {
+    ++c.xmit_discards;
     out.spare_buffer = std::move(packet);
     return true;
   }

@@ -59,6 +59,7 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
   const PacketHeaders& hdr = packet.hdr;
   if (IsMulticastLid(hdr.lrh.DLID)) {
     ++counters.rcv_multicast_packets;
+    if (!in.Active()) return drop(RecvDrop::kPortNotActive);
     return ReceiveMulticast(in, packet, nullptr);
   }
   ++counters.rcv_unicast_packets;
@@ -69,6 +70,8 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
     if (vl15) ++counters.vl15_dropped;
     return drop(RecvDrop::kWrongVl);
   }
+  // Before the SM activates a port (Init, Armed) it carries SMPs only (IBA 7.2.1).
+  if (!vl15 && !in.Active()) return drop(RecvDrop::kPortNotActive);
   // The permissive LID reaches any port, for directed-route SMPs only (IBA 14.2.2).
   const bool permissive = hdr.lrh.DLID == kPermissiveLid && vl15;
   if (!permissive && !in.AcceptsDlid(hdr.lrh.DLID)) return drop(RecvDrop::kWrongDlid);
@@ -166,6 +169,9 @@ void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet, uint1
   // UD drops a message that finds no receive posted (IBA 9.8.3: no RNR on UD).
   if (!RecvAvailable(qp)) {
     ++counters.recv_drops[static_cast<std::size_t>(RecvDrop::kNoReceiveWqe)];
+    // The PMA's resource drops (IBA 16.1.3.5): SMPs QP0 and GMPs QP1 had no room for.
+    if (qp.type == abi::QpType::SMI) ++counters.vl15_dropped;
+    if (qp.type == abi::QpType::GSI) ++counters.qp1_dropped;
     return;
   }
   const abi::RecvWorkRequest wr = TakeRecv(qp);

@@ -37,7 +37,6 @@ uint64_t LoadLe(std::span<const uint8_t> buf, uint32_t offset, uint32_t size) {
 
 const char* LaterIssueOfVerb(uint32_t ordinal) {
   if (ordinal == 0x0107) return "a vendor command is defined (CiCall has none)";
-  if (ordinal == 0x0108) return "issue 4 (LocalMad: the CA's SMA)";
   if ((ordinal >= 0x0A20 && ordinal <= 0x0A24) || ordinal == 0x0A30 || ordinal == 0x0A31) {
     return "issue 4 (SA)";
   }

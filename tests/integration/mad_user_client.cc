@@ -2,10 +2,11 @@
 // as a user-mode SM or SA client does: on each of two CAs a GSI alias QP, a MAD pool and a
 // MAD service (vendor class 0x09); a request from the first to the second, which receives
 // it by a blocking GetMadEvent, answers, and the first gets the matched response and its
-// send completion. Then a pending GetMadEvent cancelled by CancelPending. Prints one line
-// per check; exit 0 only when every check passed.
+// send completion; then 10 KiB each way by RMPP (vendor class 0x31). Then a pending GetMadEvent
+// cancelled by CancelPending. Prints one line per check; exit 0 only when every check passed.
 #include <endian.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct End {
   user::CaFile ca;
   uint16_t lid = 0;
   abi::Handle<abi::ObjectType::MadSvc> svc{};
+  abi::Handle<abi::ObjectType::MadSvc> rmpp_svc{};
 };
 
 bool Open(const user::AlFile& al, uint64_t guid, bool unsolicited, End* e) {
@@ -74,7 +76,78 @@ bool Open(const user::AlFile& al, uint64_t guid, bool unsolicited, End* e) {
   abi::RegMadSvcOut svc{};
   if (!Expect(user::proxy::RegMadSvc(e->ca.device, reg, svc), "RegMadSvc")) return false;
   e->svc = svc.svc;
+  // An RMPP service of vendor class 0x31 (range 2) on the same alias QP.
+  reg.params.mgmt_class = 0x31;
+  reg.params.svc_type = abi::MadSvcType::RMPP;
+  reg.params.method_mask[0] = unsolicited ? 0x04 : 0;  // Set
+  if (!Expect(user::proxy::RegMadSvc(e->ca.device, reg, svc), "RegMadSvc RMPP")) return false;
+  e->rmpp_svc = svc.svc;
   return true;
+}
+
+// A transfer of vendor class 0x31: common + RMPP + OUI headers (40 bytes), then `bytes`.
+std::vector<uint8_t> Transfer(uint8_t method, uint64_t tid, uint32_t bytes, uint8_t seed) {
+  std::vector<uint8_t> t(40 + bytes, 0);
+  t[0] = 1;
+  t[1] = 0x31;
+  t[2] = 1;
+  t[3] = method;
+  for (int i = 0; i < 8; ++i) t[8 + i] = static_cast<uint8_t>(tid >> (56 - 8 * i));
+  t[37] = 0x14;
+  t[38] = 0x05;
+  for (uint32_t i = 0; i < bytes; ++i) t[40 + i] = static_cast<uint8_t>(i * 29 + seed);
+  return t;
+}
+
+// 10 KiB each way by RMPP: the responder's blocking GetMadEvent gets the whole request, the
+// requester the whole response matched to its send.
+void RmppExchange(End& a, End& b) {
+  const auto request = Transfer(0x02, 0x77, 10240, 5);
+  abi::SendMadIn send{};
+  send.svc = a.rmpp_svc;
+  send.params.context = 0xBEEF;
+  send.params.remote_qpn = 1;
+  send.params.remote_qkey = htobe32(0x80010000);
+  send.params.timeout_ms = 2000;
+  send.params.retry_count = 3;
+  send.params.remote_lid = b.lid;
+  send.params.response_expected = 1;
+  send.params.rmpp_version = 1;
+  send.mad_length = static_cast<uint32_t>(request.size());
+  abi::SendMadOut sent{};
+  Expect(user::proxy::SendMad(a.ca.device, send, request, sent), "SendMad RMPP request");
+  abi::GetMadEventOut event{};
+  // The channel carries at most 64 KiB of output (runtime/channel/protocol.h).
+  std::vector<uint8_t> mad(32 * 1024);
+  Expect(user::proxy::GetMadEvent(b.ca.device, {b.rmpp_svc}, event, mad),
+         "GetMadEvent RMPP (responder)");
+  Check(event.event.kind == abi::MadEventKind::RECEIVED && event.mad_length == 40 + 10240 &&
+            std::equal(request.begin() + 36, request.end(), mad.begin() + 36),
+        "rmpp request reassembled: " + std::to_string(event.mad_length) + " bytes");
+  uint64_t tid = 0;
+  for (int i = 0; i < 8; ++i) tid = tid << 8 | mad[8 + i];
+  const auto response = Transfer(0x81, tid, 10240, 9);
+  send.svc = b.rmpp_svc;
+  send.params.remote_lid = static_cast<uint16_t>(event.event.remote_lid);
+  send.params.response_expected = 0;
+  send.mad_length = static_cast<uint32_t>(response.size());
+  Expect(user::proxy::SendMad(b.ca.device, send, response, sent), "SendMad RMPP response");
+  Expect(user::proxy::GetMadEvent(a.ca.device, {a.rmpp_svc}, event, mad),
+         "GetMadEvent RMPP (answer)");
+  Check(event.event.kind == abi::MadEventKind::RECEIVED && event.event.send_context == 0xBEEF &&
+            event.mad_length == 40 + 10240 &&
+            std::equal(response.begin() + 36, response.end(), mad.begin() + 36),
+        "rmpp response matched: " + std::to_string(event.mad_length) + " bytes");
+  Expect(user::proxy::GetMadEvent(a.ca.device, {a.rmpp_svc}, event, mad),
+         "GetMadEvent RMPP (done)");
+  Check(event.event.kind == abi::MadEventKind::SEND_COMPLETED &&
+            event.event.status == abi::WcStatus::SUCCESS,
+        "rmpp request completed SUCCESS");
+  Expect(user::proxy::GetMadEvent(b.ca.device, {b.rmpp_svc}, event, mad),
+         "GetMadEvent RMPP (response done)");
+  Check(event.event.kind == abi::MadEventKind::SEND_COMPLETED &&
+            event.event.status == abi::WcStatus::SUCCESS,
+        "rmpp response completed SUCCESS");
 }
 
 int Run(const char* run_dir) {
@@ -131,6 +204,8 @@ int Run(const char* run_dir) {
   Check(event.event.kind == abi::MadEventKind::SEND_COMPLETED &&
             event.event.status == abi::WcStatus::SUCCESS,
         "request completed SUCCESS");
+
+  RmppExchange(a, b);
 
   // A pending GetMadEvent, cancelled through the channel.
   std::vector<uint8_t> output(sizeof(abi::GetMadEventOut) + 256);

@@ -5,11 +5,17 @@
 // an out-of-range value refuses the whole Set with "invalid attribute value".
 #include <algorithm>
 
-#include "sma_status.h"
 #include "softib/fabric/switch.h"
 #include "softib/mad/mad_common.h"
+#include "softib/smp/sma_common.h"
 
 namespace softib::fabric {
+
+using smp::kStatusBadAttribute;
+using smp::kStatusBadMethod;
+using smp::kStatusBadValue;
+using smp::kStatusBadVersion;
+using smp::kStatusOk;
 namespace {
 
 constexpr auto kDown = static_cast<uint8_t>(mad::PortState::DOWN);

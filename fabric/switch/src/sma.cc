@@ -4,11 +4,17 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sma_status.h"
 #include "softib/fabric/switch.h"
 #include "softib/mad/mad_common.h"
+#include "softib/smp/sma_common.h"
 
 namespace softib::fabric {
+
+using smp::kStatusBadAttribute;
+using smp::kStatusBadMethod;
+using smp::kStatusBadValue;
+using smp::kStatusBadVersion;
+using smp::kStatusOk;
 namespace {
 
 constexpr std::size_t kSmpDataOffset = 64;
@@ -61,30 +67,12 @@ std::optional<std::array<uint8_t, 256>> Switch::HandleSmp(std::span<const uint8_
   return response;
 }
 
-// IBA 14.2.4.1-2: a zero M_Key or a matching one gives full access; otherwise the protect
-// bits decide (0: Get allowed; 1: Get allowed but PortInfo:M_Key reads as 0; 2, 3: nothing)
-// and Set is always refused. A refused SMP is not answered, counts in M_KeyViolations and
-// starts the lease period, at whose end the protect bits fall back to 0.
+// IBA 14.2.4 on port 0's M_Key, by the rules every SMA shares (runtime/smp).
 bool Switch::MKeyAllows(uint8_t method, uint64_t mkey, bool* hide_mkey) {
   mad::PortInfo& pi = ports_[0].info;
-  if (mkey_lease_start_ && pi.M_KeyLeasePeriod != 0 &&
-      now_seconds_ - *mkey_lease_start_ >= pi.M_KeyLeasePeriod) {
-    pi.M_KeyProtectBits = 0;
-    mkey_lease_start_.reset();
-  }
-  *hide_mkey = false;
-  if (pi.M_Key == 0 || mkey == pi.M_Key) {
-    mkey_lease_start_.reset();
-    return true;
-  }
-  const bool read_only = method == mad::kSubnMgtGet || method == mad::kSubnMgtTrapRepress;
-  if (read_only && pi.M_KeyProtectBits <= 1) {
-    *hide_mkey = pi.M_KeyProtectBits == 1;
-    return true;
-  }
-  if (pi.M_KeyViolations != 0xFFFF) ++pi.M_KeyViolations;
-  if (!mkey_lease_start_ && pi.M_KeyLeasePeriod != 0) mkey_lease_start_ = now_seconds_;
-  return false;
+  const smp::MKeyRefs state{pi.M_Key, pi.M_KeyProtectBits, pi.M_KeyLeasePeriod, pi.M_KeyViolations,
+                            mkey_lease_start_};
+  return smp::MKeyAllows(state, method, mkey, now_seconds_, hide_mkey);
 }
 
 uint16_t Switch::Dispatch(uint8_t method, uint16_t attribute, uint32_t modifier, uint8_t in_port,

@@ -5,10 +5,16 @@
 // does not have is "invalid attribute value" (0x001C).
 #include <algorithm>
 
-#include "sma_status.h"
 #include "softib/fabric/switch.h"
+#include "softib/smp/sma_common.h"
 
 namespace softib::fabric {
+
+using smp::kStatusBadAttribute;
+using smp::kStatusBadMethod;
+using smp::kStatusBadValue;
+using smp::kStatusBadVersion;
+using smp::kStatusOk;
 namespace {
 
 constexpr unsigned kPKeysPerBlock = 32;

@@ -214,6 +214,23 @@ Status SoftCa::ModifyCa(uint8_t port, abi::ModifyCaFlags flags, abi::PortCapabil
   return hca_.ModifyCa(port, flags, cap_set, cap_clear, init_type, system_image_guid);
 }
 
+Status SoftCa::LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
+                        std::span<uint8_t, 256> response) {
+  Locked locked(this);
+  if (locked.gone()) return Status::CA_REMOVED;
+  if (port < 1 || port > config_.num_ports) return Status::INVALID_PORT;
+  hca_.SetNow(NowNs());  // the M_Key lease period runs on the host's clock
+  switch (hca_.ProcessLocalMad(port, request, response)) {
+    case LocalMadResult::kReply:
+      return Status::SUCCESS;
+    case LocalMadResult::kNoReply:
+      return Status::INVALID_PERMISSION;
+    case LocalMadResult::kBad:
+      break;
+  }
+  return Status::INVALID_SETTING;
+}
+
 // ---- PD, AH, MR --------------------------------------------------------------------------
 
 Status SoftCa::AllocPd(uint32_t* pd) {

@@ -43,6 +43,8 @@ class SoftCa final : public ci::CaInterface {
   Status ModifyCa(uint8_t port, abi::ModifyCaFlags flags, abi::PortCapabilities cap_set,
                   abi::PortCapabilities cap_clear, uint8_t init_type,
                   uint64_t system_image_guid) override;
+  Status LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
+                  std::span<uint8_t, 256> response) override;
   Status AllocPd(uint32_t* pd) override;
   Status FreePd(uint32_t pd) override;
   Status CreateAh(uint32_t pd, const abi::AddressVector& av, uint32_t* ah) override;

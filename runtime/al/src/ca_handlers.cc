@@ -89,9 +89,10 @@ class CaVerbs final : public kernel::CaVerbHandlers {
     return Status::UNSUPPORTED;
   }
 
-  Status LocalMad(const kernel::CallContext&, const abi::LocalMadIn&, kernel::LocalMadRefs&,
-                  abi::LocalMadOut&, Irp*) override {
-    return Status::UNSUPPORTED;  // the SMA arrives with the MAD issues
+  Status LocalMad(const kernel::CallContext&, const abi::LocalMadIn& in, kernel::LocalMadRefs& refs,
+                  abi::LocalMadOut& out, Irp*) override {
+    // The port's SMA/PMA in the HCA answer it (hca/device sma.cc, pma.cc).
+    return As<CaObj>(refs.ca)->ca->ci->LocalMad(in.port_num, in.request, out.response);
   }
 };
 

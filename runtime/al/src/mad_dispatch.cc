@@ -54,9 +54,8 @@ void SpecialQp::RemoveService(MadSvcObj* svc) {
     for (auto& send : sends) Finish(send, abi::WcStatus::CANCELED, after);
     agents_.erase(svc->agent_id);
     services_.erase(svc);
-    std::erase_if(reassembly_, [svc](const auto& entry) {
-      return entry.first.first == reinterpret_cast<uint64_t>(svc);
-    });
+    std::erase_if(reassembly_,
+                  [svc](const auto& entry) { return std::get<0>(entry.first) == svc; });
   }
   for (auto& f : after) f();
 }
@@ -93,6 +92,19 @@ void SpecialQp::DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> bytes, const 
   });
 }
 
+// The outstanding send of `owner` that `response` answers (by TID and class).
+std::shared_ptr<MadSend> SpecialQp::AnsweredLocked(MadSvcObj* owner, const uint8_t* response) {
+  if (owner == nullptr) return nullptr;
+  const uint64_t tid = mad::Tid(response);
+  for (auto& [id, send] : owner->sends) {
+    if (send->response_expected && !send->done && send->tid == tid &&
+        SameClass(send->mgmt_class, mad::Class(response))) {
+      return send;
+    }
+  }
+  return nullptr;
+}
+
 void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
   if (m[0] != 1) {  // BaseVersion 1 only (IBA 13.4.3)
     dropped.fetch_add(1, std::memory_order_relaxed);
@@ -103,35 +115,12 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
   {
     kernel::SpinLockGuard guard(lock);
     if (stopped_) return;
-    const uint64_t tid = mad::Tid(m);
     MadSvcObj* owner = nullptr;
-    if (auto a = agents_.find(mad::AgentOfTid(tid)); a != agents_.end()) owner = a->second;
-    if (rmpp::IsActive(m)) {
-      MadSvcObj* svc = owner;
-      if (svc == nullptr || !svc->rmpp()) svc = nullptr;
-      if (svc == nullptr) {
-        for (MadSvcObj* candidate : services_) {
-          if (candidate->rmpp() && candidate->params.mgmt_class == mad::Class(m) &&
-              candidate->params.mgmt_version == mad::ClassVersion(m)) {
-            svc = candidate;
-            break;
-          }
-        }
-      }
-      if (svc == nullptr || !OnRmppReceive(m, origin, svc, after)) {
-        dropped.fetch_add(1, std::memory_order_relaxed);
-      }
+    if (auto a = agents_.find(mad::AgentOfTid(mad::Tid(m))); a != agents_.end()) owner = a->second;
+    if (rmpp::IsActive(m) && OnRmppReceive(m, origin, owner, after)) {
+      // taken by an RMPP transfer (rmpp_flow.cc)
     } else if (mad::IsResponse(m)) {
-      std::shared_ptr<MadSend> answered;
-      if (owner != nullptr) {
-        for (auto& [id, send] : owner->sends) {
-          if (send->response_expected && !send->done && send->tid == tid &&
-              SameClass(send->mgmt_class, mad::Class(m))) {
-            answered = send;
-            break;
-          }
-        }
-      }
+      std::shared_ptr<MadSend> answered = AnsweredLocked(owner, m);
       if (answered) {
         DeliverLocked(owner, std::vector<uint8_t>(m, m + mad::kMadSize), origin, answered, after);
         Finish(answered, abi::WcStatus::SUCCESS, after);

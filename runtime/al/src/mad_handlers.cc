@@ -58,7 +58,7 @@ Status SendMadVerb(const kernel::CallContext&, const abi::SendMadIn& in,
   const abi::MadSendParams& p = in.params;
   const bool segmented = svc->rmpp() && p.rmpp_version == 1;
   if (p.rmpp_version > 1 || (p.rmpp_version == 1 && !svc->rmpp())) return Status::INVALID_SETTING;
-  if (segmented ? (bytes.size() < rmpp::kHeaderEnd) : (bytes.size() != mad::kMadSize)) {
+  if (segmented ? !RmppSender::Valid(bytes) : (bytes.size() != mad::kMadSize)) {
     return Status::INVALID_SETTING;
   }
   if (p.response_expected != 0 && p.timeout_ms == 0) return Status::INVALID_SETTING;
@@ -94,7 +94,7 @@ Status SendMadVerb(const kernel::CallContext&, const abi::SendMadIn& in,
     mad::SetTid(send->mad.data(), tid);
   }
   send->tid = mad::Tid(send->mad.data());
-  if (segmented) send->rmpp = std::make_unique<RmppSender>(send->mad, rmpp::kDefaultWindow);
+  if (segmented) send->rmpp = std::make_unique<RmppSender>(send->mad, p.retry_count);
   kernel::ReferenceObject(svc);
   send->svc = kernel::ObjectRef(svc);
   const Status s = svc->sqp->Send(send);

@@ -1,11 +1,91 @@
-// The SMI on QP0: directed-route processing (runtime/smp) and the local SMA.
+// The SMI on QP0 (IBA 14.2.2, as Linux's smi.c sits in front of its agents): outgoing
+// directed-route SMPs get the send-side rules of runtime/smp and the permissive DLID;
+// incoming SMPs get the receive-side rules, then requests for this port's SMA are answered
+// by the CA's LocalMad and sent back along the return path, while responses (to the agent
+// whose TID they carry) and what is for an SM (traps, SMInfo) go on to the MAD services.
+#include "softib/smp/directed_route.h"
+
 #include "runtime/al/src/mad_format.h"
-#include "runtime/al/src/special_qp.h"
+#include "runtime/al/src/mad_service.h"
 
 namespace softib::al {
 
-bool SpecialQp::SmiReceive(const uint8_t*, const MadOrigin&) { return false; }
+using kernel::Status;
 
-bool SpecialQp::SmiPrepareSend(uint8_t*) { return true; }
+namespace {
+constexpr uint16_t kAttrSmInfo = 0x0020;
+
+smp::NodeShape Shape(const AlCa* ca) {
+  return {false, static_cast<uint8_t>(ca->special_qps.size() / 2)};
+}
+
+// For an SM above the AL, not for the port's SMA: traps, reports and SMInfo.
+bool ForTheSm(const uint8_t* m) {
+  const uint8_t method = mad::Method(m);
+  return method == mad::kMethodTrap || method == mad::kMethodTrapRepress || method == 0x06 ||
+         mad::AttributeId(m) == kAttrSmInfo;
+}
+}  // namespace
+
+// A directed-route SMP about to leave: HopPointer moved and the egress port checked
+// (INVALID_SETTING when the path does not start at this port); it travels to the
+// permissive LID while its source end is directed-routed.
+Status SpecialQp::SmiPrepareSend(MadSend& send) {
+  if (mad::Class(send.mad.data()) != mad::kClassSubnDr) return Status::SUCCESS;
+  if (send.mad.size() != smp::kSmpBytes) return Status::INVALID_SETTING;
+  // HopCount 0 is for this port's own SMA: not sent (the LocalMad verb answers it).
+  if (send.mad[7] == 0) return Status::INVALID_SETTING;
+  const smp::Drop drop = smp::PrepareSend(send.mad, Shape(ca_), port_);
+  if (drop != smp::Drop::kNone) return Status::INVALID_SETTING;
+  const uint16_t dr_slid = static_cast<uint16_t>(send.mad[32] << 8 | send.mad[33]);
+  if (dr_slid == smp::kPermissiveLid) send.to.av.dlid = smp::kPermissiveLid;
+  send.to.remote_qpn = 0;
+  send.to.remote_qkey = 0;
+  return Status::SUCCESS;
+}
+
+bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin) {
+  uint8_t smp_bytes[mad::kMadSize];
+  std::memcpy(smp_bytes, m, sizeof(smp_bytes));
+  const bool directed = mad::Class(m) == mad::kClassSubnDr;
+  if (directed) {
+    const smp::Decision d = smp::OnArrival(smp_bytes, Shape(ca_), port_);
+    if (d.verdict != smp::Verdict::kLocal) {  // a CA relays nothing
+      dropped.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  // Responses go to their agent by TID, SM matters to the SMI-alias services.
+  if (mad::IsResponse(m) || ForTheSm(m)) return false;
+  if (mad::Class(m) != mad::kClassSubnLid && !directed) return false;
+
+  uint8_t response[mad::kMadSize];
+  const Status s = ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(smp_bytes, 256),
+                                     std::span<uint8_t, 256>(response, 256));
+  if (s != Status::SUCCESS) {  // M_Key violation, or nothing the SMA takes
+    dropped.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  MadAddress to;
+  to.av.dlid = static_cast<uint16_t>(origin.wc.slid);
+  to.av.sl = origin.wc.sl;
+  to.remote_qpn = 0;
+  to.pkey_index = origin.wc.pkey_index;
+  if (directed) {
+    const smp::Decision d =
+        smp::Respond(response, Shape(ca_), static_cast<uint16_t>(origin.wc.slid));
+    if (d.verdict == smp::Verdict::kForward) {
+      to.av.dlid = smp::kPermissiveLid;
+    } else if (d.verdict == smp::Verdict::kForwardByLid) {
+      to.av.dlid = d.lid;
+    } else {
+      dropped.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  kernel::SpinLockGuard guard(lock);
+  if (!stopped_) PostRawLocked(response, to);
+  return true;
+}
 
 }  // namespace softib::al

@@ -159,6 +159,7 @@ Status SpecialQp::Send(std::shared_ptr<MadSend> send) {
     kernel::SpinLockGuard guard(lock);
     auto* svc = static_cast<MadSvcObj*>(send->svc.get());
     if (stopped_) return Status::INSUFFICIENT_RESOURCES;
+    if (smi() && (s = SmiPrepareSend(*send)) != Status::SUCCESS) return s;
     send->send_id = svc->next_send_id++;
     if (send->rmpp) {
       s = StartRmppLocked(send, after);
@@ -210,7 +211,8 @@ void SpecialQp::Wait(const std::shared_ptr<MadSend>& send) {
   ArmTimerLocked();
 }
 
-// One timer for the QP: due at the earliest deadline of the sends that wait.
+// One timer for the QP: due at the earliest deadline of the sends that wait and of the
+// RMPP transfers being received.
 void SpecialQp::ArmTimerLocked() {
   if (stopped_) return;
   auto earliest = std::chrono::steady_clock::time_point::max();
@@ -219,6 +221,7 @@ void SpecialQp::ArmTimerLocked() {
       if (send->waiting) earliest = std::min(earliest, send->deadline);
     }
   }
+  earliest = std::min(earliest, EarliestInboundLocked());
   if (earliest == std::chrono::steady_clock::time_point::max()) return;
   const auto due = std::max<std::chrono::nanoseconds>(earliest - std::chrono::steady_clock::now(),
                                                       std::chrono::milliseconds(1));
@@ -257,6 +260,7 @@ void SpecialQp::OnTimer() {
       const Status s = PostLocked(send, send->mad.data(), send->to);
       if (s != Status::SUCCESS) Finish(send, abi::WcStatus::LOCAL_QP_OP_ERR, after);
     }
+    ExpireInboundLocked(now);
     ArmTimerLocked();
   }
   for (auto& f : after) f();

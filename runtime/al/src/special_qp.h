@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "runtime/al/src/al_internal.h"
@@ -123,15 +124,23 @@ class SpecialQp {
   // RMPP (rmpp_flow.cc).
   kernel::Status StartRmppLocked(const std::shared_ptr<MadSend>& send, After& after);
   void PumpRmppLocked(const std::shared_ptr<MadSend>& send, After& after);
-  bool OnRmppReceive(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* svc, After& after);
+  // An RMPP-active MAD: true when an RMPP transfer took it (false: route it as a plain MAD,
+  // e.g. to a service that wants raw segments).
+  bool OnRmppReceive(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* owner, After& after);
   void RmppTimeoutLocked(const std::shared_ptr<MadSend>& send, After& after);
+  kernel::Status PostSegmentsLocked(const std::shared_ptr<MadSend>& send);
+  bool OnRmppControlLocked(const uint8_t* mad, After& after);
+  void OnRmppDataLocked(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* svc, After& after);
+  void ExpireInboundLocked(std::chrono::steady_clock::time_point now);
+  std::chrono::steady_clock::time_point EarliestInboundLocked() const;
+  std::shared_ptr<MadSend> AnsweredLocked(MadSvcObj* owner, const uint8_t* response);
   // The receive path (mad_dispatch.cc).
   void Route(const uint8_t* mad, const MadOrigin& origin);
   void DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> mad, const MadOrigin& origin,
                      const std::shared_ptr<MadSend>& answered, After& after);
   MadSvcObj* FindRequestServiceLocked(const uint8_t* mad);
   bool SmiReceive(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
-  bool SmiPrepareSend(uint8_t* mad);                             // smi.cc
+  kernel::Status SmiPrepareSend(MadSend& send);                  // smi.cc
 
   AlCa* const ca_;
   const uint8_t port_;
@@ -144,7 +153,16 @@ class SpecialQp {
   std::vector<uint32_t> free_slots_;
   std::set<MadSvcObj*> services_;
   std::map<uint32_t, MadSvcObj*> agents_;  // agent id (TID high half) -> service
-  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<RmppReceiver>> reassembly_;
+  // RMPP transfers being received (rmpp_flow.cc), by service, TID and sender (LID, QPN);
+  // a complete one stays until its deadline to answer a retransmitted last segment.
+  struct Inbound {
+    std::unique_ptr<RmppReceiver> receiver;
+    std::chrono::steady_clock::time_point deadline;
+    MadAddress from;
+    std::vector<uint8_t> first;  // the first segment, to address an ABORT at the stall
+  };
+  using InboundKey = std::tuple<MadSvcObj*, uint64_t, uint64_t>;
+  std::map<InboundKey, Inbound> reassembly_;
   kernel::Ktimer timer_{};
   kernel::Kdpc timer_dpc_{};
   kernel::Kdpc completion_dpc_{};

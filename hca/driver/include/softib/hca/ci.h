@@ -84,6 +84,16 @@ class CaInterface {
                           abi::PortCapabilities cap_clear, uint8_t init_type,
                           uint64_t system_image_guid) = 0;
 
+  // The port's own management agents (its SMA and PMA, the HCA's "firmware") answer a MAD
+  // as if it had arrived on `port`, without it going on the wire (IBAL ib_local_mad,
+  // mlx4 MAD_IFC): SubnGet/SubnSet LID-routed and directed-route with M_Key checks,
+  // PerfMgt Get/Set. SUCCESS: `response` holds the GetResp (its MAD status says whether
+  // the agent accepted the request). INVALID_PERMISSION: the agent consumed the MAD
+  // without an answer (an M_Key violation, a response or trap MAD). INVALID_SETTING: no
+  // agent takes it (base version, management class). INVALID_PORT, CA_REMOVED.
+  virtual Status LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
+                          std::span<uint8_t, 256> response) = 0;
+
   // --- PD, AH, MR ------------------------------------------------------------------------
   virtual Status AllocPd(uint32_t* pd) = 0;
   virtual Status FreePd(uint32_t pd) = 0;
