@@ -50,8 +50,10 @@ Election Elect(const SmIdentity& self, const std::vector<SmIdentity>& others) {
     return e;
   }
   if (self.state == SmState::kMaster) {
-    e.role = SmState::kMaster;  // until the better SM has taken the subnet
-    e.hand_over = best;
+    // Until the better SM has taken the subnet. Only a STANDBY is handed over to: one
+    // still discovering will find us MASTER and become STANDBY first.
+    e.role = SmState::kMaster;
+    if (others[*best].state == SmState::kStandby) e.hand_over = best;
     return e;
   }
   // A better SM is still discovering: it will be master; wait for it as STANDBY.

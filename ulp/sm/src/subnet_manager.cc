@@ -1,6 +1,7 @@
 // One sweep from discovery to an ACTIVE subnet, and the MASTER's SMInfo answers.
 #include "softib/sm/subnet_manager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 
@@ -118,16 +119,30 @@ SweepReport SubnetManager::Sweep(bool take_over) {
                    std::to_string(report.routes.loops) + " loops" +
                    (report.routes.problems.empty() ? "" : "; " + report.routes.problems[0]);
   if (report.ok()) state_ = SmState::kMaster;
+  peers_ = report.peers;
   // A better SM is there (it came up after us): give it the subnet.
-  if (report.ok() && election.hand_over) {
-    const PeerSm& better = report.peers[*election.hand_over];
-    if (SetSmInfo(tx_, better.path, kSmInfoHandover, Self(), options_.sm_key)) {
-      state_ = SmState::kStandby;
-      master_ = better;
-      report.role = SmState::kStandby;
-    }
-  }
+  if (report.ok() && election.hand_over && HandOver(report.peers[*election.hand_over]))
+    report.role = SmState::kStandby;
   return report;
+}
+
+bool SubnetManager::HandOver(const PeerSm& better) {
+  if (!SetSmInfo(tx_, better.path, kSmInfoHandover, Self(), options_.sm_key)) return false;
+  state_ = SmState::kStandby;
+  master_ = better;
+  return true;
+}
+
+bool SubnetManager::RecheckPeers() {
+  // Only while some SM was still discovering: the settled ones do not change by themselves.
+  if (std::none_of(peers_.begin(), peers_.end(),
+                   [](const PeerSm& p) { return p.info.state == SmState::kDiscovering; }))
+    return false;
+  peers_ = QueryPeerSms(tx_, subnet_, options_.sm_key);
+  std::vector<SmIdentity> others;
+  for (const PeerSm& p : peers_) others.push_back(p.info);
+  const Election election = Elect(Self(), others);
+  return election.hand_over && HandOver(peers_[*election.hand_over]);
 }
 
 std::string SweepReport::Summary(const Subnet& subnet) const {
@@ -229,6 +244,12 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
       }
       resweep_ = false;
       next_light = Now() + options_.sweep_interval_s;
+      if (!why && RecheckPeers()) {
+        SweepReport handed;
+        handed.role = SmState::kStandby;
+        Announce(out, handed, "handed over");
+        continue;
+      }
       if (!why) continue;
       Announce(out, Sweep(), why);
       continue;

@@ -52,6 +52,10 @@ TEST(SmElection, MasterHandsOverToABetterStandby) {
   EXPECT_EQ(e.role, SmState::kMaster);
   ASSERT_TRUE(e.hand_over);
   EXPECT_EQ(*e.hand_over, 0u);
+  // Not to one still discovering: it will see us MASTER and become STANDBY first.
+  e = Elect(Sm(5, 1, SmState::kMaster), {Sm(7, 9, SmState::kDiscovering)});
+  EXPECT_FALSE(e.hand_over);
+  EXPECT_EQ(e.role, SmState::kMaster);
   e = Elect(Sm(5, 9, SmState::kMaster), {Sm(7, 1, SmState::kStandby)});
   EXPECT_FALSE(e.hand_over);
   EXPECT_EQ(e.role, SmState::kMaster);

@@ -76,6 +76,11 @@ class SubnetManager {
   void Progress(const char* phase, bool force);
   void AnswerRequest(const ReceivedMad& request);
   SmIdentity Self() const;
+  // SMInfo Set HANDOVER to `better`; on success we are its STANDBY.
+  bool HandOver(const PeerSm& better);
+  // As MASTER between heavy sweeps: asks again the SMs that were still discovering, and
+  // hands over to a better one that has settled as STANDBY. True when handed over.
+  bool RecheckPeers();
 
   MadPort& port_;
   SmOptions options_;
@@ -84,9 +89,10 @@ class SubnetManager {
   uint64_t guid_ = 0;
   uint16_t lid_ = 0;
   SmState state_ = SmState::kDiscovering;
-  PeerSm master_;           // the SM a STANDBY follows
-  bool resweep_ = false;    // a trap came in
-  bool take_over_ = false;  // the master handed the subnet over to us
+  PeerSm master_;              // the SM a STANDBY follows
+  std::vector<PeerSm> peers_;  // the other SMs at the last sweep
+  bool resweep_ = false;       // a trap came in
+  bool take_over_ = false;     // the master handed the subnet over to us
   unsigned traps_ = 0;
   double started_ = 0;
   double last_progress_ = 0;
