@@ -1,22 +1,13 @@
-// Min-hop routing over the switch graph.
+// Min-hop routing over the switch graph, and the pieces every engine shares.
+#include <deque>
+
+#include "routing_internal.h"
 #include "softib/sm/routing.h"
 
-#include <deque>
-#include <limits>
-
 namespace softib::sm {
-namespace {
+namespace detail {
 
-constexpr uint16_t kUnreachable = std::numeric_limits<uint16_t>::max();
-
-struct SwitchGraph {
-  std::vector<NodeId> switches;     // switch number -> node
-  std::vector<uint32_t> number_of;  // node -> switch number (or ~0)
-  // Per switch: (port, neighbour switch number) for every port cabled to a switch.
-  std::vector<std::vector<std::pair<uint8_t, uint32_t>>> edges;
-};
-
-SwitchGraph BuildGraph(const Subnet& subnet) {
+SwitchGraph BuildSwitchGraph(const Subnet& subnet) {
   SwitchGraph g;
   g.number_of.assign(subnet.nodes().size(), ~0u);
   for (NodeId n = 0; n < subnet.nodes().size(); ++n) {
@@ -36,7 +27,6 @@ SwitchGraph BuildGraph(const Subnet& subnet) {
   return g;
 }
 
-// Hops from every switch to `target` (breadth-first from the target; links are symmetric).
 void HopsTo(const SwitchGraph& g, uint32_t target, std::vector<uint16_t>& hops) {
   hops.assign(g.switches.size(), kUnreachable);
   std::deque<uint32_t> todo{target};
@@ -52,11 +42,7 @@ void HopsTo(const SwitchGraph& g, uint32_t target, std::vector<uint16_t>& hops) 
   }
 }
 
-}  // namespace
-
-RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
-  RoutingReport report;
-  const SwitchGraph g = BuildGraph(subnet);
+bool PrepareLfts(Subnet& subnet, const SwitchGraph& g, RoutingReport& report) {
   report.switches = static_cast<unsigned>(g.switches.size());
   const uint16_t top = subnet.TopLid();
   for (NodeId n : g.switches) {
@@ -66,20 +52,14 @@ RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
       report.error = "switch 0x" + std::to_string(node.guid) + " holds " +
                      std::to_string(node.switch_info.LinearFDBCap) + " LFT entries; LID " +
                      std::to_string(top) + " does not fit";
-      return report;
+      return false;
     }
     node.lft.assign(std::size_t{top} + 1, kNoPort);
   }
-  // How many destination LIDs each switch port already carries, for balancing.
-  std::vector<std::vector<uint32_t>> load(g.switches.size());
-  for (uint32_t s = 0; s < g.switches.size(); ++s)
-    load[s].assign(subnet.node(g.switches[s]).num_ports + 1, 0);
+  return true;
+}
 
-  // Group the end ports by the switch they hang off, so each BFS serves all of them.
-  struct Target {
-    EndPort end;
-    uint8_t final_port;  // the port on the attachment switch (0: the switch itself)
-  };
+std::vector<std::vector<Target>> TargetsBySwitch(const Subnet& subnet, const SwitchGraph& g) {
   std::vector<std::vector<Target>> by_switch(g.switches.size());
   for (const EndPort& e : subnet.EndPorts()) {
     const SmNode& node = subnet.node(e.node);
@@ -92,6 +72,28 @@ RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
     if (!port.linked() || !subnet.node(port.peer).is_switch()) continue;  // no switch: no LFT
     by_switch[g.number_of[port.peer]].push_back({e, port.peer_port});
   }
+  return by_switch;
+}
+
+std::vector<std::vector<uint32_t>> EmptyLoad(const Subnet& subnet, const SwitchGraph& g) {
+  std::vector<std::vector<uint32_t>> load(g.switches.size());
+  for (uint32_t s = 0; s < g.switches.size(); ++s)
+    load[s].assign(subnet.node(g.switches[s]).num_ports + 1, 0);
+  return load;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
+  RoutingReport report;
+  const SwitchGraph g = BuildSwitchGraph(subnet);
+  if (!PrepareLfts(subnet, g, report)) return report;
+  // How many destination LIDs each switch port already carries, for balancing.
+  std::vector<std::vector<uint32_t>> load = EmptyLoad(subnet, g);
+  // Group the end ports by the switch they hang off, so each BFS serves all of them.
+  const std::vector<std::vector<Target>> by_switch = TargetsBySwitch(subnet, g);
 
   std::vector<uint16_t> hops;
   for (uint32_t t = 0; t < g.switches.size(); ++t) {
@@ -120,120 +122,6 @@ RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
           sw.lft[lid] = best;
           if (best != kNoPort) ++load[s][best];
         }
-      }
-    }
-  }
-  return report;
-}
-
-RouteCheckReport CheckRoutes(const Subnet& subnet) {
-  RouteCheckReport report;
-  const uint16_t top = subnet.TopLid();
-  const std::size_t count = subnet.nodes().size();
-  // Per destination LID, per switch: 0 unknown, 1 on the current walk, 2 delivers (hops in
-  // `dist`), 3 fails.
-  std::vector<uint8_t> state(count);
-  std::vector<uint16_t> dist(count);
-  std::vector<NodeId> walk;
-  const std::vector<EndPort> ends = subnet.EndPorts();
-  auto problem = [&](std::string text) {
-    if (report.problems.size() < 10) report.problems.push_back(std::move(text));
-  };
-
-  for (unsigned lid = 1; lid <= top; ++lid) {
-    const auto owner = subnet.Owner(static_cast<uint16_t>(lid));
-    if (!owner) continue;
-    std::fill(state.begin(), state.end(), 0);
-    // Resolves switch `start` for this LID: follows the LFT until a delivery, a failure or a
-    // switch already resolved, then writes the outcome back along the walk.
-    auto resolve = [&](NodeId start) {
-      walk.clear();
-      NodeId at = start;
-      uint8_t outcome = 0;
-      uint16_t tail_hops = 0;
-      bool loop = false;
-      while (true) {
-        if (state[at] == 2 || state[at] == 3) {
-          outcome = state[at];
-          tail_hops = dist[at];
-          break;
-        }
-        if (state[at] == 1) {
-          outcome = 3;
-          loop = true;
-          break;
-        }
-        state[at] = 1;
-        walk.push_back(at);
-        const SmNode& sw = subnet.node(at);
-        if (owner->node == at) {  // the switch's own port 0
-          outcome = 2;
-          tail_hops = 0;
-          walk.pop_back();
-          state[at] = 2;
-          dist[at] = 0;
-          break;
-        }
-        const uint8_t out = lid < sw.lft.size() ? sw.lft[lid] : kNoPort;
-        if (out == kNoPort || out == 0 || out > sw.num_ports || !sw.ports[out].linked()) {
-          problem(
-              "switch " + sw.description + ": LID " + std::to_string(lid) +
-              (out == kNoPort ? " has no LFT entry" : " goes to dead port " + std::to_string(out)));
-          outcome = 3;
-          break;
-        }
-        const NodeId next = sw.ports[out].peer;
-        if (!subnet.node(next).is_switch()) {
-          if (next == owner->node && sw.ports[out].peer_port == owner->port) {
-            outcome = 2;
-            tail_hops = 0;
-          } else {
-            problem("switch " + sw.description + ": LID " + std::to_string(lid) + " delivered to " +
-                    subnet.node(next).description + ", not its owner");
-            outcome = 3;
-          }
-          // The delivery hop to a CA is not a switch-to-switch hop.
-          state[at] = outcome;
-          dist[at] = tail_hops;
-          walk.pop_back();
-          break;
-        }
-        at = next;
-      }
-      if (loop) {
-        ++report.loops;
-        problem("LID " + std::to_string(lid) + " loops through switch " +
-                subnet.node(at).description);
-      }
-      // Write back: each earlier switch on the walk is one hop further.
-      for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
-        if (outcome == 2) ++tail_hops;
-        state[*it] = outcome;
-        dist[*it] = tail_hops;
-      }
-      return outcome == 2;
-    };
-
-    for (const EndPort& src : ends) {
-      if (src.node == owner->node && src.port == owner->port) continue;
-      ++report.pairs;
-      NodeId entry = src.node;
-      const SmNode& node = subnet.node(src.node);
-      if (!node.is_switch()) {
-        const SmPort& port = node.ports[src.port];
-        if (port.linked() && port.peer == owner->node && port.peer_port == owner->port) continue;
-        if (!port.linked() || !subnet.node(port.peer).is_switch()) {
-          ++report.holes;
-          problem(node.description + " port " + std::to_string(src.port) + " reaches no switch");
-          continue;
-        }
-        entry = port.peer;
-      }
-      if (state[entry] != 2 && state[entry] != 3) resolve(entry);
-      if (state[entry] == 2) {
-        report.max_hops = std::max<unsigned>(report.max_hops, dist[entry]);
-      } else {
-        ++report.holes;
       }
     }
   }

@@ -1,10 +1,12 @@
 // One sweep from discovery to an ACTIVE subnet, and the MASTER's SMInfo answers.
 #include "softib/sm/subnet_manager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 
 #include "softib/sm/smp.h"
+#include "softib/sm/sweep.h"
 
 namespace softib::sm {
 namespace {
@@ -12,8 +14,6 @@ namespace {
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-
-constexpr uint8_t kSmStateMaster = 3;
 
 }  // namespace
 
@@ -34,10 +34,12 @@ void SubnetManager::Progress(const char* phase, bool force) {
   std::fflush(options_.log);
 }
 
-SweepReport SubnetManager::Sweep() {
+SweepReport SubnetManager::Sweep(bool take_over) {
   SweepReport report;
+  report.engine = ToString(options_.routing.engine);
   started_ = last_progress_ = Now();
   subnet_ = Subnet{};
+  if (state_ != SmState::kMaster) state_ = SmState::kDiscovering;
 
   phase_ = "discovery";
   report.discovery = Discover(tx_, subnet_);
@@ -49,6 +51,21 @@ SweepReport SubnetManager::Sweep() {
   guid_ = subnet_.node(subnet_.sm_node).guid;
   if (!subnet_.node(subnet_.sm_node).is_switch())
     guid_ = subnet_.node(subnet_.sm_node).ports[subnet_.sm_port].guid;
+
+  // The other SMs: follow a master that is there, or a better SM that will be.
+  phase_ = "sminfo";
+  report.peers = QueryPeerSms(tx_, subnet_, options_.sm_key);
+  std::vector<SmIdentity> others;
+  for (const PeerSm& p : report.peers) others.push_back(p.info);
+  const Election election = take_over ? Election{SmState::kMaster, {}, {}} : Elect(Self(), others);
+  if (election.role == SmState::kStandby) {
+    state_ = SmState::kStandby;
+    master_ = report.peers[*election.master];
+    report.role = SmState::kStandby;
+    report.tx = tx_.stats();
+    report.seconds = Now() - started_;
+    return report;
+  }
 
   phase_ = "lids";
   Guid2Lid remembered;
@@ -66,7 +83,7 @@ SweepReport SubnetManager::Sweep() {
   lid_ = subnet_.node(subnet_.sm_node).ports[subnet_.sm_port].lid;
 
   phase_ = "routing";
-  report.routing = ComputeMinHopRoutes(subnet_);
+  report.routing = ComputeRoutes(subnet_, options_.routing);
   if (!report.routing.ok()) {
     report.error = "routing: " + report.routing.error;
     return report;
@@ -101,7 +118,31 @@ SweepReport SubnetManager::Sweep() {
     report.error = "route check: " + std::to_string(report.routes.holes) + " broken pairs, " +
                    std::to_string(report.routes.loops) + " loops" +
                    (report.routes.problems.empty() ? "" : "; " + report.routes.problems[0]);
+  if (report.ok()) state_ = SmState::kMaster;
+  peers_ = report.peers;
+  // A better SM is there (it came up after us): give it the subnet.
+  if (report.ok() && election.hand_over && HandOver(report.peers[*election.hand_over]))
+    report.role = SmState::kStandby;
   return report;
+}
+
+bool SubnetManager::HandOver(const PeerSm& better) {
+  if (!SetSmInfo(tx_, better.path, kSmInfoHandover, Self(), options_.sm_key)) return false;
+  state_ = SmState::kStandby;
+  master_ = better;
+  return true;
+}
+
+bool SubnetManager::RecheckPeers() {
+  // Only while some SM was still discovering: the settled ones do not change by themselves.
+  if (std::none_of(peers_.begin(), peers_.end(),
+                   [](const PeerSm& p) { return p.info.state == SmState::kDiscovering; }))
+    return false;
+  peers_ = QueryPeerSms(tx_, subnet_, options_.sm_key);
+  std::vector<SmIdentity> others;
+  for (const PeerSm& p : peers_) others.push_back(p.info);
+  const Election election = Elect(Self(), others);
+  return election.hand_over && HandOver(peers_[*election.hand_over]);
 }
 
 std::string SweepReport::Summary(const Subnet& subnet) const {
@@ -109,30 +150,55 @@ std::string SweepReport::Summary(const Subnet& subnet) const {
   std::snprintf(
       line, sizeof line,
       "softib-sm: %s: %zu switches, %zu CAs, %zu links, %u LIDs (%u kept, %u from guid2lid, "
-      "%u new), %u LFT blocks, %u ports ACTIVE, %" PRIu64 " SMPs (%" PRIu64 " retries, %" PRIu64
-      " timeouts), routes %" PRIu64 " pairs ok=%s max %u hops, %.3f s",
-      ok() ? "MASTER, subnet up" : "FAILED", subnet.Count(fabric::NodeType::kSwitch),
-      subnet.Count(fabric::NodeType::kCa), subnet.LinkCount(), lids.end_ports, lids.kept,
-      lids.from_file, lids.assigned, configure.lft_blocks, configure.activated, tx.sent, tx.retries,
-      tx.timeouts, routes.pairs, routes.ok() ? "yes" : "no", routes.max_hops, seconds);
+      "%u new), %u LFT blocks (%s), %u ports ACTIVE, %" PRIu64 " SMPs (%" PRIu64
+      " retries, %" PRIu64 " timeouts), routes %" PRIu64 " pairs ok=%s max %u hops, %.3f s",
+      !ok()                      ? "FAILED"
+      : role == SmState::kMaster ? "MASTER, subnet up"
+                                 : "STANDBY",
+      subnet.Count(fabric::NodeType::kSwitch), subnet.Count(fabric::NodeType::kCa),
+      subnet.LinkCount(), lids.end_ports, lids.kept, lids.from_file, lids.assigned,
+      configure.lft_blocks, engine.c_str(), configure.activated, tx.sent, tx.retries, tx.timeouts,
+      routes.pairs, routes.ok() ? "yes" : "no", routes.max_hops, seconds);
   return line;
 }
 
+SmIdentity SubnetManager::Self() const {
+  SmIdentity self;
+  self.guid = guid_;
+  self.priority = options_.priority;
+  self.state = state_;
+  // ActCount moves with the SM's activity: the SMPs it has sent.
+  self.act_count = static_cast<uint32_t>(tx_.stats().sent);
+  return self;
+}
+
 void SubnetManager::AnswerRequest(const ReceivedMad& request) {
-  // Only SMInfo Get is ours to answer here; the SMA of our node answers the rest.
-  if (SmpAttribute(request.mad) != kAttrSmInfo || SmpMethod(request.mad) != kMethodGet) return;
+  const uint8_t method = SmpMethod(request.mad);
+  if (method == kMethodTrap) {
+    // A Notice (trap 128: a switch saw a port change state; 144: capabilities changed):
+    // re-sweep, and repress the trap so the sender stops repeating it.
+    ++traps_;
+    if (state_ == SmState::kMaster) resweep_ = true;
+    MadBytes repress = request.mad;
+    repress[3] = kMethodTrapRepress;
+    port_.Send(repress, request.from, 0);
+    return;
+  }
+  if (SmpAttribute(request.mad) != kAttrSmInfo) return;  // our node's SMA answers the rest
+  if (method != kMethodGet && method != kMethodSet) return;
+  uint64_t key = 0;
+  const SmIdentity asker = ReadSmInfo(request.mad, &key);
+  (void)asker;
+  if (method == kMethodSet) {
+    const uint32_t modifier = SmpModifier(request.mad);
+    // HANDOVER to a STANDBY: the master gives us the subnet (IBA 14.4.2).
+    if (modifier == kSmInfoHandover && state_ == SmState::kStandby) take_over_ = true;
+  }
   MadBytes response = request.mad;
   response[3] = kMethodGetResp;
   if (SmpClass(response) == kClassSubnDr) response[4] |= 0x80;  // D: returning
-  mad::SMInfo info;
-  info.GUID = guid_;
-  info.SM_Key = 0;
-  info.ActCount = ++sm_activity_;
-  info.Priority = options_.priority;
-  info.SMState = kSmStateMaster;
-  auto data = MutableSmpData(response);
-  std::fill(data.begin(), data.end(), 0);
-  info.Pack(data.first(mad::SMInfo::kSize));
+  // The SM_Key only to those who know it (IBA 14.4.4).
+  PackSmInfo(Self(), key == options_.sm_key ? options_.sm_key : 0, response);
   MadAddress to = request.from;
   if (SmpClass(response) == kClassSubnDr) to.lid = kDirectedRouteLid;
   port_.Send(response, to, 0);
@@ -140,8 +206,77 @@ void SubnetManager::AnswerRequest(const ReceivedMad& request) {
 
 bool SubnetManager::Serve(double seconds, const volatile bool* stop) {
   const double until = Now() + seconds;
-  while (!(stop && *stop) && (seconds < 0 || Now() < until)) {
-    if (!tx_.Poll(200)) return false;
+  while (!(stop && *stop) && (seconds < 0 || Now() < until) && !resweep_ && !take_over_) {
+    if (!tx_.Poll(100)) return false;
+  }
+  return true;
+}
+
+void SubnetManager::Announce(std::FILE* out, const SweepReport& report, const char* why) {
+  if (!out) return;
+  if (report.role == SmState::kStandby && report.ok()) {
+    std::fprintf(out,
+                 "softib-sm: STANDBY (%s), following MASTER 0x%016" PRIx64
+                 " priority %u; we are 0x%016" PRIx64 " priority %u\n",
+                 why, master_.info.guid, master_.info.priority, guid_, options_.priority);
+  } else {
+    std::fprintf(out, "%s [%s]\n", report.Summary(subnet_).c_str(), why);
+    if (!report.ok()) std::fprintf(out, "softib-sm: %s\n", report.error.c_str());
+  }
+  std::fflush(out);
+}
+
+bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
+  double next_light = Now() + options_.sweep_interval_s;
+  unsigned missed_polls = 0;
+  while (!(stop && *stop)) {
+    if (state_ == SmState::kMaster) {
+      const double wait = options_.sweep_interval_s > 0 ? next_light - Now() : -1;
+      if (!Serve(wait, stop)) return false;
+      if (stop && *stop) break;
+      const char* why = nullptr;
+      if (resweep_) {
+        why = "trap";
+      } else {
+        const LightSweepReport light = LightSweep(tx_, subnet_);
+        if (light.changed())
+          why = light.new_sms ? "light sweep: a new SM" : "light sweep: a change";
+      }
+      resweep_ = false;
+      next_light = Now() + options_.sweep_interval_s;
+      if (!why && RecheckPeers()) {
+        SweepReport handed;
+        handed.role = SmState::kStandby;
+        Announce(out, handed, "handed over");
+        continue;
+      }
+      if (!why) continue;
+      Announce(out, Sweep(), why);
+      continue;
+    }
+    // STANDBY: poll the master; take over on a handover or when it stops answering.
+    if (!Serve(options_.poll_interval_s, stop)) return false;
+    if (stop && *stop) break;
+    if (take_over_) {
+      take_over_ = false;
+      missed_polls = 0;
+      Announce(out, Sweep(true), "handover");
+      continue;
+    }
+    const auto master = GetSmInfo(tx_, master_.path, options_.sm_key);
+    if (master && master->guid == master_.info.guid &&
+        (master->state == SmState::kMaster || master->state == SmState::kDiscovering)) {
+      missed_polls = 0;
+      continue;
+    }
+    if (master && master->guid == master_.info.guid && master->state != SmState::kMaster) {
+      missed_polls = options_.poll_failures;  // it stepped down: elect again at once
+    } else {
+      ++missed_polls;
+    }
+    if (missed_polls < options_.poll_failures) continue;
+    missed_polls = 0;
+    Announce(out, Sweep(), "the master stopped answering");
   }
   return true;
 }

@@ -35,7 +35,7 @@ class UmadPort final : public MadPort {
       if (options.issm) {
         char path[256];
         if (umad_get_issm_path(info.ca_name, info.portnum, path, sizeof path) == 0)
-          issm_fd_ = ::open(path, O_RDWR | O_CLOEXEC);
+          issm_path_ = path;
       }
       umad_release_port(&info);
     } else {
@@ -49,6 +49,9 @@ class UmadPort final : public MadPort {
     agent_lid_ = umad_register(fd_, kClassSubnLid, 1, 0, methods);
     if (agent_dr_ < 0 || agent_lid_ < 0) return Fail("umad_register failed", error);
     buffer_.assign(umad_size() + kMadBytes, 0);
+    // IsSM only now that the agents exist: once it is set, other SMs send us SMInfo (and
+    // umad2sim's receiver thread crashes on a MAD for a class nobody registered).
+    if (!issm_path_.empty()) issm_fd_ = ::open(issm_path_.c_str(), O_RDWR | O_CLOEXEC);
     return true;
   }
 
@@ -95,6 +98,7 @@ class UmadPort final : public MadPort {
 
   int fd_ = -1;
   int issm_fd_ = -1;
+  std::string issm_path_;
   int agent_dr_ = -1;
   int agent_lid_ = -1;
   std::vector<uint8_t> buffer_;

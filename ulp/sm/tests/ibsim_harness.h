@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +98,7 @@ class Child {
     int status = 0;
     if (pid_ <= 0 || ::waitpid(pid_, &status, 0) != pid_) return -1;
     pid_ = -1;
+    signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
@@ -114,6 +116,7 @@ class Child {
   }
 
   const std::string& output() const { return output_; }
+  int signal() const { return signal_; }  // the signal that ended it, after Wait()
 
  private:
   bool ReadSome() {
@@ -125,6 +128,7 @@ class Child {
   }
 
   pid_t pid_ = -1;
+  int signal_ = 0;
   int out_fd_ = -1;
   std::string output_;
 };
@@ -169,9 +173,20 @@ class Ibsim {
     r.err = s.str();
     return r;
   }
-  std::unique_ptr<Child> Start(std::vector<std::string> argv) const {
+  // `argv` under ibsim-run, left running; `extra_env` such as SIM_HOST (the node to attach
+  // to), `subdir` a working directory of its own under the test's (umad2sim's sysfs tree).
+  std::unique_ptr<Child> Start(std::vector<std::string> argv,
+                               const std::map<std::string, std::string>& extra_env = {},
+                               const std::string& subdir = "") const {
     argv.insert(argv.begin(), "ibsim-run");
-    return std::make_unique<Child>(argv, dir_, env_, dir_ + "/started.err");
+    std::map<std::string, std::string> env = env_;
+    env.insert(extra_env.begin(), extra_env.end());
+    std::string cwd = dir_;
+    if (!subdir.empty()) {
+      cwd += "/" + subdir;
+      ::mkdir(cwd.c_str(), 0700);
+    }
+    return std::make_unique<Child>(argv, cwd, env, cwd + "/started.err");
   }
 
  private:

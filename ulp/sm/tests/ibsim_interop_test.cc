@@ -289,5 +289,57 @@ TEST_F(SmIbsimInterop, StaysMasterAndAnswersSmInfo) {
   sim->Stop();
 }
 
+// Two softib-sm on one ibsim fabric, on different hosts: the first (priority 1) is MASTER;
+// the second (priority 5) finds it and goes STANDBY; the master's light sweep sees the new
+// SM port and hands the subnet over; the new master re-sweeps and sminfo names it. Then the
+// new master is stopped by PID without a word: the old one, now STANDBY, sees its polls go
+// unanswered and takes the subnet back.
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(SmIbsimInterop, MasterStandbyHandoverAndTakeOver) {
+  const fabric::Topology t = fabric::DefaultTopology();
+  auto sim = StartIbsim(t, "handover");
+  ASSERT_TRUE(sim->ready());
+  const std::string low_guid = "0x0002c90300a00011";   // host-0001 port 1
+  const std::string high_guid = "0x0002c90300a00041";  // host-0004 port 1
+  auto low = sim->Start({SOFTIB_SM_BINARY, "--quiet", "--priority", "1", "--sweep-interval", "0.3",
+                         "--poll-interval", "0.3"},
+                        {{"SIM_HOST", "H-0002c90300a00010"}}, "low");
+  ASSERT_TRUE(low->WaitFor("MASTER, subnet up")) << low->output();
+  EXPECT_NE(low->output().find("[first sweep]"), std::string::npos) << low->output();
+
+  auto high = sim->Start({SOFTIB_SM_BINARY, "--quiet", "--priority", "5", "--sweep-interval", "0.3",
+                          "--poll-interval", "0.3"},
+                         {{"SIM_HOST", "H-0002c90300a00040"}}, "high");
+  ASSERT_TRUE(high->WaitFor("STANDBY (first sweep), following MASTER " + low_guid + " priority 1"))
+      << high->output() << ReadAll(dir_ + "/high/started.err");
+  ASSERT_TRUE(high->WaitFor("[handover]")) << high->output() << "\n--- low:\n" << low->output();
+  EXPECT_NE(high->output().find("MASTER, subnet up"), std::string::npos) << high->output();
+  ASSERT_TRUE(low->WaitFor("following MASTER " + high_guid + " priority 5")) << low->output();
+
+  Ibsim::Run info = sim->Tool({"sminfo"});
+  EXPECT_EQ(info.status, 0) << info.err;
+  EXPECT_NE(info.out.find("sm guid " + std::string("0x2c90300a00041")), std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("priority 5 state 3 SMINFO_MASTER"), std::string::npos) << info.out;
+
+  high->Stop();  // by PID: the master dies without handing over
+  ASSERT_TRUE(low->WaitFor("[the master stopped answering]")) << low->output();
+  // The last line is the take-over sweep, as MASTER.
+  const std::size_t last = low->output().rfind("softib-sm:");
+  EXPECT_NE(low->output().find("MASTER, subnet up", last), std::string::npos) << low->output();
+  info = sim->Tool({"sminfo"});
+  EXPECT_EQ(info.status, 0) << info.err;
+  EXPECT_NE(info.out.find("sm guid 0x2c90300a00011"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("priority 1 state 3 SMINFO_MASTER"), std::string::npos) << info.out;
+  low->Stop();
+  sim->Stop();
+}
+
 }  // namespace
 }  // namespace softib::sm

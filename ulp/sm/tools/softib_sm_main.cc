@@ -28,6 +28,11 @@ void Usage(std::FILE* out) {
       "  -t, --timeout MS      per-SMP timeout (default 200)\n"
       "  -r, --retries N       retries per SMP (default 3)\n"
       "  -p, --priority N      SMInfo priority 0..15 (default 0)\n"
+      "      --sm-key KEY      SMInfo SM_Key (default 0)\n"
+      "  -R, --routing ENGINE  minhop (default), updn or ftree\n"
+      "  -a, --root-guid-file FILE  up/down roots, one switch GUID a line\n"
+      "      --sweep-interval S  light sweep period as MASTER, seconds (10; 0 = off)\n"
+      "      --poll-interval S   STANDBY's poll of the master, seconds (1)\n"
       "      --verify          read the LFTs back from the switches and check those\n"
       "  -q, --quiet           no progress lines (the summary line still prints)\n"
       "  -h, --help\n",
@@ -86,6 +91,29 @@ int main(int argc, char** argv) {
     } else if (a == "-p" || a == "--priority") {
       value(0, 15, &v);
       options.priority = static_cast<uint8_t>(v);
+    } else if (a == "--sm-key") {
+      if (++i >= argc) return Usage(stderr), 2;
+      options.sm_key = std::strtoull(argv[i], nullptr, 0);
+    } else if (a == "-R" || a == "--routing") {
+      if (++i >= argc || !ParseRoutingEngine(argv[i], &options.routing.engine)) {
+        std::fprintf(stderr, "softib-sm: --routing needs minhop, updn or ftree\n");
+        return 2;
+      }
+    } else if (a == "-a" || a == "--root-guid-file") {
+      std::string error;
+      if (++i >= argc || !LoadRootGuids(argv[i], &options.routing.root_guids, &error)) {
+        std::fprintf(stderr, "softib-sm: --root-guid-file: %s\n", error.c_str());
+        return 2;
+      }
+    } else if (a == "--sweep-interval" || a == "--poll-interval") {
+      if (++i >= argc) return Usage(stderr), 2;
+      char* end = nullptr;
+      const double seconds = std::strtod(argv[i], &end);
+      if (*end || seconds < 0 || seconds > 3600 || (a == "--poll-interval" && seconds <= 0)) {
+        std::fprintf(stderr, "softib-sm: %s needs seconds in 0..3600\n", a.c_str());
+        return 2;
+      }
+      (a == "--sweep-interval" ? options.sweep_interval_s : options.poll_interval_s) = seconds;
     } else if (a == "--verify") {
       options.verify_lfts = true;
     } else if (a == "-q" || a == "--quiet") {
@@ -109,16 +137,12 @@ int main(int argc, char** argv) {
   }
   SubnetManager sm(*port, options);
   const SweepReport report = sm.Sweep();
-  std::printf("%s\n", report.Summary(sm.subnet()).c_str());
-  std::fflush(stdout);
-  if (!report.ok()) {
-    std::fprintf(stderr, "softib-sm: %s\n", report.error.c_str());
-    return 1;
-  }
+  sm.Announce(stdout, report, "first sweep");
+  if (!report.ok()) return 1;
   if (once) return 0;
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  return sm.Serve(-1, &g_stop) ? 0 : 1;
+  return sm.Run(&g_stop, stdout) ? 0 : 1;
 }

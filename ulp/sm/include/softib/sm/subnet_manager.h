@@ -1,5 +1,9 @@
-// The SM: one sweep = discovery, LID assignment, min-hop routing, programming, activation,
-// and the route check; then (unless run once) it stays MASTER and answers SMInfo.
+// The SM: a heavy sweep = discovery, the election against the other SMs found (IBA 14.4),
+// then as MASTER LID assignment, routing (min-hop, up/down or fat-tree), programming,
+// activation and the route check. Run() then keeps the subnet: as MASTER it answers SMInfo,
+// light-sweeps on a period, re-sweeps on a trap or a change and hands the subnet over to a
+// better SM; as STANDBY it polls the master and takes over when the master stops
+// answering or hands over.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +14,9 @@
 #include "softib/sm/discovery.h"
 #include "softib/sm/lids.h"
 #include "softib/sm/routing.h"
+#include "softib/sm/sminfo.h"
 #include "softib/sm/subnet.h"
+#include "softib/sm/sweep.h"
 #include "softib/sm/transactions.h"
 
 namespace softib::sm {
@@ -21,12 +27,20 @@ struct SmOptions {
   std::string guid2lid_path;  // "" = do not remember LIDs
   bool verify_lfts = false;   // read the LFTs back from the switches before checking routes
   uint8_t priority = 0;       // SMInfo Priority
-  std::FILE* log = stderr;    // progress and summary lines; nullptr = silent
+  uint64_t sm_key = 0;        // SMInfo SM_Key: given only to requests that carry it
+  RoutingOptions routing;
+  double sweep_interval_s = 10;  // light sweeps as MASTER; 0 = none (traps still re-sweep)
+  double poll_interval_s = 1;    // a STANDBY's SMInfo Get to the master
+  unsigned poll_failures = 3;    // unanswered polls before the STANDBY takes over
+  std::FILE* log = stderr;       // progress and summary lines; nullptr = silent
   double progress_interval_s = 1.0;
 };
 
 struct SweepReport {
-  std::string error;  // "" when the subnet is up
+  std::string error;  // "" when the subnet is up (or we are STANDBY)
+  SmState role = SmState::kMaster;
+  std::vector<PeerSm> peers;  // the other SMs found
+  std::string engine;
   DiscoveryReport discovery;
   LidReport lids;
   RoutingReport routing;
@@ -42,17 +56,31 @@ class SubnetManager {
  public:
   SubnetManager(MadPort& port, SmOptions options);
 
-  SweepReport Sweep();
-  // As MASTER: answers SMInfo Get (and ignores what it does not serve) for `seconds`
-  // (negative: until `stop` becomes true).
+  // A heavy sweep. `take_over`: become MASTER whatever the other SMs say (a handover).
+  SweepReport Sweep(bool take_over = false);
+  // Answers requests (SMInfo, traps) for `seconds`, or until `stop` or a re-sweep is due.
   bool Serve(double seconds, const volatile bool* stop);
+  // The life of an SM after the first sweep, until `stop`: see the file comment. State
+  // changes and sweep summaries are printed to `out`. False when the port fails.
+  bool Run(const volatile bool* stop, std::FILE* out);
+
+  // The summary line (or the STANDBY line) of a sweep, and why it ran.
+  void Announce(std::FILE* out, const SweepReport& report, const char* why);
 
   const Subnet& subnet() const { return subnet_; }
   uint64_t guid() const { return guid_; }
+  SmState state() const { return state_; }
+  unsigned traps() const { return traps_; }
 
  private:
   void Progress(const char* phase, bool force);
   void AnswerRequest(const ReceivedMad& request);
+  SmIdentity Self() const;
+  // SMInfo Set HANDOVER to `better`; on success we are its STANDBY.
+  bool HandOver(const PeerSm& better);
+  // As MASTER between heavy sweeps: asks again the SMs that were still discovering, and
+  // hands over to a better one that has settled as STANDBY. True when handed over.
+  bool RecheckPeers();
 
   MadPort& port_;
   SmOptions options_;
@@ -60,7 +88,12 @@ class SubnetManager {
   Subnet subnet_;
   uint64_t guid_ = 0;
   uint16_t lid_ = 0;
-  uint32_t sm_activity_ = 0;
+  SmState state_ = SmState::kDiscovering;
+  PeerSm master_;              // the SM a STANDBY follows
+  std::vector<PeerSm> peers_;  // the other SMs at the last sweep
+  bool resweep_ = false;       // a trap came in
+  bool take_over_ = false;     // the master handed the subnet over to us
+  unsigned traps_ = 0;
   double started_ = 0;
   double last_progress_ = 0;
   const char* phase_ = "";
