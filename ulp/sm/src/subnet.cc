@@ -116,6 +116,17 @@ Subnet SubnetFromTopology(const fabric::Topology& topology, fabric::NodeIndex sm
     node.guid = n.guid;
     node.num_ports = n.num_ports;
     node.description = n.description;
+    node.node_info.BaseVersion = 1;
+    node.node_info.ClassVersion = 1;
+    node.node_info.NodeType = static_cast<uint8_t>(n.type);
+    node.node_info.NumPorts = n.num_ports;
+    node.node_info.SystemImageGUID = n.system_image_guid ? n.system_image_guid : n.guid;
+    node.node_info.NodeGUID = n.guid;
+    node.node_info.PortGUID = n.is_switch() ? n.guid : n.ports[1].guid;
+    node.node_info.PartitionCap = 32;
+    node.node_info.DeviceID = n.device_id;
+    node.node_info.VendorID = n.vendor_id;
+    node.node_info.LocalPortNum = n.is_switch() ? 0 : 1;
     node.ports.resize(n.num_ports + 1);
     for (uint8_t p = 0; p <= n.num_ports; ++p) {
       if (!n.is_switch() && p == 0) continue;

@@ -37,6 +37,7 @@ void SubnetManager::Progress(const char* phase, bool force) {
 SweepReport SubnetManager::Sweep() {
   SweepReport report;
   started_ = last_progress_ = Now();
+  sa_.set_subnet(nullptr);  // the SA answers "no resources" while the model is rebuilt
   subnet_ = Subnet{};
 
   phase_ = "discovery";
@@ -90,6 +91,7 @@ SweepReport SubnetManager::Sweep() {
   }
   report.tx = tx_.stats();
   report.seconds = Now() - started_;
+  if (options_.sa) sa_.set_subnet(&subnet_);
 
   if (!options_.guid2lid_path.empty() && !remembered.Save(options_.guid2lid_path, &error) &&
       report.error.empty())
@@ -119,6 +121,12 @@ std::string SweepReport::Summary(const Subnet& subnet) const {
 }
 
 void SubnetManager::AnswerRequest(const ReceivedMad& request) {
+  if (request.mad[1] == kClassSubnAdm) {
+    if (!options_.sa) return;
+    for (const SaOutgoing& reply : sa_.Handle(request.mad, request.from, Now()))
+      port_.Send(reply.mad, reply.to, 0);
+    return;
+  }
   // Only SMInfo Get is ours to answer here; the SMA of our node answers the rest.
   if (SmpAttribute(request.mad) != kAttrSmInfo || SmpMethod(request.mad) != kMethodGet) return;
   MadBytes response = request.mad;
@@ -140,8 +148,22 @@ void SubnetManager::AnswerRequest(const ReceivedMad& request) {
 
 bool SubnetManager::Serve(double seconds, const volatile bool* stop) {
   const double until = Now() + seconds;
+  double next_sweep = Now() + options_.resweep_s;
   while (!(stop && *stop) && (seconds < 0 || Now() < until)) {
     if (!tx_.Poll(200)) return false;
+    if (options_.resweep_s > 0 && Now() >= next_sweep) {
+      // A full sweep again (ports keep their LIDs), then the subscribers hear of end ports
+      // that came or went: traps 64/65.
+      const Subnet before = subnet_;
+      const SweepReport report = Sweep();
+      if (options_.log) std::fprintf(options_.log, "%s\n", report.Summary(subnet_).c_str());
+      if (report.ok())
+        for (const SaOutgoing& notice : sa_.NoticesForChanges(before)) {
+          port_.Send(notice.mad, notice.to, 0);
+          ++notices_sent_;
+        }
+      next_sweep = Now() + options_.resweep_s;
+    }
   }
   return true;
 }

@@ -10,6 +10,7 @@
 #include "softib/sm/discovery.h"
 #include "softib/sm/lids.h"
 #include "softib/sm/routing.h"
+#include "softib/sm/sa.h"
 #include "softib/sm/subnet.h"
 #include "softib/sm/transactions.h"
 
@@ -23,6 +24,8 @@ struct SmOptions {
   uint8_t priority = 0;       // SMInfo Priority
   std::FILE* log = stderr;    // progress and summary lines; nullptr = silent
   double progress_interval_s = 1.0;
+  bool sa = true;        // answer SubnAdm (class 0x03) requests as MASTER
+  double resweep_s = 0;  // > 0: sweep again this often while serving (traps 64/65)
 };
 
 struct SweepReport {
@@ -48,6 +51,7 @@ class SubnetManager {
   bool Serve(double seconds, const volatile bool* stop);
 
   const Subnet& subnet() const { return subnet_; }
+  SubnetAdmin& sa() { return sa_; }
   uint64_t guid() const { return guid_; }
 
  private:
@@ -58,6 +62,8 @@ class SubnetManager {
   SmOptions options_;
   Transactions tx_;
   Subnet subnet_;
+  SubnetAdmin sa_;
+  uint64_t notices_sent_ = 0;
   uint64_t guid_ = 0;
   uint16_t lid_ = 0;
   uint32_t sm_activity_ = 0;
