@@ -38,8 +38,8 @@ SaResult PathRecords(const SubnetAdmin& sa, const SaRequest& r);
 SaResult MultiPathRecords(const SubnetAdmin& sa, const SaRequest& r);
 
 // The PathRecord.Rate code for a link of `width` (LinkWidthActive) and `speed`
-// (LinkSpeedActive); 0 when unknown.
-uint8_t RateCode(uint8_t width, uint8_t speed);
+// (LinkSpeedActive) or `speed_ext` (LinkSpeedExtActive, when non-zero); 0 when unknown.
+uint8_t RateCode(uint8_t width, uint8_t speed, uint8_t speed_ext = 0);
 // Gb/s * 10 of a Rate code (for comparisons: codes are not ordered by speed); 0 if unknown.
 unsigned RateTenthsGbps(uint8_t rate);
 

@@ -1,6 +1,7 @@
 // ComponentMask matching, GIDs, and the rate/MTU arithmetic of path and group records.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "sa_internal.h"
 #include "softib/codec/bits.h"
@@ -66,63 +67,27 @@ uint64_t ComponentBit(const codec::FormatDesc& desc, std::string_view field) {
   return 0;
 }
 
-uint8_t RateCode(uint8_t width, uint8_t speed) {
-  unsigned lanes = 0;
-  switch (width) {
-    case 1:
-      lanes = 1;
-      break;
-    case 2:
-      lanes = 4;
-      break;
-    case 4:
-      lanes = 8;
-      break;
-    case 8:
-      lanes = 12;
-      break;
-    case 16:
-      lanes = 2;
-      break;
-    default:
-      return 0;
-  }
-  unsigned lane_tenths = 0;  // Gb/s * 10 per lane
-  switch (speed) {
-    case 1:
-      lane_tenths = 25;
-      break;
-    case 2:
-      lane_tenths = 50;
-      break;
-    case 4:
-      lane_tenths = 100;
-      break;
-    default:
-      return 0;
-  }
-  switch (lanes * lane_tenths) {
-    case 25:
-      return 2;
-    case 50:
-      return 5;
-    case 100:
-      return 3;
-    case 200:
-      return 6;
-    case 300:
-      return 4;
-    case 400:
-      return 7;
-    case 600:
-      return 8;
-    case 800:
-      return 9;
-    case 1200:
-      return 10;
-    default:
-      return 0;
-  }
+uint8_t RateCode(uint8_t width, uint8_t speed, uint8_t speed_ext) {
+  // Lanes per LinkWidthActive bit: 1x, 4x, 8x, 12x, 2x.
+  static constexpr std::pair<uint8_t, unsigned> kLanes[] = {
+      {1, 1}, {2, 4}, {4, 8}, {8, 12}, {16, 2}};
+  // Gb/s * 10 per lane, the data rates the Rate codes name: LinkSpeedExtActive (FDR, EDR,
+  // HDR) first, then LinkSpeedActive (SDR, DDR, QDR).
+  static constexpr std::pair<uint8_t, unsigned> kExt[] = {{1, 140}, {2, 250}, {4, 500}};
+  static constexpr std::pair<uint8_t, unsigned> kBase[] = {{1, 25}, {2, 50}, {4, 100}};
+  // Total Gb/s * 10 -> Rate code (IBA 15.2.5.16 / mad_common Rate).
+  static constexpr std::pair<unsigned, uint8_t> kCodes[] = {
+      {25, 2},    {50, 5},   {100, 3},   {200, 6},   {300, 4},  {400, 7},
+      {600, 8},   {800, 9},  {1200, 10}, {140, 11},  {560, 12}, {1120, 13},
+      {1680, 14}, {250, 15}, {1000, 16}, {2000, 17}, {3000, 18}};
+  auto find = [](const auto& table, auto key) -> unsigned {
+    for (const auto& [k, v] : table)
+      if (k == key) return v;
+    return 0;
+  };
+  const unsigned lanes = find(kLanes, width);
+  const unsigned lane = speed_ext ? find(kExt, speed_ext) : find(kBase, speed);
+  return static_cast<uint8_t>(find(kCodes, lanes * lane));
 }
 
 unsigned RateTenthsGbps(uint8_t rate) {

@@ -61,7 +61,8 @@ SaResult SubnetAdmin::McMembers(const SaRequest& r) {
   }
   const SmPort& sp = subnet_->node(port->node).ports[port->port];
   const unsigned port_mtu = sp.info.MTUCap ? sp.info.MTUCap : 4;
-  const uint8_t port_rate_code = sa::RateCode(sp.info.LinkWidthActive, sp.info.LinkSpeedActive);
+  const uint8_t port_rate_code =
+      sa::RateCode(sp.info.LinkWidthActive, sp.info.LinkSpeedActive, sp.info.LinkSpeedExtActive);
   const uint8_t port_rate = port_rate_code ? port_rate_code : 3;
 
   if (r.method == kSaMethodDelete) {

@@ -26,7 +26,8 @@ void AddLink(const SmPort& a, const SmPort* b, Walk& w) {
   uint8_t mtu = a.info.MTUCap;
   if (b && b->known && b->info.MTUCap) mtu = std::min(mtu, b->info.MTUCap);
   if (mtu) w.mtu = std::min(w.mtu, mtu);
-  const uint8_t rate = RateCode(a.info.LinkWidthActive, a.info.LinkSpeedActive);
+  const uint8_t rate =
+      RateCode(a.info.LinkWidthActive, a.info.LinkSpeedActive, a.info.LinkSpeedExtActive);
   const unsigned tenths = RateTenthsGbps(rate);
   if (rate && tenths < w.rate_tenths) {
     w.rate_tenths = tenths;

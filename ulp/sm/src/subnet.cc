@@ -96,8 +96,33 @@ mad::PortInfo DefaultPortInfo(const fabric::Node& node, uint8_t port, bool linke
   pi.VLCap = 4;  // VL0-7
   pi.OperationalVLs = 4;
   if (link) {
-    pi.LinkWidthActive = static_cast<uint8_t>(link->width);
-    pi.LinkSpeedActive = static_cast<uint8_t>(link->speed);
+    pi.LinkWidthActive = static_cast<uint8_t>(link->width);  // the enum is the wire value
+    // fabric::LinkSpeed is an index; PortInfo wants LinkSpeedActive bits (SDR 1, DDR 2,
+    // QDR 4), or 0 with LinkSpeedExtActive bits (FDR 1, EDR 2, HDR 4, NDR 8).
+    switch (link->speed) {
+      case fabric::LinkSpeed::kSdr:
+        pi.LinkSpeedActive = 1;
+        break;
+      case fabric::LinkSpeed::kDdr:
+        pi.LinkSpeedActive = 2;
+        break;
+      case fabric::LinkSpeed::kQdr:
+      case fabric::LinkSpeed::kFdr10:
+        pi.LinkSpeedActive = 4;
+        break;
+      case fabric::LinkSpeed::kFdr:
+        pi.LinkSpeedExtActive = 1;
+        break;
+      case fabric::LinkSpeed::kEdr:
+        pi.LinkSpeedExtActive = 2;
+        break;
+      case fabric::LinkSpeed::kHdr:
+        pi.LinkSpeedExtActive = 4;
+        break;
+      case fabric::LinkSpeed::kNdr:
+        pi.LinkSpeedExtActive = 8;
+        break;
+    }
   }
   const bool port0 = node.is_switch() && port == 0;
   pi.PortState = port0 ? kPortActive : linked ? kPortInit : kPortDown;
