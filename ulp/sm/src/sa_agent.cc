@@ -231,6 +231,8 @@ std::vector<SaOutgoing> SubnetAdmin::Handle(const MadBytes& request, const MadAd
     r.requester_lid = from.lid;
     r.requester_qpn = from.qpn;
     r.now = now;
+    if (method == kSaMethodGetTable || method == kSaMethodGetMulti)
+      r.max_records = kSaDataBytes / 8 + 1;  // the most any one answer carries, plus one
     result = Query(r);
     status = result.status;
   }

@@ -242,6 +242,7 @@ SaResult PathRecords(const SubnetAdmin& sa, const SaRequest& r) {
     for (const EndPort& dst : dsts) {
       PathsBetween(sa, src, slid, dst, dlid, q, mask, max, out);
       if (r.method == kSaMethodGet && !out.records.empty()) return out;
+      if (out.records.size() >= r.max_records) return out;
     }
   return out;
 }
@@ -298,6 +299,7 @@ SaResult MultiPathRecords(const SubnetAdmin& sa, const SaRequest& r) {
         return out;
       }
       PathsBetween(sa, *src, std::nullopt, *dst, std::nullopt, pq, mask, max, out);
+      if (out.records.size() >= r.max_records) return out;
     }
   }
   return out;

@@ -205,6 +205,11 @@ TEST_F(SaTest, GetTableAnswerIsOneRmppSegmentOfWholeRecords) {
   const auto links = sa_.Handle(SaMad(kSaMethodGetTable, 0x0020, 0), MadAddress{1, 1, 0, 0, 0}, 0);
   EXPECT_EQ(links[0].mad[45], 1);
   EXPECT_EQ(links[0].to.length, 56 + 16 * 8);
+
+  // Every path of the fabric (no end named): three 64-byte PathRecords fit.
+  const auto paths = sa_.Handle(SaMad(kSaMethodGetTable, 0x0035, 0), MadAddress{1, 1, 0, 0, 0}, 0);
+  EXPECT_EQ(paths[0].mad[4] << 8 | paths[0].mad[5], 0);
+  EXPECT_EQ(paths[0].to.length, 56 + 3 * 64);
 }
 
 TEST_F(SaTest, HeaderErrors) {

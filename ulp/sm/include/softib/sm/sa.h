@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -74,6 +75,9 @@ struct SaRequest {
   uint16_t requester_lid = 0;     // the request's SLID
   uint32_t requester_qpn = 1;
   double now = 0;  // seconds, for leases
+  // Families whose records are costly (PathRecord: an LFT walk each) stop after this many;
+  // Handle() asks for one more than a MAD carries, so a cut answer is still known as cut.
+  std::size_t max_records = SIZE_MAX;
 };
 
 struct SaResult {
