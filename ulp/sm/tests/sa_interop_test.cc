@@ -269,6 +269,39 @@ TEST_F(SaIbsimInterop, SaquerySeesSoftibSmRecords) {
   sim->Stop();
 }
 
+// LMC 1: every LID of a block has paths; NumbPath limits them; saquery finds the path to
+// the second LID of a block.
+TEST_F(SaIbsimInterop, LmcPathsAndNumbPath) {
+  auto sim = StartIbsim("lmc");
+  ASSERT_TRUE(sim->ready());
+  const std::string guid2lid = dir_ + "/guid2lid";
+  auto sm = sim->Start({SOFTIB_SM_BINARY, "--quiet", "--lmc", "1", "--guid2lid", guid2lid});
+  ASSERT_TRUE(sm->WaitFor("MASTER, subnet up")) << sm->output();
+  Guid2Lid lids;
+  std::string error;
+  ASSERT_TRUE(lids.Load(guid2lid, &error)) << error;
+  const uint64_t a = topology_.node(3).ports[1].guid, b = topology_.node(6).ports[1].guid;
+  const auto ra = lids.entries().at(a), rb = lids.entries().at(b);
+  ASSERT_EQ(ra.second, ra.first + 1);
+  const Ibsim::Run two = sim->Tool({SOFTIB_SM_BINARY, "--query", "PR", "SGID=" + GidText(a),
+                                    "DGID=" + GidText(b), "NumbPath=2"});
+  ASSERT_EQ(two.status, 0) << two.out << two.err;
+  EXPECT_NE(two.out.find("2 records"), std::string::npos) << two.out;
+  const auto slids = Values(two.out, "SLID"), dlids = Values(two.out, "DLID");
+  ASSERT_EQ(slids.size(), 2u) << two.out;
+  EXPECT_EQ(slids[0], std::to_string(ra.first));
+  EXPECT_EQ(dlids[0], std::to_string(rb.first));
+  EXPECT_EQ(slids[1], std::to_string(ra.first + 1));
+  EXPECT_EQ(dlids[1], std::to_string(rb.first + 1));
+  const std::string second = std::to_string(ra.first + 1) + ":" + std::to_string(rb.first + 1);
+  const Ibsim::Run pr = sim->Tool({"saquery", "-p", "--src-to-dst", second});
+  ASSERT_EQ(pr.status, 0) << pr.out << pr.err;
+  EXPECT_EQ(Values(pr.out, "dlid").at(0), std::to_string(rb.first + 1)) << pr.out;
+  EXPECT_EQ(Values(pr.out, "dgid").at(0), GidText(b)) << pr.out;
+  sm->Stop();
+  sim->Stop();
+}
+
 TEST_F(SaIbsimInterop, OpenSmAnswersTheSameQueriesTheSameWay) {
   if (!OnPath("opensm")) GTEST_FAIL() << "opensm is needed for the comparison";
   std::map<std::string, NodeSeen> ours, theirs;
