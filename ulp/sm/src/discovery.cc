@@ -64,6 +64,7 @@ class Walker {
       node.type = static_cast<fabric::NodeType>(info.NodeType);
       node.guid = info.NodeGUID;
       node.num_ports = info.NumPorts;
+      node.node_info = info;
       node.path = path;
       node.ports.resize(info.NumPorts + 1);
       id = subnet_.Add(std::move(node));

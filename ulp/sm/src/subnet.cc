@@ -96,8 +96,33 @@ mad::PortInfo DefaultPortInfo(const fabric::Node& node, uint8_t port, bool linke
   pi.VLCap = 4;  // VL0-7
   pi.OperationalVLs = 4;
   if (link) {
-    pi.LinkWidthActive = static_cast<uint8_t>(link->width);
-    pi.LinkSpeedActive = static_cast<uint8_t>(link->speed);
+    pi.LinkWidthActive = static_cast<uint8_t>(link->width);  // the enum is the wire value
+    // fabric::LinkSpeed is an index; PortInfo wants LinkSpeedActive bits (SDR 1, DDR 2,
+    // QDR 4), or 0 with LinkSpeedExtActive bits (FDR 1, EDR 2, HDR 4, NDR 8).
+    switch (link->speed) {
+      case fabric::LinkSpeed::kSdr:
+        pi.LinkSpeedActive = 1;
+        break;
+      case fabric::LinkSpeed::kDdr:
+        pi.LinkSpeedActive = 2;
+        break;
+      case fabric::LinkSpeed::kQdr:
+      case fabric::LinkSpeed::kFdr10:
+        pi.LinkSpeedActive = 4;
+        break;
+      case fabric::LinkSpeed::kFdr:
+        pi.LinkSpeedExtActive = 1;
+        break;
+      case fabric::LinkSpeed::kEdr:
+        pi.LinkSpeedExtActive = 2;
+        break;
+      case fabric::LinkSpeed::kHdr:
+        pi.LinkSpeedExtActive = 4;
+        break;
+      case fabric::LinkSpeed::kNdr:
+        pi.LinkSpeedExtActive = 8;
+        break;
+    }
   }
   const bool port0 = node.is_switch() && port == 0;
   pi.PortState = port0 ? kPortActive : linked ? kPortInit : kPortDown;
@@ -116,6 +141,17 @@ Subnet SubnetFromTopology(const fabric::Topology& topology, fabric::NodeIndex sm
     node.guid = n.guid;
     node.num_ports = n.num_ports;
     node.description = n.description;
+    node.node_info.BaseVersion = 1;
+    node.node_info.ClassVersion = 1;
+    node.node_info.NodeType = static_cast<uint8_t>(n.type);
+    node.node_info.NumPorts = n.num_ports;
+    node.node_info.SystemImageGUID = n.system_image_guid ? n.system_image_guid : n.guid;
+    node.node_info.NodeGUID = n.guid;
+    node.node_info.PortGUID = n.is_switch() ? n.guid : n.ports[1].guid;
+    node.node_info.PartitionCap = 32;
+    node.node_info.DeviceID = n.device_id;
+    node.node_info.VendorID = n.vendor_id;
+    node.node_info.LocalPortNum = n.is_switch() ? 0 : 1;
     node.ports.resize(n.num_ports + 1);
     for (uint8_t p = 0; p <= n.num_ports; ++p) {
       if (!n.is_switch() && p == 0) continue;

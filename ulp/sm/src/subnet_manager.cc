@@ -38,6 +38,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   SweepReport report;
   report.engine = ToString(options_.routing.engine);
   started_ = last_progress_ = Now();
+  sa_.set_subnet(nullptr);  // the SA answers "no resources" while the model is rebuilt
   subnet_ = Subnet{};
   if (state_ != SmState::kMaster) state_ = SmState::kDiscovering;
 
@@ -107,6 +108,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   }
   report.tx = tx_.stats();
   report.seconds = Now() - started_;
+  if (options_.sa) sa_.set_subnet(&subnet_);
 
   if (!options_.guid2lid_path.empty() && !remembered.Save(options_.guid2lid_path, &error) &&
       report.error.empty())
@@ -173,6 +175,12 @@ SmIdentity SubnetManager::Self() const {
 }
 
 void SubnetManager::AnswerRequest(const ReceivedMad& request) {
+  if (request.mad[1] == kClassSubnAdm) {
+    if (!options_.sa) return;
+    for (const SaOutgoing& reply : sa_.Handle(request.mad, request.from, Now()))
+      port_.Send(reply.mad, reply.to, 0);
+    return;
+  }
   const uint8_t method = SmpMethod(request.mad);
   if (method == kMethodTrap) {
     // A Notice (trap 128: a switch saw a port change state; 144: capabilities changed):
@@ -204,6 +212,19 @@ void SubnetManager::AnswerRequest(const ReceivedMad& request) {
   port_.Send(response, to, 0);
 }
 
+SweepReport SubnetManager::SweepAndNotify(bool take_over) {
+  // The SA's subscribers hear of end ports that came or went (traps 64/65).
+  const Subnet before = subnet_;
+  const SweepReport report = Sweep(take_over);
+  if (report.ok() && state_ == SmState::kMaster) {
+    for (const SaOutgoing& notice : sa_.NoticesForChanges(before)) {
+      port_.Send(notice.mad, notice.to, 0);
+      ++notices_sent_;
+    }
+  }
+  return report;
+}
+
 bool SubnetManager::Serve(double seconds, const volatile bool* stop) {
   const double until = Now() + seconds;
   while (!(stop && *stop) && (seconds < 0 || Now() < until) && !resweep_ && !take_over_) {
@@ -228,15 +249,19 @@ void SubnetManager::Announce(std::FILE* out, const SweepReport& report, const ch
 
 bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
   double next_light = Now() + options_.sweep_interval_s;
+  double next_resweep = Now() + options_.resweep_s;
   unsigned missed_polls = 0;
   while (!(stop && *stop)) {
     if (state_ == SmState::kMaster) {
-      const double wait = options_.sweep_interval_s > 0 ? next_light - Now() : -1;
+      double wait = options_.sweep_interval_s > 0 ? next_light - Now() : -1;
+      if (options_.resweep_s > 0) wait = wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now());
       if (!Serve(wait, stop)) return false;
       if (stop && *stop) break;
       const char* why = nullptr;
       if (resweep_) {
         why = "trap";
+      } else if (options_.resweep_s > 0 && Now() >= next_resweep) {
+        why = "periodic re-sweep";
       } else {
         const LightSweepReport light = LightSweep(tx_, subnet_);
         if (light.changed())
@@ -244,6 +269,7 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
       }
       resweep_ = false;
       next_light = Now() + options_.sweep_interval_s;
+      if (options_.resweep_s > 0 && Now() >= next_resweep) next_resweep = Now() + options_.resweep_s;
       if (!why && RecheckPeers()) {
         SweepReport handed;
         handed.role = SmState::kStandby;
@@ -251,7 +277,7 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
         continue;
       }
       if (!why) continue;
-      Announce(out, Sweep(), why);
+      Announce(out, SweepAndNotify(false), why);
       continue;
     }
     // STANDBY: poll the master; take over on a handover or when it stops answering.
@@ -260,7 +286,7 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
     if (take_over_) {
       take_over_ = false;
       missed_polls = 0;
-      Announce(out, Sweep(true), "handover");
+      Announce(out, SweepAndNotify(true), "handover");
       continue;
     }
     const auto master = GetSmInfo(tx_, master_.path, options_.sm_key);
@@ -276,7 +302,7 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
     }
     if (missed_polls < options_.poll_failures) continue;
     missed_polls = 0;
-    Announce(out, Sweep(), "the master stopped answering");
+    Announce(out, SweepAndNotify(false), "the master stopped answering");
   }
   return true;
 }

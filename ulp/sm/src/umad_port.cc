@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "softib/sm/sa.h"
 #include "softib/sm/smp.h"
 
 namespace softib::sm {
@@ -45,9 +46,21 @@ class UmadPort final : public MadPort {
     long methods[16 / sizeof(long)] = {};
     for (int m : {kMethodGet, kMethodSet, kMethodTrap})
       methods[m / (8 * sizeof(long))] |= 1L << (m % (8 * sizeof(long)));
-    agent_dr_ = umad_register(fd_, kClassSubnDr, 1, 0, methods);
-    agent_lid_ = umad_register(fd_, kClassSubnLid, 1, 0, methods);
-    if (agent_dr_ < 0 || agent_lid_ < 0) return Fail("umad_register failed", error);
+    if (options.sm_agents) {
+      agent_dr_ = umad_register(fd_, kClassSubnDr, 1, 0, methods);
+      agent_lid_ = umad_register(fd_, kClassSubnLid, 1, 0, methods);
+      if (agent_dr_ < 0 || agent_lid_ < 0) return Fail("umad_register failed", error);
+    }
+    if (options.sa_agent) {
+      // No kernel RMPP (rmpp_version 0): the SA answers in single MADs; see sa.h.
+      long sa_methods[16 / sizeof(long)] = {};
+      if (options.sa_server)
+        for (int m :
+             {kSaMethodGet, kSaMethodSet, kSaMethodGetTable, kSaMethodDelete, kSaMethodGetMulti})
+          sa_methods[m / (8 * sizeof(long))] |= 1L << (m % (8 * sizeof(long)));
+      agent_sa_ = umad_register(fd_, kClassSubnAdm, kSaClassVersion, 0, sa_methods);
+      if (agent_sa_ < 0) return Fail("umad_register (SubnAdm) failed", error);
+    }
     buffer_.assign(umad_size() + kMadBytes, 0);
     // IsSM only now that the agents exist: once it is set, other SMs send us SMInfo (and
     // umad2sim's receiver thread crashes on a MAD for a class nobody registered).
@@ -60,9 +73,16 @@ class UmadPort final : public MadPort {
     std::memcpy(umad_get_mad(buffer_.data()), mad.data(), kMadBytes);
     umad_set_addr(buffer_.data(), to.lid, static_cast<int>(to.qpn), to.sl,
                   static_cast<int>(to.qkey));
-    const int agent = mad[1] == kClassSubnDr ? agent_dr_ : agent_lid_;
+    const int agent = mad[1] == kClassSubnDr    ? agent_dr_
+                      : mad[1] == kClassSubnAdm ? agent_sa_
+                                                : agent_lid_;
+    if (agent < 0) {
+      error_ = "no agent for management class " + std::to_string(mad[1]);
+      return PortStatus::kError;
+    }
     // No kernel retries: Transactions retries, with the same TID.
-    const int r = umad_send(fd_, agent, buffer_.data(), kMadBytes, timeout_ms, 0);
+    const int length = to.length && to.length < kMadBytes ? to.length : static_cast<int>(kMadBytes);
+    const int r = umad_send(fd_, agent, buffer_.data(), length, timeout_ms, 0);
     if (r < 0) {
       error_ = std::string("umad_send: ") + std::strerror(errno ? errno : -r);
       return PortStatus::kError;
@@ -101,12 +121,23 @@ class UmadPort final : public MadPort {
   std::string issm_path_;
   int agent_dr_ = -1;
   int agent_lid_ = -1;
+  int agent_sa_ = -1;
   std::vector<uint8_t> buffer_;
   std::string description_;
   std::string error_;
 };
 
 }  // namespace
+
+uint16_t UmadSmLid(const UmadPortOptions& options) {
+  if (umad_init() < 0) return 0;
+  char* ca = options.ca.empty() ? nullptr : const_cast<char*>(options.ca.c_str());
+  umad_port_t info{};
+  if (umad_get_port(ca, options.port, &info) != 0) return 0;
+  const uint16_t lid = static_cast<uint16_t>(info.sm_lid);
+  umad_release_port(&info);
+  return lid;
+}
 
 std::unique_ptr<MadPort> OpenUmadPort(const UmadPortOptions& options, std::string* error) {
   auto port = std::make_unique<UmadPort>();

@@ -1,13 +1,18 @@
 // softib-sm: softib's subnet manager as a program. Over libibumad it drives a real umad
 // device or, under `ibsim-run`, ibsim's simulated fabric:
 //   ibsim-run softib-sm --once [--lmc N] [--guid2lid FILE] [--window N] ...
+// and, as MASTER, its SA answers SubnAdm queries. `--query` turns it into a requester:
+//   ibsim-run softib-sm --query PathRecord SLID=1 DLID=3
 #include <signal.h>
+
+#include <iostream>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "softib/sm/sa_client.h"
 #include "softib/sm/subnet_manager.h"
 #include "softib/sm/umad_port.h"
 
@@ -35,6 +40,12 @@ void Usage(std::FILE* out) {
       "      --poll-interval S   STANDBY's poll of the master, seconds (1)\n"
       "      --verify          read the LFTs back from the switches and check those\n"
       "  -q, --quiet           no progress lines (the summary line still prints)\n"
+      "      --no-sa           do not answer SubnAdm (class 0x03) requests\n"
+      "      --resweep S       sweep again every S seconds while MASTER (traps 64/65)\n"
+      "  -Q, --query ATTR [Field=value ...] [--get|--set|--delete]\n"
+      "                        ask the SM's SA (GetTable, or Get/Set/Delete) for ATTR\n"
+      "                        (NodeRecord, NR, PIR, PR, SWIR, LFTR, LR, GIR, PKTR, SR,\n"
+      "                        MCMR, IIR, CPI); each Field=value sets a ComponentMask bit\n"
       "  -h, --help\n",
       out);
 }
@@ -55,6 +66,8 @@ int main(int argc, char** argv) {
   UmadPortOptions port_options;
   bool once = false;
   bool quiet = false;
+  bool query = false;
+  SaClientRequest sa_request;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](long min, long max, long* out) {
@@ -114,6 +127,25 @@ int main(int argc, char** argv) {
         return 2;
       }
       (a == "--sweep-interval" ? options.sweep_interval_s : options.poll_interval_s) = seconds;
+    } else if (a == "-Q" || a == "--query") {
+      if (++i >= argc) return Usage(stderr), 2;
+      query = true;
+      sa_request.attribute = argv[i];
+      while (i + 1 < argc && std::strchr(argv[i + 1], '=') && argv[i + 1][0] != '-') {
+        const std::string kv = argv[++i];
+        sa_request.fields.emplace_back(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
+      }
+    } else if (a == "--get") {
+      sa_request.method = 0x01;
+    } else if (a == "--set") {
+      sa_request.method = 0x02;
+    } else if (a == "--delete") {
+      sa_request.method = 0x15;
+    } else if (a == "--no-sa") {
+      options.sa = false;
+    } else if (a == "--resweep") {
+      value(1, 86400, &v);
+      options.resweep_s = static_cast<double>(v);
     } else if (a == "--verify") {
       options.verify_lfts = true;
     } else if (a == "-q" || a == "--quiet") {
@@ -130,6 +162,20 @@ int main(int argc, char** argv) {
   if (quiet) options.progress_interval_s = 1e9;
 
   std::string error;
+  if (query) {
+    port_options.issm = false;
+    port_options.sm_agents = false;
+    port_options.sa_server = false;
+    const uint16_t sm_lid = UmadSmLid(port_options);
+    auto port = OpenUmadPort(port_options, &error);
+    if (!port) {
+      std::fprintf(stderr, "softib-sm: %s\n", error.c_str());
+      return 1;
+    }
+    const SaClientAnswer answer = RunSaQuery(*port, sm_lid, sa_request);
+    PrintSaAnswer(std::cout, answer);
+    return answer.error.empty() && answer.status == 0 ? 0 : 1;
+  }
   auto port = OpenUmadPort(port_options, &error);
   if (!port) {
     std::fprintf(stderr, "softib-sm: %s\n", error.c_str());

@@ -23,6 +23,9 @@ struct MadAddress {
   uint32_t qpn = 0;                  // 0: SMI (QP0), 1: GSI (QP1)
   uint8_t sl = 0;
   uint32_t qkey = 0;
+  // Bytes of the MAD to send (0: all 256). An SA answer sends only its header and records:
+  // requesters over umad2sim count GetTable records by the length they receive.
+  uint16_t length = 0;
 };
 
 struct ReceivedMad {

@@ -46,6 +46,7 @@ struct SmNode {
   uint64_t guid = 0;
   uint8_t num_ports = 0;
   std::string description;
+  mad::NodeInfo node_info;    // as read (PortGUID/LocalPortNum: of the port first entered)
   std::vector<uint8_t> path;  // directed route from the SM: InitialPath[1..n]
   std::vector<SmPort> ports;  // num_ports + 1, indexed by port number
   // Switches only.

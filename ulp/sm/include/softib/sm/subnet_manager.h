@@ -15,6 +15,7 @@
 #include "softib/sm/lids.h"
 #include "softib/sm/routing.h"
 #include "softib/sm/sminfo.h"
+#include "softib/sm/sa.h"
 #include "softib/sm/subnet.h"
 #include "softib/sm/sweep.h"
 #include "softib/sm/transactions.h"
@@ -34,6 +35,8 @@ struct SmOptions {
   unsigned poll_failures = 3;    // unanswered polls before the STANDBY takes over
   std::FILE* log = stderr;       // progress and summary lines; nullptr = silent
   double progress_interval_s = 1.0;
+  bool sa = true;        // answer SubnAdm (class 0x03) requests as MASTER
+  double resweep_s = 0;  // > 0: sweep again this often while serving (traps 64/65)
 };
 
 struct SweepReport {
@@ -58,6 +61,8 @@ class SubnetManager {
 
   // A heavy sweep. `take_over`: become MASTER whatever the other SMs say (a handover).
   SweepReport Sweep(bool take_over = false);
+  // A heavy sweep, then the SA's Notice reports for the end ports that came or went.
+  SweepReport SweepAndNotify(bool take_over);
   // Answers requests (SMInfo, traps) for `seconds`, or until `stop` or a re-sweep is due.
   bool Serve(double seconds, const volatile bool* stop);
   // The life of an SM after the first sweep, until `stop`: see the file comment. State
@@ -68,6 +73,7 @@ class SubnetManager {
   void Announce(std::FILE* out, const SweepReport& report, const char* why);
 
   const Subnet& subnet() const { return subnet_; }
+  SubnetAdmin& sa() { return sa_; }
   uint64_t guid() const { return guid_; }
   SmState state() const { return state_; }
   unsigned traps() const { return traps_; }
@@ -86,6 +92,8 @@ class SubnetManager {
   SmOptions options_;
   Transactions tx_;
   Subnet subnet_;
+  SubnetAdmin sa_;
+  uint64_t notices_sent_ = 0;
   uint64_t guid_ = 0;
   uint16_t lid_ = 0;
   SmState state_ = SmState::kDiscovering;

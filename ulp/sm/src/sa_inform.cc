@@ -1,0 +1,148 @@
+// InformInfo (13.4.8.3) subscriptions, InformInfoRecord (15.2.5.12) reads, and the Reports
+// the SA sends its subscribers: traps 64 (GID in service) and 65 (GID out of service) when a
+// sweep finds end ports appear or disappear (13.4.8.2, 14.2.5.1 Trap64_65Details).
+#include <algorithm>
+#include <set>
+
+#include "sa_internal.h"
+
+namespace softib::sm {
+namespace {
+
+constexpr uint16_t kTrapGidInService = 64;
+constexpr uint16_t kTrapGidOutOfService = 65;
+constexpr uint8_t kNoticeTypeInformational = 4;
+constexpr uint32_t kProducerClassManager = 4;
+constexpr uint32_t kQKeyGsi = 0x80010000;
+
+bool SameSubscription(const mad::InformInfo& a, const mad::InformInfo& b) {
+  return a.GID == b.GID && a.LIDRangeBegin == b.LIDRangeBegin && a.LIDRangeEnd == b.LIDRangeEnd &&
+         a.IsGeneric == b.IsGeneric && a.Type == b.Type &&
+         a.TrapNumberDeviceID == b.TrapNumberDeviceID && a.QPN == b.QPN &&
+         a.ProducerTypeVendorID == b.ProducerTypeVendorID;
+}
+
+}  // namespace
+
+SaResult SubnetAdmin::Inform(const SaRequest& r) {
+  SaResult out;
+  out.record_size = mad::InformInfo::kSize;
+  mad::InformInfo info;
+  info.Unpack(r.data.first(mad::InformInfo::kSize));
+  const auto requester = subnet_->Owner(r.requester_lid);
+  if (!requester || info.Subscribe > 1) {
+    out.status = kSaStatusReqInvalid;
+    return out;
+  }
+  const Gid subscriber = GidOf(*requester);
+  auto same = [&](const Subscription& s) {
+    return s.subscriber == subscriber && SameSubscription(s.info, info);
+  };
+  if (info.Subscribe == 1) {
+    if (std::none_of(subscriptions_.begin(), subscriptions_.end(), same))
+      subscriptions_.push_back({info, subscriber, r.requester_lid, info.QPN});
+  } else {
+    const auto before = subscriptions_.size();
+    std::erase_if(subscriptions_, same);
+    if (subscriptions_.size() == before) {
+      out.status = kSaStatusReqInvalid;  // unsubscribing from nothing
+      return out;
+    }
+  }
+  out.Add(info.Pack());
+  return out;
+}
+
+SaResult SubnetAdmin::InformRecords(const SaRequest& r) {
+  SaResult out;
+  out.record_size = mad::InformInfoRecord::kSize;
+  uint16_t index = 0;
+  for (const Subscription& s : subscriptions_) {
+    mad::InformInfoRecord rec;
+    rec.SubscriberGID = s.subscriber;
+    rec.Enum = index++;
+    rec.GID = s.info.GID;
+    rec.LIDRangeBegin = s.info.LIDRangeBegin;
+    rec.LIDRangeEnd = s.info.LIDRangeEnd;
+    rec.IsGeneric = s.info.IsGeneric;
+    rec.Subscribe = s.info.Subscribe;
+    rec.Type = s.info.Type;
+    rec.TrapNumberDeviceID = s.info.TrapNumberDeviceID;
+    rec.QPN = s.info.QPN;
+    rec.RespTimeValue = s.info.RespTimeValue;
+    rec.ProducerTypeVendorID = s.info.ProducerTypeVendorID;
+    sa::AddIfMatches(r, rec, out);
+  }
+  return out;
+}
+
+std::vector<SaOutgoing> SubnetAdmin::NoticesForChanges(const Subnet& before) {
+  std::vector<SaOutgoing> out;
+  if (!subnet_) return out;
+  auto gids_of = [](const Subnet& s) {
+    std::map<Gid, uint16_t> gids;  // GID -> LID
+    for (const EndPort& e : s.EndPorts()) {
+      const SmNode& n = s.node(e.node);
+      const SmPort& p = n.ports[e.port];
+      const uint64_t guid = n.is_switch() ? n.guid : p.guid;
+      gids[MakeGid(p.info.GIDPrefix ? p.info.GIDPrefix : sa::kDefaultSubnetPrefix, guid)] = p.lid;
+    }
+    return gids;
+  };
+  const auto old_gids = gids_of(before);
+  const auto new_gids = gids_of(*subnet_);
+  std::vector<std::tuple<uint16_t, Gid, uint16_t>> events;  // trap, GID, LID
+  for (const auto& [gid, lid] : new_gids)
+    if (!old_gids.count(gid)) events.emplace_back(kTrapGidInService, gid, lid);
+  for (const auto& [gid, lid] : old_gids)
+    if (!new_gids.count(gid)) events.emplace_back(kTrapGidOutOfService, gid, lid);
+
+  const EndPort sm{subnet_->sm_node, subnet_->sm_port};
+  const uint16_t sm_lid = subnet_->sm_node == kNoNode ? 0 : LidOf(sm);
+  for (const auto& [trap, gid, lid] : events) {
+    for (const Subscription& s : subscriptions_) {
+      const mad::InformInfo& i = s.info;
+      if (i.IsGeneric != 1) continue;
+      if (i.TrapNumberDeviceID != 0xFFFF && i.TrapNumberDeviceID != trap) continue;
+      if (i.Type != 0xFFFF && i.Type != kNoticeTypeInformational) continue;
+      if (i.ProducerTypeVendorID != 0xFFFFFF && i.ProducerTypeVendorID != kProducerClassManager)
+        continue;
+      const bool any_gid = std::all_of(i.GID.begin(), i.GID.end(), [](uint8_t b) { return !b; });
+      if (!any_gid && i.GID != gid) continue;
+      if (any_gid && i.LIDRangeBegin != 0xFFFF) {
+        const uint16_t end = i.LIDRangeEnd ? i.LIDRangeEnd : i.LIDRangeBegin;
+        if (lid < i.LIDRangeBegin || lid > end) continue;
+      }
+      mad::Notice notice;
+      notice.IsGeneric = 1;
+      notice.Type = kNoticeTypeInformational;
+      notice.ProducerTypeVendorID = kProducerClassManager;
+      notice.TrapNumberDeviceID = trap;
+      notice.IssuerLID = sm_lid;
+      mad::Trap64_65Details details;
+      details.GIDADDR = gid;
+      const auto d = details.Pack();
+      std::copy(d.begin(), d.end(), notice.DataDetails.begin());
+      if (subnet_->sm_node != kNoNode) notice.IssuerGID = GidOf(sm);
+      SaOutgoing o;
+      MadBytes& m = o.mad;
+      m[0] = 1;
+      m[1] = kClassSubnAdm;
+      m[2] = kSaClassVersion;
+      m[3] = kSaMethodReport;
+      const uint64_t tid = 0x5A00000000ull | ++notice_count_;
+      for (int b = 0; b < 8; ++b) m[8 + b] = static_cast<uint8_t>(tid >> (56 - 8 * b));
+      m[16] = 0;
+      m[17] = static_cast<uint8_t>(kSaAttrNotice);
+      const auto bytes = notice.Pack();
+      std::copy(bytes.begin(), bytes.end(), m.begin() + kSaHeaderBytes);
+      o.to.lid = s.lid;
+      o.to.qpn = s.qpn;
+      o.to.qkey = kQKeyGsi;
+      out.push_back(o);
+    }
+  }
+  return out;
+}
+
+}  // namespace softib::sm
