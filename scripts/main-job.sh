@@ -4,8 +4,9 @@
 # it with softib_perf — a ping-pong (send_lat) and a bandwidth test (write_bw), payloads
 # validated on the receiving side. softibd is stopped by its pid and everything is removed
 # on exit. Then a whole fabric in one softibd (--fabric default: three switches, four hosts,
-# each host a node), printed as ibnetdiscover prints it, with the same tests between hosts
-# behind different leaves. Then the MAD tool, briefly: encode, decode, and tshark's
+# each host a node, every port in Init): softib-sm brings it up (discovery by directed
+# route, LIDs, LFTs, activation), ibnetdiscover prints it, and the same tests run between
+# hosts behind different leaves. Then the MAD tool, briefly: encode, decode, and tshark's
 # dissector on a capture.
 #
 # Exit code 0 only when every step passed. Until the Access Layer maps the speed path's
@@ -18,15 +19,16 @@ jobs=${SOFTIB_JOBS:-2}
 # SOFTIB_BUILD_DIR: an already configured build tree to use instead of the default preset's.
 if [[ -n "${SOFTIB_BUILD_DIR:-}" ]]; then
   build=$SOFTIB_BUILD_DIR
-  cmake --build "$build" -j "$jobs" --target softibd softib_perf softib
+  cmake --build "$build" -j "$jobs" --target softibd softib_perf softib softib-sm
 else
   cmake --preset default >/dev/null
-  cmake --build --preset default -j "$jobs" --target softibd softib_perf softib
+  cmake --build --preset default -j "$jobs" --target softibd softib_perf softib softib-sm
   build=build/default
 fi
 softibd=$build/tools/softibd/softibd
 perf=$build/tools/softib_perf/softib_perf
 softib=$build/tools/softib/softib
+sm=$(cd "$build" && pwd)/ulp/sm/softib-sm  # absolute: it runs from a private directory
 
 work=$(mktemp -d /tmp/softib-main.XXXXXX)
 daemon_pid=""
@@ -99,17 +101,27 @@ daemon_pid=""
 echo "softibd exited with $daemon_rc"
 [[ $daemon_rc -eq 0 ]] || failed=1
 
-step "softibd --fabric default: 3 switches (a spine, two leaves) and 4 hosts, each host a node"
+step "softibd --fabric default: 3 switches (a spine, two leaves) and 4 hosts, each host a node; every port in Init"
+ibsim_name="softib-main-$$"
 mkfifo "$work/fabric-ready"
-"$softibd" --run-dir "$work/fabric" --fabric default --ready-fd 3 3>"$work/fabric-ready" \
-  >"$work/fabric.log" 2>&1 &
+"$softibd" --run-dir "$work/fabric" --fabric default --sm external --ibsim "$ibsim_name" \
+  --ready-fd 3 3>"$work/fabric-ready" >"$work/fabric.log" 2>&1 &
 daemon_pid=$!
 if ! timeout 30 head -n1 "$work/fabric-ready" | grep -q ready; then
   echo "softibd --fabric did not become ready:"; cat "$work/fabric.log"; exit 1
 fi
-# The fabric as ibnetdiscover prints it, LIDs included (set with min-hop routes through the
-# switches' SMAs: softib's SM drives its own fabric in a later step of issue 4).
-cat "$work/fabric.log"
+grep '^softibd:' "$work/fabric.log"
+# softib-sm reaches the fabric as a user program at host-0001's port (the ibsim client
+# protocol that softibd serves; ibsim-run preloads Debian's libumad2sim.so). Run it in a
+# private directory: umad2sim writes a fake sysfs tree under the current one.
+mkdir -p "$work/sm"
+sim() { (cd "$work/sm" && env -u LD_PRELOAD IBSIM_SOCKNAME="$ibsim_name" timeout 60 ibsim-run "$@"); }
+step "softib-sm: discover by directed route, assign LIDs, program LFTs, activate the ports"
+if ! sim "$sm" --once --verify 2>"$work/sm.err"; then
+  cat "$work/sm.err"; failed=1
+fi
+step "ibnetdiscover (infiniband-diags, unmodified) of the fabric softib-sm brought up"
+sim ibnetdiscover 2>/dev/null || failed=1
 fabric_pair() {
   local server=$1 client=$2 test=$3
   shift 3

@@ -96,7 +96,8 @@ std::array<uint8_t, 64> ActivePortInfo(uint16_t lid, uint8_t port) {
 
 }  // namespace
 
-bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, std::string* error) {
+bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, bool static_routes,
+                        std::string* error) {
   if (!Load(spec, &topology_, error)) return false;
   host_ = std::make_unique<fabric::FabricHost>();
   const auto& nodes = topology_.nodes();
@@ -115,11 +116,14 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, std
         [&](fabric::NodeIndex node, uint8_t port, uint16_t) {
           return host_->fabric_port_locked(host_port.at({node, port}));
         },
-        &subnet);
+        &subnet, static_routes);
   });
   if (!built.empty()) {
     *error = "--fabric " + spec + ": " + built;
     return false;
+  }
+  if (!static_routes) {
+    for (auto& lids : subnet.lid) std::fill(lids.begin(), lids.end(), 0);  // the SM's to give
   }
   for (fabric::NodeIndex i = 0; i < nodes.size(); ++i) {
     for (uint8_t p = 0; p < subnet.lid[i].size(); ++p)
@@ -139,8 +143,13 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, std
     h.lid = subnet.lid[i][1];
     stack::NodeConfig config;
     config.name = h.name;
-    config.cas = {stack::CaConfig{
-        .node_guid = node.guid, .num_ports = node.num_ports, .first_lid = subnet.lid[i][1]}};
+    stack::CaConfig ca;
+    ca.node_guid = node.guid;
+    ca.num_ports = node.num_ports;
+    ca.first_lid = subnet.lid[i][1];
+    ca.description = node.description;  // what the port's SMA reports as NodeDescription
+    ca.sm_assigns_lids = !static_routes;
+    config.cas = {ca};
     config.cable_pairs = false;
     kernel::Status status = kernel::Status::SUCCESS;
     h.stack = stack::NodeStack::Boot(config, &status);
@@ -198,6 +207,39 @@ bool FabricNodes::ServeIbsim(const std::string& base_name, std::string* error) {
     a.transmit = [host, index](std::vector<uint8_t> packet) {
       (void)host->ca_link(index).Transmit(std::move(packet));
     };
+    stack::NodeStack* owner = nullptr;
+    for (const HostNode& h : hosts_) {
+      if (h.guid == node.guid) owner = h.stack.get();
+    }
+    const uint64_t guid = node.guid;
+    const uint8_t port_num = ref.port;
+    if (owner != nullptr) {
+      a.local_mad = [owner, guid, port_num](
+                        std::span<const uint8_t> mad) -> std::optional<std::array<uint8_t, 256>> {
+        if (mad.size() != 256) return std::nullopt;
+        std::array<uint8_t, 256> response{};
+        if (owner->LocalMad(guid, port_num, mad.first<256>(), response) != kernel::Status::SUCCESS)
+          return std::nullopt;
+        return response;
+      };
+      // PortInfo from the port's own SMA, as ibsim reads it from its node.
+      a.port_info = [owner, guid, lid](uint8_t port) {
+        std::array<uint8_t, 256> request{}, response{};
+        request[0] = 1, request[1] = 0x01, request[2] = 1, request[3] = 0x01;  // SubnGet
+        request[16] = 0x00, request[17] = 0x15;                                // PortInfo
+        request[23] = port;
+        if (owner->LocalMad(guid, port, request, response) != kernel::Status::SUCCESS)
+          return ActivePortInfo(lid, port);
+        std::array<uint8_t, 64> info{};
+        std::copy_n(response.begin() + 64, 64, info.begin());
+        return info;
+      };
+      // The LID an SM may have given the port since (PortInfo LID at byte 16).
+      a.lid = [port_info = a.port_info, port_num] {
+        const auto info = port_info(port_num);
+        return static_cast<uint16_t>(info[16] << 8 | info[17]);
+      };
+    }
     ports.push_back(std::move(a));
   }
   ibsim_ = std::make_unique<fabric::ibsim::SimServer>(base_name, std::move(ports));

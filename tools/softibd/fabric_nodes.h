@@ -20,8 +20,11 @@ namespace softib::softibd {
 class FabricNodes {
  public:
   // Loads `spec` ("default", a preset or a file), builds and starts everything, serves
-  // the nodes; false with `error` set on failure.
-  bool Start(const std::string& spec, const std::string& run_dir, std::string* error);
+  // the nodes; false with `error` set on failure. `static_routes`: LIDs, LFTs and active
+  // ports set at once through the switches' SMAs; otherwise every port waits in Init for
+  // a subnet manager (softib-sm or OpenSM under ibsim-run, see ServeIbsim).
+  bool Start(const std::string& spec, const std::string& run_dir, bool static_routes,
+             std::string* error);
   // Serves the fabric to ibsim clients on the sockets `base_name` names (after Start).
   bool ServeIbsim(const std::string& base_name, std::string* error);
   // Servers first (the kernels clean up after the processes), then the fabric's thread,

@@ -30,9 +30,9 @@ int Fail(const std::string& message) {
 
 stack::NodeConfig ConfigOf(const Options& options) {
   stack::NodeConfig config;
-  config.cas.assign(
-      static_cast<size_t>(options.cas),
-      stack::CaConfig{.node_guid = 0, .num_ports = static_cast<uint8_t>(options.ports)});
+  stack::CaConfig ca;
+  ca.num_ports = static_cast<uint8_t>(options.ports);
+  config.cas.assign(static_cast<size_t>(options.cas), ca);
   config.cable_pairs = options.cable;
   return config;
 }
@@ -62,16 +62,17 @@ int WaitForStopSignal(const sigset_t& stop_signals) {
 int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& stop_signals) {
   FabricNodes fabric;
   std::string error;
-  if (!fabric.Start(options.fabric, run_dir.path(), &error)) return Fail(error);
+  const bool static_routes = options.sm == "static";
+  if (!fabric.Start(options.fabric, run_dir.path(), static_routes, &error)) return Fail(error);
   if (!options.ibsim.empty()) {
     if (!fabric.ServeIbsim(options.ibsim, &error)) return Fail("--ibsim: " + error);
     std::printf("softibd: ibsim clients: IBSIM_SOCKNAME=%s ibsim-run <program>\n",
                 options.ibsim.c_str());
   }
-  std::printf(
-      "softibd: fabric %s: %zu switches, %zu hosts (LIDs and min-hop routes set "
-      "through the switches' SMAs)\n",
-      options.fabric.c_str(), fabric.num_switches(), fabric.hosts().size());
+  std::printf("softibd: fabric %s: %zu switches, %zu hosts (%s)\n", options.fabric.c_str(),
+              fabric.num_switches(), fabric.hosts().size(),
+              static_routes ? "LIDs and min-hop routes set through the switches' SMAs"
+                            : "ports in Init, waiting for a subnet manager");
   for (const FabricNodes::HostNode& h : fabric.hosts()) {
     std::printf("softibd: node %s at %s/%s: CA %016" PRIx64 ", port 1 LID %u\n", h.name.c_str(),
                 run_dir.path().c_str(), h.name.c_str(), h.guid, h.lid);

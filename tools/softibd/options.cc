@@ -40,6 +40,12 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--ibsim", options.ibsim,
                  "with --fabric: serve the fabric to programs run under ibsim-run, on the "
                  "sockets IBSIM_SOCKNAME=NAME names");
+  app.add_option(
+         "--sm", options.sm,
+         "with --fabric: static (LIDs and min-hop routes set at start) or external "
+         "(ports wait in Init for a subnet manager, e.g. ibsim-run softib-sm; needs --ibsim)")
+      ->check(CLI::IsMember({"static", "external"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -51,6 +57,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   }
   if (options.ready_fd >= 0 && fcntl(options.ready_fd, F_GETFD) < 0) {
     std::cerr << "softibd: error: --ready-fd: " << options.ready_fd << " is not an open file\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  if (options.sm == "external" && options.ibsim.empty()) {
+    std::cerr << "softibd: error: --sm external needs --ibsim (the SM reaches the fabric there)\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (!options.ibsim.empty() && options.fabric.empty()) {

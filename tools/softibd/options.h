@@ -19,6 +19,9 @@ struct Options {
   // With --fabric: also serve the fabric to ibsim clients (programs under ibsim-run) on
   // the abstract sockets "<ibsim>:ctl", "<ibsim>:out0".. (what IBSIM_SOCKNAME names).
   std::string ibsim;
+  // With --fabric: "static" (LIDs and min-hop LFTs set at start) or "external" (every
+  // port waits in Init for a subnet manager run under ibsim-run).
+  std::string sm = "static";
 };
 
 struct ParseResult {

@@ -107,7 +107,7 @@ std::string SetSwitchLid(Switch& sw, uint16_t lid) {
 }
 
 std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
-                              const CaPortFactory& make_ca_port, StaticSubnet* out) {
+                              const CaPortFactory& make_ca_port, StaticSubnet* out, bool program) {
   if (!topology.validated()) return "the topology is not validated";
   const auto& nodes = topology.nodes();
   const std::size_t n = nodes.size();
@@ -152,6 +152,7 @@ std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
                     static_cast<uint32_t>(out->ca_port[ref.node][ref.port]), 0};
   };
   for (const Link& link : topology.links()) fabric.Connect(end_of(link.a), end_of(link.b));
+  if (!program) return "";
 
   // Min-hop routes: for each destination switch, BFS distances over switch-to-switch links;
   // every switch forwards toward a neighbour one hop closer (ties spread by LID).

@@ -233,6 +233,21 @@ Status HcaPlugExternal(HcaDriver* driver, uint64_t guid, uint8_t port, Link* out
   return status;
 }
 
+Status HcaLocalMad(HcaDriver* driver, uint64_t guid, uint8_t port,
+                   std::span<const uint8_t, 256> request, std::span<uint8_t, 256> response) {
+  SoftCa* ca = nullptr;
+  driver->mutex.Acquire();
+  if (auto it = driver->cas.find(guid); it != driver->cas.end()) {
+    ca = it->second.ca;
+    ca->Reference();
+  }
+  driver->mutex.Release();
+  if (ca == nullptr) return Status::INVALID_GUID;
+  const Status status = ca->LocalMad(port, request, response);
+  ca->Dereference();
+  return status;
+}
+
 Status HcaUncablePort(HcaDriver* driver, uint64_t guid, uint8_t port) {
   std::vector<std::shared_ptr<PortLink>> dead;
   driver->mutex.Acquire();

@@ -38,7 +38,8 @@ SoftCa::SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid, 
       rings_(rings),
       kernel_dma_(std::make_shared<MemcpyDma>()) {
   for (uint8_t p = 1; p <= config.num_ports; ++p) {
-    hca_.port(p).lid = static_cast<uint16_t>(first_lid + p - 1);
+    // first_lid 0: no LIDs, the ports wait in Init for an SM.
+    hca_.port(p).lid = first_lid == 0 ? 0 : static_cast<uint16_t>(first_lid + p - 1);
   }
   hca_.async_events = [this](const DeviceEvent& event) { OnAsync(event); };
   hca_.completion_events = [this](uint32_t cq) { OnCompletion(cq); };

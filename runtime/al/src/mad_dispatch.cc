@@ -112,6 +112,7 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
   }
   if (smi() && SmiReceive(m, origin)) return;
   After after;
+  bool unclaimed_request = false;
   {
     kernel::SpinLockGuard guard(lock);
     if (stopped_) return;
@@ -130,10 +131,12 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
     } else if (MadSvcObj* svc = FindRequestServiceLocked(m)) {
       DeliverLocked(svc, std::vector<uint8_t>(m, m + mad::kMadSize), origin, nullptr, after);
     } else {
-      dropped.fetch_add(1, std::memory_order_relaxed);
+      unclaimed_request = true;
     }
   }
   for (auto& f : after) f();
+  if (unclaimed_request && !(!smi() && GsiLocalAgent(m, origin)))
+    dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace softib::al

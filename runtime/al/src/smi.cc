@@ -88,4 +88,23 @@ bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin) {
   return true;
 }
 
+bool SpecialQp::GsiLocalAgent(const uint8_t* m, const MadOrigin& origin) {
+  constexpr uint8_t kClassPerfMgt = 0x04;
+  constexpr uint32_t kGsiQKey = 0x80010000;
+  if (mad::Class(m) != kClassPerfMgt || mad::IsResponse(m)) return false;
+  uint8_t response[mad::kMadSize];
+  const Status s = ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(m, 256),
+                                     std::span<uint8_t, 256>(response, 256));
+  if (s != Status::SUCCESS) return false;
+  MadAddress to;
+  to.av.dlid = static_cast<uint16_t>(origin.wc.slid);
+  to.av.sl = origin.wc.sl;
+  to.remote_qpn = origin.wc.src_qp;
+  to.remote_qkey = kGsiQKey;
+  to.pkey_index = origin.wc.pkey_index;
+  kernel::SpinLockGuard guard(lock);
+  if (!stopped_) PostRawLocked(response, to);
+  return true;
+}
+
 }  // namespace softib::al

@@ -140,7 +140,10 @@ class SpecialQp {
                      const std::shared_ptr<MadSend>& answered, After& after);
   MadSvcObj* FindRequestServiceLocked(const uint8_t* mad);
   bool SmiReceive(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
-  kernel::Status SmiPrepareSend(MadSend& send);                  // smi.cc
+  // QP1: a PerfMgt request no service took goes to the port's PMA (the CI's LocalMad), as a
+  // real HCA's firmware answers it; false when it is not one.
+  bool GsiLocalAgent(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
+  kernel::Status SmiPrepareSend(MadSend& send);                     // smi.cc
 
   AlCa* const ca_;
   const uint8_t port_;

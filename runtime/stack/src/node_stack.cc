@@ -77,9 +77,11 @@ Status NodeStack::AddCaToDriver(const CaConfig& ca, const std::string& node_name
   }
   hca::HcaConfig hca_config;
   hca_config.num_ports = ca.num_ports;
+  if (!ca.description.empty()) hca_config.description = ca.description;
   hca_config.node_guid = ca.node_guid != 0 ? ca.node_guid : DerivedGuid(node_name, index);
   // LIDs: 1 + CA index for port 1 (then one per further port, spaced by 16 per CA).
-  const auto first_lid = ca.first_lid != 0
+  const auto first_lid = ca.sm_assigns_lids ? uint16_t{0}
+                         : ca.first_lid != 0
                              ? ca.first_lid
                              : static_cast<uint16_t>(1 + index * (ca.num_ports > 1 ? 16 : 1));
   const Status status = hca::HcaAddCa(s.hca, hca_config, first_lid);
@@ -132,6 +134,11 @@ Status NodeStack::RemoveCa(uint64_t ca_guid) {
 
 Status NodeStack::CablePorts(uint64_t guid_a, uint8_t port_a, uint64_t guid_b, uint8_t port_b) {
   return hca::HcaCablePorts(state_->hca, guid_a, port_a, guid_b, port_b);
+}
+
+Status NodeStack::LocalMad(uint64_t guid, uint8_t port, std::span<const uint8_t, 256> request,
+                           std::span<uint8_t, 256> response) {
+  return hca::HcaLocalMad(state_->hca, guid, port, request, response);
 }
 
 Status NodeStack::PlugExternal(uint64_t guid, uint8_t port, hca::Link* out,

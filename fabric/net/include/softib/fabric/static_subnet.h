@@ -42,7 +42,11 @@ using CaPortFactory = std::function<uint32_t(NodeIndex node, uint8_t port, uint1
 // for each cabled CA port, the cables, LIDs 1.. in node order (switch port 0; every port
 // of a CA, consecutively), min-hop LFTs (ties spread by destination LID) and active ports. Returns
 // "" or what went wrong.
+// With `program` false only the switches, CA ports and cables are built: the LIDs are
+// still computed (for the caller's records) but nothing is programmed, and every port
+// waits in Init for a subnet manager.
 std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
-                              const CaPortFactory& make_ca_port, StaticSubnet* out);
+                              const CaPortFactory& make_ca_port, StaticSubnet* out,
+                              bool program = true);
 
 }  // namespace softib::fabric

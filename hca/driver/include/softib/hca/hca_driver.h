@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "hca/device/hca.h"
 #include "softib/kernel/device.h"
@@ -21,7 +22,9 @@ kernel::Status LoadHcaDriver(kernel::Node* node, HcaDriver** driver);
 void UnloadHcaDriver(HcaDriver* driver);
 
 // Creates a CA: its device, then the softib.ci interface (arrival for PnP clients). Ports
-// come up with LID `first_lid + port - 1` (no SM yet). RESOURCE_BUSY: GUID taken. PASSIVE.
+// come up with LID `first_lid + port - 1` and Active on link up (no SM needed), or, with
+// first_lid 0, without a LID in Init until an SM brings them up. RESOURCE_BUSY: GUID
+// taken. PASSIVE.
 kernel::Status HcaAddCa(HcaDriver* driver, const HcaConfig& config, uint16_t first_lid);
 
 // Surprise removal: an IRP_MN_REMOVE_DEVICE goes down the CA's device stack (filters over
@@ -47,6 +50,11 @@ kernel::Status HcaUncablePort(HcaDriver* driver, uint64_t guid, uint8_t port);
 // configured LID. INVALID_GUID; INVALID_PORT: no such port or already cabled. PASSIVE.
 kernel::Status HcaPlugExternal(HcaDriver* driver, uint64_t guid, uint8_t port, Link* out,
                                std::shared_ptr<Link>* inbound);
+
+// The port's own agents (SMA, PMA) answer a 256-byte MAD, as the CI's LocalMad (ci.h):
+// for a host program that stands at the port (softibd's ibsim clients). Any thread.
+kernel::Status HcaLocalMad(HcaDriver* driver, uint64_t guid, uint8_t port,
+                           std::span<const uint8_t, 256> request, std::span<uint8_t, 256> response);
 
 // IRP_MJ_PNP minor code of a removal (WDM IRP_MN_REMOVE_DEVICE).
 inline constexpr uint8_t kIrpMinorRemoveDevice = 0x02;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,13 @@ class Link;
 namespace softib::stack {
 
 struct CaConfig {
+  CaConfig() = default;
+  CaConfig(uint64_t guid, uint8_t ports) : node_guid(guid), num_ports(ports) {}
   uint64_t node_guid = 0;  // host order; 0: derived from the node and the CA's index
   uint8_t num_ports = 1;
-  uint16_t first_lid = 0;  // port p gets first_lid + p - 1; 0: derived from the CA's index
+  uint16_t first_lid = 0;        // port p gets first_lid + p - 1; 0: derived from the CA's index
+  std::string description;       // NodeDescription; "": the HCA's default
+  bool sm_assigns_lids = false;  // no LIDs: the ports wait in Init for a subnet manager
 };
 
 struct NodeConfig {
@@ -62,6 +67,9 @@ class NodeStack {
   kernel::Status UncablePort(uint64_t guid, uint8_t port);
   // Plugs a port into a cable outside the node (a fabric's): it transmits into `out`, and
   // the fabric delivers into `*inbound` (hca_driver.h HcaPlugExternal). PASSIVE.
+  // The port's own SMA/PMA on a 256-byte MAD (hca_driver.h HcaLocalMad). Any thread.
+  kernel::Status LocalMad(uint64_t guid, uint8_t port, std::span<const uint8_t, 256> request,
+                          std::span<uint8_t, 256> response);
   kernel::Status PlugExternal(uint64_t guid, uint8_t port, hca::Link* out,
                               std::shared_ptr<hca::Link>* inbound);
   // Adds a CA at run time (arrival events; its bus PDOs exist on return). PASSIVE.
