@@ -7,7 +7,9 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace softib::perf {
@@ -61,6 +63,12 @@ class Side {
   void FillSource(uint32_t size) {
     uint8_t* source = ep_.buffer() + ep_.layout().source_offset;
     for (uint32_t i = 0; i < size; ++i) source[i] = PatternByte(size, i);
+  }
+  static bool MatchesPattern(const uint8_t* bytes, uint32_t size) {
+    for (uint32_t i = 0; i < size; ++i) {
+      if (bytes[i] != PatternByte(size, i)) return false;
+    }
+    return true;
   }
   bool CheckPattern(const uint8_t* bytes, uint32_t size, uint32_t check_bytes, const char* what) {
     for (uint32_t i = 0; i < check_bytes; ++i) {
@@ -421,6 +429,14 @@ bool Side::PassiveServer(uint32_t size) {
   if (!oob_.ReceiveValue(&token, limits_.timeout * 10, error_)) return Fail(*error_);
   if (token.code != kDone) return Fail("the peer failed");
   const uint8_t* sink = ep_.buffer() + ep_.layout().sink(0);
+  if (validate() && IsWrite(test()) && !reliable()) {
+    // A UC write completes at the sender once sent (IBA 9.8.2): its last packets may still
+    // be on their way when the client says it is done. Wait for them (bounded).
+    const auto until = Clock::now() + std::chrono::seconds(2);
+    while (Clock::now() < until && !MatchesPattern(sink, size)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   if (validate() && IsWrite(test()) && !CheckPattern(sink, size, size, "RDMA WRITE data")) {
     return false;
   }
