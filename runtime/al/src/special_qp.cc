@@ -186,7 +186,7 @@ Status SpecialQp::Cancel(MadSvcObj* svc, uint64_t send_id) {
 
 // The send is over: out of its service's table, and its completion event queued (after
 // the lock drops).
-void SpecialQp::Finish(const std::shared_ptr<MadSend>& send, abi::WcStatus status, After& after) {
+void SpecialQp::Finish(std::shared_ptr<MadSend> send, abi::WcStatus status, After& after) {
   if (send->done) return;
   send->done = true;
   send->waiting = false;

@@ -114,7 +114,8 @@ class SpecialQp {
   void Drain();
   void OnSendDone(const abi::WorkCompletion& wc, After& after);
   void OnReceive(const abi::WorkCompletion& wc);
-  void Finish(const std::shared_ptr<MadSend>& send, abi::WcStatus status, After& after);
+  // By value: the caller's reference may be the service table's entry, which this erases.
+  void Finish(std::shared_ptr<MadSend> send, abi::WcStatus status, After& after);
   void Wait(const std::shared_ptr<MadSend>& send);  // arms its deadline
   void ArmTimerLocked();
   static void TimerDpc(kernel::Kdpc*, void* context, void*, void*);
