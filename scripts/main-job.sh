@@ -59,15 +59,17 @@ if ! timeout 20 head -n1 "$work/ready" | grep -q ready; then
 fi
 cat "$work/softibd.log"
 
-# One server + client pair of softib_perf processes on the node; the client prints.
+# One server + client pair of softib_perf processes; the client prints.
+#   run_pair SERVER_RUN_DIR CLIENT_RUN_DIR TEST ARGS...
 run_pair() {
-  local test=$1; shift
-  local oob="unix:$work/oob-$test.sock"
-  "$perf" "$test" "$@" --run-dir "$work/run" --oob "$oob" --timeout 20 \
+  local server_dir=$1 client_dir=$2 test=$3
+  shift 3
+  local oob="unix:$work/oob-$test-$RANDOM.sock"
+  "$perf" "$test" "$@" --run-dir "$server_dir" --oob "$oob" --timeout 20 \
     >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   local rc=0
-  "$perf" "$test" "$@" --run-dir "$work/run" --oob "$oob" --connect --timeout 20 || rc=$?
+  "$perf" "$test" "$@" --run-dir "$client_dir" --oob "$oob" --connect --timeout 20 || rc=$?
   local server_rc=0
   wait "$server_pid" || server_rc=$?
   server_pid=""
@@ -80,10 +82,11 @@ run_pair() {
 
 step "send_lat: RC SEND ping-pong between two user processes, 8 bytes, validated"
 user_ok=1
-run_pair send_lat -s 8 -n 10000 --validate || user_ok=0
+run_pair "$work/run" "$work/run" send_lat -s 8 -n 10000 --validate || user_ok=0
 if [[ $user_ok -eq 1 ]]; then
   step "write_bw: RC RDMA WRITE bandwidth between two user processes, 4 KiB ... 1 MiB"
-  run_pair write_bw -a --min-size 4096 --max-size 1048576 -n 500 -t 16 --validate || user_ok=0
+  run_pair "$work/run" "$work/run" write_bw -a --min-size 4096 --max-size 1048576 -n 500 -t 16 \
+    --validate || user_ok=0
 fi
 
 if [[ $user_ok -eq 0 ]]; then
@@ -122,28 +125,12 @@ if ! sim "$sm" --once --verify 2>"$work/sm.err"; then
 fi
 step "ibnetdiscover (infiniband-diags, unmodified) of the fabric softib-sm brought up"
 sim ibnetdiscover 2>/dev/null || failed=1
-fabric_pair() {
-  local server=$1 client=$2 test=$3
-  shift 3
-  local oob="unix:$work/oob-fabric-$test.sock"
-  "$perf" "$test" "$@" --run-dir "$work/fabric/$server" --oob "$oob" --timeout 20 \
-    >"$work/server.out" 2>"$work/server.err" &
-  server_pid=$!
-  local rc=0
-  "$perf" "$test" "$@" --run-dir "$work/fabric/$client" --oob "$oob" --connect --timeout 20 || rc=$?
-  local server_rc=0
-  wait "$server_pid" || server_rc=$?
-  server_pid=""
-  if [[ $rc -ne 0 || $server_rc -ne 0 ]]; then
-    cat "$work/server.err" >&2
-    echo "softib_perf $test across the fabric: client exit $rc, server exit $server_rc" >&2
-    failed=1
-  fi
-}
 step "send_lat host-0001 -> host-0003: leaf, spine, leaf (validated)"
-fabric_pair host-0003 host-0001 send_lat -s 8 -n 2000 --validate
+run_pair "$work/fabric/host-0003" "$work/fabric/host-0001" send_lat -s 8 -n 2000 --validate ||
+  failed=1
 step "write_bw host-0002 -> host-0004 across the spine, 4 KiB ... 256 KiB (validated)"
-fabric_pair host-0004 host-0002 write_bw -a --min-size 4096 --max-size 262144 -n 200 -t 16 --validate
+run_pair "$work/fabric/host-0004" "$work/fabric/host-0002" write_bw -a --min-size 4096 \
+  --max-size 262144 -n 200 -t 16 --validate || failed=1
 step "softibd --fabric: stop (SIGTERM to pid $daemon_pid)"
 kill -TERM "$daemon_pid"
 daemon_rc=0

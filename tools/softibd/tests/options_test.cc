@@ -53,6 +53,9 @@ TEST(OptionsTest, BadCommandLinesExitTwoWithOneErrorLine) {
       {"--ready-fd", "999999"},
       {"--run-dir"},
       {"--cas", "2", "--cas"},
+      {"--ibsim", "x"},                             // needs --fabric
+      {"--fabric", "default", "--sm", "external"},  // needs --ibsim
+      {"--fabric", "default", "--sm", "dynamic"},   // static | external
   };
   for (const auto& args : bad) {
     testing::internal::CaptureStderr();
@@ -63,6 +66,15 @@ TEST(OptionsTest, BadCommandLinesExitTwoWithOneErrorLine) {
     EXPECT_EQ(err.rfind("softibd: error: ", 0), 0u) << err;
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   }
+}
+
+TEST(OptionsTest, FabricOptions) {
+  const ParseResult result = Parse({"--fabric", "ft36", "--ibsim", "fab1", "--sm", "external"});
+  ASSERT_EQ(result.kind, ParseResult::Kind::kRun);
+  EXPECT_EQ(result.options.fabric, "ft36");
+  EXPECT_EQ(result.options.ibsim, "fab1");
+  EXPECT_EQ(result.options.sm, "external");
+  EXPECT_EQ(Parse({"--fabric", "default"}).options.sm, "static");
 }
 
 TEST(OptionsTest, HelpExitsZero) {
