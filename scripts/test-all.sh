@@ -19,8 +19,10 @@ m32_verbs_client="$PWD/build/m32/tests/integration/softib_verbs_client"
 tsan_candidates="runtime/kernel runtime/channel runtime/bridge runtime/user runtime/codec
   runtime/al runtime/bus runtime/stack hca hca/rings hca/uvp"
 
+phase_times=()
 for preset in $presets; do
   echo "=== softib: preset ${preset} ==="
+  phase_start=$SECONDS
   extra=()
   if [ "$preset" != m32 ]; then
     [ -x "$m32_channel_client" ] && extra+=(-DSOFTIB_M32_CHANNEL_CLIENT="$m32_channel_client")
@@ -40,8 +42,18 @@ for preset in $presets; do
     done
   else
     cmake --build --preset "$preset" -j "$jobs"
+    build_done=$SECONDS
     ctest --preset "$preset" -j "$jobs"
+    phase_times+=("${preset}: build $((build_done - phase_start)) s, tests $((SECONDS - build_done)) s")
+    echo "=== softib: ${phase_times[-1]} ==="
+    continue
   fi
+  phase_times+=("${preset}: $((SECONDS - phase_start)) s")
+  echo "=== softib: ${phase_times[-1]} ==="
 done
+phase_start=$SECONDS
 scripts/fuzz.sh "${SOFTIB_FUZZ_SECONDS:-20}"
+phase_times+=("fuzz: $((SECONDS - phase_start)) s")
 echo "=== softib: all presets passed (${presets}) ==="
+# Where CI's time goes (the whole run must stay well under 30 minutes on 2 CPUs).
+printf '  %s\n' "${phase_times[@]}"
