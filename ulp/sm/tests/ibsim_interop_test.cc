@@ -5,6 +5,7 @@
 // the SM's LID, and sminfo finds softib-sm MASTER. A missing oracle fails the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -37,6 +38,35 @@ std::map<uint64_t, std::pair<uint16_t, uint8_t>> LidsOf(const fabric::Topology& 
         lids[n.ports[p].guid] = {n.ports[p].lid, n.ports[p].lmc};
   }
   return lids;
+}
+
+// A topology as text that does not depend on node order or which end names a link first:
+// every node by GUID (type, description, each end port's LID and LMC), then every link by
+// its (GUID, port) ends with width and speed, sorted.
+std::string Canonical(const fabric::Topology& t) {
+  std::set<std::string> nodes, links;
+  for (const fabric::Node& n : t.nodes()) {
+    std::ostringstream line;
+    line << std::hex << n.guid << " " << fabric::ToString(n.type) << " \"" << n.description << "\"";
+    for (uint8_t p = n.is_switch() ? 0 : 1; p <= (n.is_switch() ? 0 : n.num_ports); ++p)
+      line << " " << int(p) << ":" << std::dec << n.ports[p].lid << "/" << int(n.ports[p].lmc);
+    nodes.insert(line.str());
+  }
+  for (const fabric::Link& l : t.links()) {
+    auto end = [&](fabric::PortRef r) {
+      std::ostringstream e;
+      e << std::hex << t.node(r.node).guid << "[" << std::dec << int(r.port) << "]";
+      return e.str();
+    };
+    std::string x = end(l.a), y = end(l.b);
+    if (y < x) std::swap(x, y);
+    links.insert(x + " " + y + " " + std::string(fabric::ToString(l.width)) +
+                 std::string(fabric::ToString(l.speed)));
+  }
+  std::string out;
+  for (const std::string& line : nodes) out += line + "\n";
+  for (const std::string& line : links) out += line + "\n";
+  return out;
 }
 
 class SmIbsimInterop : public ::testing::Test {
@@ -85,8 +115,9 @@ class SmIbsimInterop : public ::testing::Test {
   // Runs softib-sm --once and the checks every topology gets; returns what ibnetdiscover saw.
   fabric::Topology BringUpAndCheck(const Ibsim& sim, const fabric::Topology& t,
                                    std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {SOFTIB_SM_BINARY, "--once", "--verify", "--guid2lid",
-                                     guid2lid_};
+    const std::string own_view = dir_ + "/softib-sm.net";
+    std::vector<std::string> argv = {SOFTIB_SM_BINARY, "--once",  "--verify",        "--guid2lid",
+                                     guid2lid_,        "--quiet", "--dump-topology", own_view};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const Ibsim::Run sm = sim.Tool(argv);
     EXPECT_EQ(sm.status, 0) << sm.out << sm.err;
@@ -112,6 +143,13 @@ class SmIbsimInterop : public ::testing::Test {
     }
     unsigned top = 0;
     for (const auto& [guid, range] : file.entries()) top = std::max<unsigned>(top, range.second);
+
+    // softib-sm's own view (--dump-topology) is what ibnetdiscover prints, node for node.
+    const fabric::ReadResult own = fabric::ReadIbnetdiscoverFile(own_view);
+    EXPECT_TRUE(own.ok()) << own.error;
+    if (own.ok()) {
+      EXPECT_EQ(Canonical(*own.topology), Canonical(seen));
+    }
 
     // dump_lfts: every switch forwards every LID.
     const Ibsim::Run lfts = sim.Tool({"dump_lfts"});

@@ -12,8 +12,10 @@
 #include <cstring>
 #include <string>
 
+#include "fabric/topology/ibnetdiscover_writer.h"
 #include "softib/sm/sa_client.h"
 #include "softib/sm/subnet_manager.h"
+#include "softib/sm/subnet_topology.h"
 #include "softib/sm/umad_port.h"
 
 namespace {
@@ -39,6 +41,8 @@ void Usage(std::FILE* out) {
       "      --sweep-interval S  light sweep period as MASTER, seconds (10; 0 = off)\n"
       "      --poll-interval S   STANDBY's poll of the master, seconds (1)\n"
       "      --verify          read the LFTs back from the switches and check those\n"
+      "      --dump-topology FILE  after the first sweep, write the subnet as ibnetdiscover\n"
+      "                        prints it (GUIDs, descriptions, LIDs, link rates); - = stdout\n"
       "  -q, --quiet           no progress lines (the summary line still prints)\n"
       "      --no-sa           do not answer SubnAdm (class 0x03) requests\n"
       "      --resweep S       sweep again every S seconds while MASTER (traps 64/65)\n"
@@ -58,6 +62,23 @@ bool Number(const char* text, long min, long max, long* out) {
   return true;
 }
 
+// Writes what the sweep found in ibnetdiscover's format, to a file or stdout.
+bool DumpTopology(const softib::sm::Subnet& subnet, const std::string& path) {
+  const softib::fabric::Topology topology = softib::sm::TopologyFromSubnet(subnet);
+  if (path == "-") {
+    const softib::fabric::WriteResult written = softib::fabric::WriteIbnetdiscover(topology);
+    if (!written.ok()) {
+      std::fprintf(stderr, "softib-sm: --dump-topology: %s\n", written.error.c_str());
+      return false;
+    }
+    std::fputs(written.text.c_str(), stdout);
+    return true;
+  }
+  const std::string error = softib::fabric::WriteIbnetdiscoverFile(topology, path);
+  if (!error.empty()) std::fprintf(stderr, "softib-sm: --dump-topology: %s\n", error.c_str());
+  return error.empty();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,6 +88,7 @@ int main(int argc, char** argv) {
   bool once = false;
   bool quiet = false;
   bool query = false;
+  std::string dump_topology;
   SaClientRequest sa_request;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -148,6 +170,9 @@ int main(int argc, char** argv) {
       options.resweep_s = static_cast<double>(v);
     } else if (a == "--verify") {
       options.verify_lfts = true;
+    } else if (a == "--dump-topology") {
+      if (++i >= argc) return Usage(stderr), 2;
+      dump_topology = argv[i];
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
     } else if (a == "-h" || a == "--help") {
@@ -185,6 +210,7 @@ int main(int argc, char** argv) {
   const SweepReport report = sm.Sweep();
   sm.Announce(stdout, report, "first sweep");
   if (!report.ok()) return 1;
+  if (!dump_topology.empty() && !DumpTopology(sm.subnet(), dump_topology)) return 1;
   if (once) return 0;
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
