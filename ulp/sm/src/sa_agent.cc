@@ -231,8 +231,9 @@ std::vector<SaOutgoing> SubnetAdmin::Handle(const MadBytes& request, const MadAd
     r.requester_lid = from.lid;
     r.requester_qpn = from.qpn;
     r.now = now;
+    // The most any one answer carries (records are 8 bytes at least), plus one.
     if (method == kSaMethodGetTable || method == kSaMethodGetMulti)
-      r.max_records = kSaDataBytes / 8 + 1;  // the most any one answer carries, plus one
+      r.max_records = (rmpp_limit_ ? rmpp_limit_ - kSaHeaderBytes : kSaDataBytes) / 8 + 1;
     result = Query(r);
     status = result.status;
   }
@@ -242,7 +243,9 @@ std::vector<SaOutgoing> SubnetAdmin::Handle(const MadBytes& request, const MadAd
   const std::size_t stride = (result.record_size + 7) / 8 * 8;
   if (stride) Put16(m, 44, static_cast<uint16_t>(stride / 8));
   std::size_t used = 0;
-  if (method == kSaMethodGetTable || method == kSaMethodGetMulti) {
+  if ((method == kSaMethodGetTable || method == kSaMethodGetMulti) && rmpp_limit_) {
+    AnswerByRmpp(reply, result, stride);
+  } else if (method == kSaMethodGetTable || method == kSaMethodGetMulti) {
     const std::size_t fit = stride ? kSaDataBytes / stride : 0;
     const std::size_t n = std::min(fit, result.records.size());
     if (n < result.records.size()) {
