@@ -1,6 +1,7 @@
 // MadPort over the AL's user-mode MAD services (runtime/al MAD services, through the channel
-// with the generated proxies). One thread: every service keeps one overlapped GetMadEvent
-// pending, all signalling one event; Receive() re-arms the ones it consumed, then looks at
+// with the generated proxies). One thread: every service keeps several overlapped
+// GetMadEvents pending (so the AL completes events while the SM works, without a round trip
+// each), all signalling one event; Receive() re-arms the ones it consumed, then looks at
 // every request and only then sleeps, so a completion is either seen or wakes it.
 #include "softib/sm/al_mad_port.h"
 
@@ -34,13 +35,26 @@ using SvcHandle = abi::Handle<abi::ObjectType::MadSvc>;
 constexpr uint32_t kQKeyGsi = 0x80010000;
 constexpr uint32_t kRmppRetries = 3;  // timeouts without progress before the AL gives up
 constexpr std::size_t kEventBytes = sizeof(abi::GetMadEventOut);
+// GetMadEvents kept pending: the SM's SMP window answers many at a time, the SA's fewer and
+// larger (a whole RMPP transfer each).
+constexpr std::size_t kSmiWaits = 16;
+constexpr std::size_t kSaWaits = 4;
+// How many of the caller's timeouts the AL waits for an answer.
+constexpr uint32_t kLateAnswers = 4;
+constexpr std::chrono::milliseconds kRecheck{5};
 
-// One registered service and the GetMadEvent kept pending on it.
-struct Service {
+// One GetMadEvent kept pending on a service.
+struct Wait {
   SvcHandle svc{};
   std::vector<uint8_t> output;  // GetMadEventOut, then the MAD
-  user::Overlapped wait{};
+  user::Overlapped overlapped{};
   bool pending = false;
+};
+
+// One registered service; `waits` never resizes once armed (the overlapped must not move).
+struct Service {
+  SvcHandle svc{};
+  std::vector<Wait> waits;
 };
 
 std::string Text(const char* what, Status s) { return std::string(what) + ": " + abi::ToString(s); }
@@ -78,7 +92,8 @@ class AlMadPort final : public MadPort {
     const std::array<uint8_t, 3> sm_methods = {kMethodGet, kMethodSet, kMethodTrap};
     if (o.sm_agents) {
       // One service takes both SMP classes (0x81 and 0x01 are one class to an AL agent).
-      if (!Register(smi_qp_, kClassSubnDr, 1, abi::MadSvcType::DEFAULT, sm_methods, &smi_, error))
+      if (!Register(smi_qp_, kClassSubnDr, 1, abi::MadSvcType::DEFAULT, sm_methods, kSmiWaits,
+                    kMadBytes, &smi_, error))
         return false;
     }
     if (o.sa_agent) {
@@ -86,10 +101,9 @@ class AlMadPort final : public MadPort {
       if (o.sa_server)
         methods = {kSaMethodGet, kSaMethodSet, kSaMethodGetTable, kSaMethodDelete,
                    kSaMethodGetMulti};
-      if (!Register(gsi_qp_, kClassSubnAdm, kSaClassVersion, abi::MadSvcType::RMPP, methods, &sa_,
-                    error))
+      if (!Register(gsi_qp_, kClassSubnAdm, kSaClassVersion, abi::MadSvcType::RMPP, methods,
+                    kSaWaits, AlMaxRmppBytes(), &sa_, error))
         return false;
-      sa_.output.resize(kEventBytes + AlMaxRmppBytes());
     }
     description_ = "AL " + (dir ? o.run_dir : user::DefaultRunDir()) + " CA " + Hex(be64toh(guid)) +
                    " port " + std::to_string(port_num_);
@@ -104,10 +118,11 @@ class AlMadPort final : public MadPort {
     if (!svc) return Error("no service for management class " + std::to_string(mad[1]));
     abi::SendMadIn in = SendParams(*svc, to);
     // The AL matches the response to the send only while the send waits for one; retries
-    // stay with Transactions (same TID), so the AL sends once.
+    // stay with Transactions (same TID), so the AL sends once, and keeps waiting past
+    // Transactions' deadline so that a late answer still completes the transaction.
     if (!(mad[3] & 0x80) && timeout_ms > 0) {
       in.params.response_expected = 1;
-      in.params.timeout_ms = static_cast<uint32_t>(timeout_ms);
+      in.params.timeout_ms = static_cast<uint32_t>(timeout_ms) * kLateAnswers;
     }
     in.mad_length = kMadBytes;
     abi::SendMadOut out{};
@@ -141,23 +156,34 @@ class AlMadPort final : public MadPort {
         local_.pop_front();
         return PortStatus::kOk;
       }
-      for (Service* s : Services())
-        if (!s->pending && !Arm(*s)) return PortStatus::kError;
+      const std::vector<Wait*> waits = Waits();
+      for (Wait* w : waits) {
+        if (w->pending) continue;
+        if (!Arm(*w)) return PortStatus::kError;
+        recheck_ = true;
+      }
       // Round robin, so a busy service cannot starve the others.
-      const auto services = Services();
-      for (std::size_t i = 0; i < services.size(); ++i) {
-        Service& s = *services[(next_ + i) % services.size()];
+      for (std::size_t i = 0; i < waits.size(); ++i) {
+        Wait& w = *waits[(next_ + i) % waits.size()];
         uint32_t bytes = 0;
-        const Status st = user::GetOverlappedResult(ca_.device, &s.wait, &bytes, false);
+        const Status st = user::GetOverlappedResult(ca_.device, &w.overlapped, &bytes, false);
         if (st == Status::PENDING) continue;
-        s.pending = false;
-        next_ = (next_ + i + 1) % services.size();
-        const PortStatus r = Consume(s, st, bytes, out);
+        w.pending = false;
+        next_ = (next_ + i + 1) % waits.size();
+        const PortStatus r = Consume(w, st, bytes, out);
         if (r != PortStatus::kTimeout) return r;  // a MAD, or a broken channel
       }
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= std::chrono::steady_clock::duration::zero()) return PortStatus::kTimeout;
-      event_.WaitFor(std::chrono::ceil<std::chrono::milliseconds>(left));
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left <= std::chrono::milliseconds::zero()) return PortStatus::kTimeout;
+      // The runtime signals a completion just before its status turns final, and arming a
+      // request resets the shared event: a completion signalled before that reset may not
+      // be final at the check above. After arming, look again soon rather than sleep on it.
+      if (recheck_) {
+        if (!event_.WaitFor(std::min(left, kRecheck))) recheck_ = false;
+      } else {
+        event_.WaitFor(left);
+      }
     }
   }
 
@@ -236,8 +262,8 @@ class AlMadPort final : public MadPort {
   }
 
   bool Register(abi::Handle<abi::ObjectType::Qp> qp, uint8_t mgmt_class, uint8_t version,
-                abi::MadSvcType type, std::span<const uint8_t> methods, Service* out,
-                std::string* error) {
+                abi::MadSvcType type, std::span<const uint8_t> methods, std::size_t waits,
+                std::size_t mad_bytes, Service* out, std::string* error) {
     abi::RegMadSvcIn reg{};
     reg.qp = qp;
     reg.pool = pool_;
@@ -251,14 +277,18 @@ class AlMadPort final : public MadPort {
       return Fail("RegMadSvc class 0x" + Hex(mgmt_class).substr(14) + ": " + abi::ToString(s),
                   error);
     out->svc = svc.svc;
-    out->output.resize(kEventBytes + kMadBytes);
+    out->waits.resize(waits);
+    for (Wait& w : out->waits) {
+      w.svc = svc.svc;
+      w.output.resize(kEventBytes + mad_bytes);
+    }
     return true;
   }
 
-  std::vector<Service*> Services() {
-    std::vector<Service*> out;
+  std::vector<Wait*> Waits() {
+    std::vector<Wait*> out;
     for (Service* s : {&smi_, &sa_})
-      if (s->svc.value) out.push_back(s);
+      for (Wait& w : s->waits) out.push_back(&w);
     return out;
   }
 
@@ -301,20 +331,21 @@ class AlMadPort final : public MadPort {
     return Error(Text("LocalMad", s));
   }
 
-  bool Arm(Service& s) {
-    s.wait = {};
-    s.wait.Event = &event_;
-    const Status st = proxy::GetMadEventAsync(ca_.device, {s.svc}, s.output.data(),
-                                              static_cast<uint32_t>(s.output.size()), &s.wait);
+  bool Arm(Wait& w) {
+    w.overlapped = {};
+    w.overlapped.Event = &event_;
+    const Status st =
+        proxy::GetMadEventAsync(ca_.device, {w.svc}, w.output.data(),
+                                static_cast<uint32_t>(w.output.size()), &w.overlapped);
     if (st != Status::PENDING && st != Status::SUCCESS && st != Status::INSUFFICIENT_MEMORY) {
       Error(Text("GetMadEvent", st));
       return false;
     }
-    s.pending = true;  // even when already complete: GetOverlappedResult reports it
+    w.pending = true;  // even when already complete: GetOverlappedResult reports it
     return true;
   }
 
-  PortStatus Consume(Service& s, Status st, uint32_t bytes, ReceivedMad& out) {
+  PortStatus Consume(Wait& s, Status st, uint32_t bytes, ReceivedMad& out) {
     if (st == Status::INSUFFICIENT_MEMORY) {
       abi::GetMadEventOut ev{};
       std::memcpy(&ev, s.output.data(), std::min<std::size_t>(bytes, kEventBytes));
@@ -350,6 +381,7 @@ class AlMadPort final : public MadPort {
   Service smi_, sa_;
   user::CompletionEvent event_;
   std::size_t next_ = 0;
+  bool recheck_ = false;
   std::deque<ReceivedMad> local_;
   std::string description_;
   std::string error_;

@@ -25,8 +25,8 @@ void Put32(MadBytes& m, std::size_t at, uint32_t v) {
 
 constexpr uint32_t kQKeyGsi = 0x80010000;
 constexpr uint8_t kRmppActiveFirstLast = 0x7;
-constexpr uint8_t kRmppNoRespTime = 0x1F;
-constexpr uint8_t kRmppTypeData = 1;
+using sa::kRmppNoRespTime;
+using sa::kRmppTypeData;
 constexpr uint8_t kRespTimeValue = 18;  // ~1 s, the answer time ClassPortInfo advertises
 
 bool AllowedMethod(uint16_t attribute, uint8_t method) {
@@ -258,7 +258,7 @@ std::vector<SaOutgoing> SubnetAdmin::Handle(const MadBytes& request, const MadAd
     used = n * stride;
     // One segment, first and last (IBA 13.6.2.1): PayloadLength counts the SA header (20
     // bytes after the RMPP header) and the records.
-    m[24] = 1;
+    m[24] = sa::kRmppVersion;
     m[25] = kRmppTypeData;
     m[26] = static_cast<uint8_t>(kRmppNoRespTime << 3 | kRmppActiveFirstLast);
     Put32(m, 28, 1);

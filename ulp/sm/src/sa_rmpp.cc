@@ -8,14 +8,6 @@
 #include "sa_internal.h"
 
 namespace softib::sm {
-namespace {
-
-constexpr uint8_t kRmppVersion = 1;
-constexpr uint8_t kRmppTypeData = 1;
-constexpr uint8_t kRmppActive = 0x1;
-constexpr uint8_t kRmppNoRespTime = 0x1F;
-
-}  // namespace
 
 void SubnetAdmin::AnswerByRmpp(SaOutgoing& reply, SaResult& result, std::size_t stride) {
   MadBytes& m = reply.mad;
@@ -29,9 +21,9 @@ void SubnetAdmin::AnswerByRmpp(SaOutgoing& reply, SaResult& result, std::size_t 
     bytes = 0;
   }
   ++stats_.rmpp_tables;
-  m[24] = kRmppVersion;
-  m[25] = kRmppTypeData;
-  m[26] = static_cast<uint8_t>(kRmppNoRespTime << 3 | kRmppActive);  // the AL sets First/Last
+  m[24] = sa::kRmppVersion;
+  m[25] = sa::kRmppTypeData;
+  m[26] = static_cast<uint8_t>(sa::kRmppNoRespTime << 3 | 0x1);  // Active; the AL sets First/Last
   reply.transfer.assign(kSaHeaderBytes + bytes, 0);
   std::memcpy(reply.transfer.data(), m.data(), kSaHeaderBytes);
   for (std::size_t i = 0; i < result.records.size(); ++i)
