@@ -43,7 +43,8 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   app.add_option(
          "--sm", options.sm,
          "with --fabric: static (LIDs and min-hop routes set at start) or external "
-         "(ports wait in Init for a subnet manager, e.g. ibsim-run softib-sm; needs --ibsim)")
+         "(ports wait in Init for a subnet manager: softib-sm --run-dir <run-dir>/<host>, or "
+         "ibsim-run softib-sm with --ibsim)")
       ->check(CLI::IsMember({"static", "external"}))
       ->capture_default_str();
   try {
@@ -59,8 +60,8 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
     std::cerr << "softibd: error: --ready-fd: " << options.ready_fd << " is not an open file\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
-  if (options.sm == "external" && options.ibsim.empty()) {
-    std::cerr << "softibd: error: --sm external needs --ibsim (the SM reaches the fabric there)\n";
+  if (options.sm == "external" && options.fabric.empty()) {
+    std::cerr << "softibd: error: --sm external needs --fabric\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (!options.ibsim.empty() && options.fabric.empty()) {

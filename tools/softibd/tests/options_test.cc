@@ -53,9 +53,9 @@ TEST(OptionsTest, BadCommandLinesExitTwoWithOneErrorLine) {
       {"--ready-fd", "999999"},
       {"--run-dir"},
       {"--cas", "2", "--cas"},
-      {"--ibsim", "x"},                             // needs --fabric
-      {"--fabric", "default", "--sm", "external"},  // needs --ibsim
-      {"--fabric", "default", "--sm", "dynamic"},   // static | external
+      {"--ibsim", "x"},                            // needs --fabric
+      {"--sm", "external"},                        // needs --fabric
+      {"--fabric", "default", "--sm", "dynamic"},  // static | external
   };
   for (const auto& args : bad) {
     testing::internal::CaptureStderr();
@@ -75,6 +75,8 @@ TEST(OptionsTest, FabricOptions) {
   EXPECT_EQ(result.options.ibsim, "fab1");
   EXPECT_EQ(result.options.sm, "external");
   EXPECT_EQ(Parse({"--fabric", "default"}).options.sm, "static");
+  // Without --ibsim the SM is a user process on a host (softib-sm --run-dir, the AL's MADs).
+  EXPECT_EQ(Parse({"--fabric", "default", "--sm", "external"}).kind, ParseResult::Kind::kRun);
 }
 
 TEST(OptionsTest, HelpExitsZero) {

@@ -25,8 +25,8 @@ void Put32(MadBytes& m, std::size_t at, uint32_t v) {
 
 constexpr uint32_t kQKeyGsi = 0x80010000;
 constexpr uint8_t kRmppActiveFirstLast = 0x7;
-constexpr uint8_t kRmppNoRespTime = 0x1F;
-constexpr uint8_t kRmppTypeData = 1;
+using sa::kRmppNoRespTime;
+using sa::kRmppTypeData;
 constexpr uint8_t kRespTimeValue = 18;  // ~1 s, the answer time ClassPortInfo advertises
 
 bool AllowedMethod(uint16_t attribute, uint8_t method) {
@@ -231,8 +231,9 @@ std::vector<SaOutgoing> SubnetAdmin::Handle(const MadBytes& request, const MadAd
     r.requester_lid = from.lid;
     r.requester_qpn = from.qpn;
     r.now = now;
+    // The most any one answer carries (records are 8 bytes at least), plus one.
     if (method == kSaMethodGetTable || method == kSaMethodGetMulti)
-      r.max_records = kSaDataBytes / 8 + 1;  // the most any one answer carries, plus one
+      r.max_records = (rmpp_limit_ ? rmpp_limit_ - kSaHeaderBytes : kSaDataBytes) / 8 + 1;
     result = Query(r);
     status = result.status;
   }
@@ -242,7 +243,9 @@ std::vector<SaOutgoing> SubnetAdmin::Handle(const MadBytes& request, const MadAd
   const std::size_t stride = (result.record_size + 7) / 8 * 8;
   if (stride) Put16(m, 44, static_cast<uint16_t>(stride / 8));
   std::size_t used = 0;
-  if (method == kSaMethodGetTable || method == kSaMethodGetMulti) {
+  if ((method == kSaMethodGetTable || method == kSaMethodGetMulti) && rmpp_limit_) {
+    AnswerByRmpp(reply, result, stride);
+  } else if (method == kSaMethodGetTable || method == kSaMethodGetMulti) {
     const std::size_t fit = stride ? kSaDataBytes / stride : 0;
     const std::size_t n = std::min(fit, result.records.size());
     if (n < result.records.size()) {
@@ -255,7 +258,7 @@ std::vector<SaOutgoing> SubnetAdmin::Handle(const MadBytes& request, const MadAd
     used = n * stride;
     // One segment, first and last (IBA 13.6.2.1): PayloadLength counts the SA header (20
     // bytes after the RMPP header) and the records.
-    m[24] = 1;
+    m[24] = sa::kRmppVersion;
     m[25] = kRmppTypeData;
     m[26] = static_cast<uint8_t>(kRmppNoRespTime << 3 | kRmppActiveFirstLast);
     Put32(m, 28, 1);

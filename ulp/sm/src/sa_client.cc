@@ -144,6 +144,33 @@ SaClientAnswer ParseSaResponse(const MadBytes& mad, const codec::FormatDesc& des
   return a;
 }
 
+SaClientAnswer ParseSaTransfer(std::span<const uint8_t> transfer, const codec::FormatDesc& desc) {
+  SaClientAnswer a;
+  a.desc = &desc;
+  if (transfer.size() < kSaHeaderBytes) {
+    a.error = "an RMPP answer of " + std::to_string(transfer.size()) + " bytes (no SA header)";
+    return a;
+  }
+  a.rmpp_bytes = transfer.size();
+  a.rmpp_segments = std::max<std::size_t>(
+      1, (transfer.size() - kSaHeaderBytes + kSaDataBytes - 1) / kSaDataBytes);
+  a.status = static_cast<uint16_t>(transfer[4] << 8 | transfer[5]);
+  const std::size_t stride =
+      std::size_t{static_cast<uint16_t>(transfer[44] << 8 | transfer[45])} * 8;
+  if (a.status != 0 || stride == 0) return a;
+  const std::size_t data = transfer.size() - kSaHeaderBytes;
+  if (data % stride != 0) {
+    a.error = "an RMPP answer of " + std::to_string(data) + " data bytes is not whole records of " +
+              std::to_string(stride);
+    return a;
+  }
+  for (std::size_t at = kSaHeaderBytes; at < transfer.size(); at += stride)
+    a.records.emplace_back(transfer.begin() + static_cast<std::ptrdiff_t>(at),
+                           transfer.begin() + static_cast<std::ptrdiff_t>(
+                                                  at + std::min<std::size_t>(desc.size, stride)));
+  return a;
+}
+
 SaClientAnswer RunSaQuery(MadPort& port, uint16_t sm_lid, const SaClientRequest& request,
                           int timeout_ms, unsigned retries) {
   SaClientAnswer answer;
@@ -169,7 +196,8 @@ SaClientAnswer RunSaQuery(MadPort& port, uint16_t sm_lid, const SaClientRequest&
       answer.error = "no answer from the SA at LID " + std::to_string(sm_lid);
       return;
     }
-    answer = ParseSaResponse(r.response, *desc);
+    answer = r.transfer.empty() ? ParseSaResponse(r.response, *desc)
+                                : ParseSaTransfer(r.transfer, *desc);
   });
   if (!tx.Run())
     answer.error = tx.last_error();
@@ -193,6 +221,8 @@ void PrintSaAnswer(std::ostream& os, const SaClientAnswer& a) {
   }
   os << a.records.size() << " records";
   if (a.missing) os << " (" << a.missing << " more announced, not carried by one MAD)";
+  if (a.rmpp_bytes)
+    os << " (RMPP: " << a.rmpp_bytes << " bytes in " << a.rmpp_segments << " segments)";
   os << "\n";
 }
 

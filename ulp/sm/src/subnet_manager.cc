@@ -20,6 +20,7 @@ double Now() {
 SubnetManager::SubnetManager(MadPort& port, SmOptions options)
     : port_(port), options_(std::move(options)), tx_(port, options_.tx) {
   tx_.set_request_handler([this](const ReceivedMad& m) { AnswerRequest(m); });
+  sa_.set_rmpp_limit(port_.MaxRmppBytes());
   tx_.set_progress([this] { Progress(phase_, false); });
 }
 
@@ -177,8 +178,12 @@ SmIdentity SubnetManager::Self() const {
 void SubnetManager::AnswerRequest(const ReceivedMad& request) {
   if (request.mad[1] == kClassSubnAdm) {
     if (!options_.sa) return;
-    for (const SaOutgoing& reply : sa_.Handle(request.mad, request.from, Now()))
-      port_.Send(reply.mad, reply.to, 0);
+    for (const SaOutgoing& reply : sa_.Handle(request.mad, request.from, Now())) {
+      if (reply.transfer.empty())
+        port_.Send(reply.mad, reply.to, 0);
+      else
+        port_.SendRmpp(reply.transfer, reply.to);
+    }
     return;
   }
   const uint8_t method = SmpMethod(request.mad);
@@ -254,7 +259,8 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
   while (!(stop && *stop)) {
     if (state_ == SmState::kMaster) {
       double wait = options_.sweep_interval_s > 0 ? next_light - Now() : -1;
-      if (options_.resweep_s > 0) wait = wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now());
+      if (options_.resweep_s > 0)
+        wait = wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now());
       if (!Serve(wait, stop)) return false;
       if (stop && *stop) break;
       const char* why = nullptr;
@@ -269,7 +275,8 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
       }
       resweep_ = false;
       next_light = Now() + options_.sweep_interval_s;
-      if (options_.resweep_s > 0 && Now() >= next_resweep) next_resweep = Now() + options_.resweep_s;
+      if (options_.resweep_s > 0 && Now() >= next_resweep)
+        next_resweep = Now() + options_.resweep_s;
       if (!why && RecheckPeers()) {
         SweepReport handed;
         handed.role = SmState::kStandby;

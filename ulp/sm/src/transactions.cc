@@ -64,14 +64,17 @@ bool Transactions::FillWindow() {
   return true;
 }
 
-void Transactions::Complete(uint32_t tid, TxStatus status, const MadBytes* response) {
+void Transactions::Complete(uint32_t tid, TxStatus status, ReceivedMad* response) {
   auto it = in_flight_.find(tid);
   if (it == in_flight_.end()) return;
   Callback done = std::move(it->second.done);
   in_flight_.erase(it);
   TxResult result;
   result.status = status;
-  if (response) result.response = *response;
+  if (response) {
+    result.response = response->mad;
+    result.transfer = std::move(response->transfer);
+  }
   if (status == TxStatus::kTimeout) ++stats_.timeouts;
   if (done) done(result);
   if (progress_) progress_();
@@ -105,7 +108,7 @@ bool Transactions::ReceiveOne(int timeout_ms) {
     ++stats_.unmatched;
     return true;
   }
-  Complete(tid, TxStatus::kOk, &rx.mad);
+  Complete(tid, TxStatus::kOk, &rx);
   return true;
 }
 

@@ -1,6 +1,8 @@
 // softib-sm: softib's subnet manager as a program. Over libibumad it drives a real umad
 // device or, under `ibsim-run`, ibsim's simulated fabric:
 //   ibsim-run softib-sm --once [--lmc N] [--guid2lid FILE] [--window N] ...
+// and with --run-dir it is a user process of a softibd node, over the AL's MAD services:
+//   softib-sm --run-dir RUN/host-0001 --once --verify
 // and, as MASTER, its SA answers SubnAdm queries. `--query` turns it into a requester:
 //   ibsim-run softib-sm --query PathRecord SLID=1 DLID=3
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "fabric/topology/ibnetdiscover_writer.h"
+#include "softib/sm/al_mad_port.h"
 #include "softib/sm/sa_client.h"
 #include "softib/sm/subnet_manager.h"
 #include "softib/sm/subnet_topology.h"
@@ -27,7 +30,9 @@ void Usage(std::FILE* out) {
   std::fputs(
       "usage: softib-sm [options]\n"
       "  -o, --once            sweep once, then exit (0: subnet up)\n"
-      "  -C, --ca NAME         CA to bind to (default: the first)\n"
+      "      --run-dir DIR     a softibd node's directory: use its AL's MAD services\n"
+      "                        (RMPP for SA tables) instead of libibumad\n"
+      "  -C, --ca NAME         CA to bind to (default: the first; with --run-dir a GUID)\n"
       "  -P, --port N          port to bind to (default: the first)\n"
       "  -l, --lmc N           LMC 0..7 for CA ports (default 0)\n"
       "  -g, --guid2lid FILE   keep LIDs stable across restarts in FILE (OpenSM's format)\n"
@@ -85,6 +90,8 @@ int main(int argc, char** argv) {
   using namespace softib::sm;
   SmOptions options;
   UmadPortOptions port_options;
+  AlMadPortOptions al_options;
+  bool al = false;
   bool once = false;
   bool quiet = false;
   bool query = false;
@@ -105,6 +112,10 @@ int main(int argc, char** argv) {
     } else if (a == "-C" || a == "--ca") {
       if (++i >= argc) return Usage(stderr), 2;
       port_options.ca = argv[i];
+    } else if (a == "--run-dir") {
+      if (++i >= argc) return Usage(stderr), 2;
+      al = true;
+      al_options.run_dir = argv[i];
     } else if (a == "-P" || a == "--port") {
       value(0, 254, &v);
       port_options.port = static_cast<int>(v);
@@ -186,13 +197,35 @@ int main(int argc, char** argv) {
   }
   if (quiet) options.progress_interval_s = 1e9;
 
+  if (al) {
+    al_options.port = port_options.port;
+    if (!port_options.ca.empty()) {
+      char* end = nullptr;
+      al_options.ca_guid = std::strtoull(port_options.ca.c_str(), &end, 16);
+      if (*end || al_options.ca_guid == 0) {
+        std::fprintf(stderr, "softib-sm: with --run-dir, --ca takes a CA GUID (hex)\n");
+        return 2;
+      }
+    }
+  }
   std::string error;
+  // The transport: the AL's MAD services of a softibd node, or libibumad.
+  auto open_port = [&](uint16_t* sm_lid) -> std::unique_ptr<MadPort> {
+    if (al) {
+      AlPortInfo info;
+      auto port = OpenAlMadPort(al_options, &error, &info);
+      if (sm_lid) *sm_lid = info.sm_lid;
+      return port;
+    }
+    if (sm_lid) *sm_lid = UmadSmLid(port_options);
+    return OpenUmadPort(port_options, &error);
+  };
   if (query) {
     port_options.issm = false;
-    port_options.sm_agents = false;
-    port_options.sa_server = false;
-    const uint16_t sm_lid = UmadSmLid(port_options);
-    auto port = OpenUmadPort(port_options, &error);
+    port_options.sm_agents = al_options.sm_agents = false;
+    port_options.sa_server = al_options.sa_server = false;
+    uint16_t sm_lid = 0;
+    auto port = open_port(&sm_lid);
     if (!port) {
       std::fprintf(stderr, "softib-sm: %s\n", error.c_str());
       return 1;
@@ -201,7 +234,7 @@ int main(int argc, char** argv) {
     PrintSaAnswer(std::cout, answer);
     return answer.error.empty() && answer.status == 0 ? 0 : 1;
   }
-  auto port = OpenUmadPort(port_options, &error);
+  auto port = open_port(nullptr);
   if (!port) {
     std::fprintf(stderr, "softib-sm: %s\n", error.c_str());
     return 1;

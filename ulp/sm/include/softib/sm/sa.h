@@ -4,9 +4,10 @@
 // bit is set equals the request's field, the others are ignored (15.2.4). Set and Delete
 // exist where the record allows them (ServiceRecord, MCMemberRecord, InformInfo).
 //
-// The GetTable answer is one MAD: as many whole records as fit the 200 bytes of SAData, with
-// an RMPP header saying "first and last segment". Multi-segment RMPP is not sent: ibsim's
-// transport (umad2sim) carries 256-byte MADs and nothing reassembles them; see README.md.
+// The GetTable answer is an RMPP transfer of every record when the transport does RMPP
+// (set_rmpp_limit: the AL's MAD services segment it); otherwise one MAD: as many whole records
+// as fit the 200 bytes of SAData, with an RMPP header saying "first and last segment", because
+// ibsim's transport (umad2sim) carries 256-byte MADs and nothing reassembles them; README.md.
 //
 // No I/O here: Handle() turns a request MAD into the MADs to send back, so the unit tests
 // drive the SA with byte vectors and a subnet built from a fabric::Topology.
@@ -91,6 +92,8 @@ struct SaResult {
 struct SaOutgoing {
   MadBytes mad{};
   MadAddress to;
+  // Non-empty: send this RMPP transfer (headers, then the records) instead of `mad`.
+  std::vector<uint8_t> transfer;
 };
 
 struct SaStats {
@@ -98,6 +101,8 @@ struct SaStats {
   uint64_t errors = 0;            // answered with a non-zero status
   uint64_t truncated_tables = 0;  // GetTable answers cut to one MAD
   uint64_t records_dropped = 0;   // records left out of those answers
+  uint64_t rmpp_tables = 0;       // GetTable answers sent as RMPP transfers
+  uint64_t tables_too_large = 0;  // refused (ERR_NO_RESOURCES): beyond the RMPP limit
 };
 
 class SubnetAdmin {
@@ -105,6 +110,8 @@ class SubnetAdmin {
   // The subnet the SA answers from (the SM's model after a sweep); null: none yet.
   void set_subnet(const Subnet* subnet);
   const Subnet* subnet() const { return subnet_; }
+  // The largest RMPP transfer the transport carries (MadPort::MaxRmppBytes); 0: one MAD.
+  void set_rmpp_limit(std::size_t bytes) { rmpp_limit_ = bytes >= kSaHeaderBytes ? bytes : 0; }
 
   // One MAD of class 0x03 received from `from`; the MADs to send back (none for responses,
   // RMPP ACKs and unknown methods of responses).
@@ -155,8 +162,11 @@ class SubnetAdmin {
   SaResult Inform(const SaRequest& r);
   SaResult InformRecords(const SaRequest& r);
   void ExpireServices(double now);
+  // A GetTable/GetMulti answer as one RMPP transfer (sa_rmpp.cc).
+  void AnswerByRmpp(SaOutgoing& reply, SaResult& result, std::size_t stride);
 
   const Subnet* subnet_ = nullptr;
+  std::size_t rmpp_limit_ = 0;
   std::unordered_map<uint64_t, EndPort> by_guid_;
   std::vector<Service> services_;
   std::map<Gid, McGroup> groups_;

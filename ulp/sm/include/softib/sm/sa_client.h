@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,9 @@ struct SaClientAnswer {
   std::vector<std::vector<uint8_t>> records;
   // Records the answer announced (RMPP PayloadLength) beyond what the one MAD carried.
   std::size_t missing = 0;
+  // An answer that came as a reassembled RMPP transfer: its bytes and DATA segments.
+  std::size_t rmpp_bytes = 0;
+  std::size_t rmpp_segments = 0;
 };
 
 // The request MAD; "" or an error message.
@@ -34,6 +38,8 @@ std::string BuildSaRequest(const SaClientRequest& request, MadBytes& mad,
                            const codec::FormatDesc** desc);
 // The records of one response MAD to a request for `desc`.
 SaClientAnswer ParseSaResponse(const MadBytes& mad, const codec::FormatDesc& desc);
+// The records of a reassembled RMPP transfer (SA headers, then records at AttributeOffset).
+SaClientAnswer ParseSaTransfer(std::span<const uint8_t> transfer, const codec::FormatDesc& desc);
 // Sends the request to `sm_lid` (QP1) and waits for the answer.
 SaClientAnswer RunSaQuery(MadPort& port, uint16_t sm_lid, const SaClientRequest& request,
                           int timeout_ms = 1000, unsigned retries = 2);

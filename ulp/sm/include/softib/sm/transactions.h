@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "softib/sm/mad_port.h"
 
@@ -30,6 +31,7 @@ enum class TxStatus : uint8_t { kOk, kTimeout };
 struct TxResult {
   TxStatus status = TxStatus::kTimeout;
   MadBytes response{};
+  std::vector<uint8_t> transfer;  // the whole response when it came by RMPP (ReceivedMad)
 };
 
 struct TxStats {
@@ -84,7 +86,7 @@ class Transactions {
   bool FillWindow();
   bool ReceiveOne(int timeout_ms);
   bool ExpireOld();
-  void Complete(uint32_t tid, TxStatus status, const MadBytes* response);
+  void Complete(uint32_t tid, TxStatus status, ReceivedMad* response);
 
   MadPort& port_;
   TransactionOptions options_;
