@@ -6,33 +6,12 @@
 # loopback. Same run, same machine; prints both and the ratios.
 #
 #   tunnel_vs_local.sh SOFTIBD SOFTIB_PERF SOFTIB [ITERATIONS]
-set -euo pipefail
 softibd=$1
 perf=$2
 softib=$3
 iters=${4:-2000}
-work=$(mktemp -d /tmp/softib_tunnel_bench.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/../tools/softibd/tests/daemons.sh"
 
-start_daemon() {  # LABEL ARGS...
-  local label=$1
-  shift
-  rm -f "$work/ready"
-  mkfifo "$work/ready"
-  "$softibd" "$@" --ready-fd 3 3>"$work/ready" >"$work/$label.log" 2>&1 &
-  pids+=($!)
-  timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd $label: $(cat "$work/$label.log")"
-}
-stop_daemons() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
-  pids=()
-}
 # measure SERVER_RUN CLIENT_RUN TEST ARGS...: the client's result line (JSON)
 measure() {
   local server_run=$1 client_run=$2 test=$3

@@ -107,7 +107,17 @@ void FabricTunnels::Attach(const fabric::StaticSubnet& subnet, bool static_route
   }
   static_routes_ = static_routes;
   fabric::UdpTunnel* tunnel = tunnel_.get();
-  host_->AddSource(tunnel->fd(), [tunnel](uint64_t now) { return tunnel->Service(now); });
+  host_->AddSource(tunnel->fd(), [tunnel, warned = false](uint64_t now) mutable {
+    const uint64_t next = tunnel->Service(now);
+    if (!warned && tunnel->drops().conflicts != 0) {
+      // Two daemons answer for the far end of one cable: a node hosted twice.
+      std::fprintf(stderr,
+                   "softibd: warning: two daemons claim the far end of one tunnel cable (a "
+                   "node hosted twice?); `softib fabric links` counts the conflicts\n");
+      warned = true;
+    }
+    return next;
+  });
 }
 
 std::optional<uint32_t> FabricTunnels::LinkOfCable(uint32_t cable) const {

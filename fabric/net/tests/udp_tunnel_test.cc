@@ -10,12 +10,13 @@
 
 #include <memory>
 
-#include "hca/device/packet.h"
+#include "fabric_fixture.h"
 #include "ib_crc.h"
 
 namespace softib::fabric {
 namespace {
 
+using testing::UdPacket;
 using tunnel::HelloState;
 constexpr uint64_t kLink = 0x1234567890ABCDEFull;
 constexpr uint64_t kMs = 1'000'000;
@@ -25,18 +26,6 @@ UdpAddress Loopback(uint16_t port) {
   auto a = ParseUdpAddress("127.0.0.1:" + std::to_string(port), &error);
   EXPECT_TRUE(a) << error;
   return *a;
-}
-
-std::vector<uint8_t> UdPacket(uint8_t fill) {
-  hca::PacketHeaders hdr;
-  hdr.lrh.SLID = 1;
-  hdr.lrh.DLID = 2;
-  hdr.bth.OpCode = 0x64;  // UD SEND Only
-  hdr.bth.DestQP = 0x123;
-  hdr.bth.P_Key = 0xFFFF;
-  hdr.deth.Q_Key = 0x11111111;
-  hdr.deth.SrcQP = 0x456;
-  return hca::BuildPacket(hdr, std::vector<uint8_t>(32, fill));
 }
 
 // One tunnel end with what it delivered and reported.
@@ -91,7 +80,7 @@ TEST(UdpTunnel, BothEndsComeUpOnlyWhenTheyHearEachOther) {
   EXPECT_EQ(a.tunnel->peer(a.link), "127.0.0.1:" + std::to_string(b.tunnel->port()));
 
   // A packet crosses byte for byte, with its sequence number.
-  const std::vector<uint8_t> packet = UdPacket(0x5A);
+  const std::vector<uint8_t> packet = UdPacket(1, 2, 0x5A);
   a.tunnel->Send(a.link, packet);
   b.tunnel->Service(now);
   ASSERT_EQ(b.delivered.size(), 1u);
@@ -145,7 +134,7 @@ class TunnelChecks : public ::testing::Test {
 };
 
 TEST_F(TunnelChecks, BadDatagramsAreDroppedAndCountedByReason) {
-  const std::vector<uint8_t> packet = UdPacket(1);
+  const std::vector<uint8_t> packet = UdPacket(1, 2, 1);
   Arrive(tunnel::EncodePacket(kLink, sequence_++, packet));
   ASSERT_EQ(end_.delivered.size(), 1u);
 
@@ -193,7 +182,7 @@ TEST_F(TunnelChecks, NothingIsDeliveredOnALinkThatIsDown) {
   const tunnel::HelloEntry entry{kLink, HelloState::kDisabled};
   Arrive(tunnel::EncodeHello(42, 1, std::span(&entry, 1)));
   EXPECT_FALSE(end_.tunnel->up(end_.link));
-  Arrive(tunnel::EncodePacket(kLink, 0, UdPacket(2)));
+  Arrive(tunnel::EncodePacket(kLink, 0, UdPacket(1, 2, 2)));
   EXPECT_TRUE(end_.delivered.empty());
   EXPECT_EQ(end_.tunnel->drops().link_down, 1u);
 }

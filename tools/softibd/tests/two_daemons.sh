@@ -2,30 +2,11 @@
 # 2 leaves, 4 hosts), joined by UDP tunnels on loopback — A hosts part 1/2 (spine-01,
 # leaf-01, host-0001/2) and serves it to ibsim clients with every port waiting for an SM;
 # B hosts part 2/2 (leaf-02, host-0003/4) and greets A. Needs: $softibd $softib; sets
-# $work (removed at exit), $name (IBSIM_SOCKNAME), $run_a, $run_b and the daemons' pids.
-set -euo pipefail
-work=$(mktemp -d /tmp/softib_tunnel.XXXXXX)
+# $work (daemons.sh), $name (IBSIM_SOCKNAME), $run_a and $run_b.
+source "$(dirname "${BASH_SOURCE[0]}")/daemons.sh"
 name="softib-tun-$$"
 run_a="$work/a"
 run_b="$work/b"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# start_daemon LABEL ARGS...: starts softibd with ARGS and waits until it is ready.
-start_daemon() {
-  local label=$1
-  shift
-  rm -f "$work/ready"
-  mkfifo "$work/ready"
-  "$softibd" "$@" --ready-fd 3 3>"$work/ready" >"$work/$label.log" 2>&1 &
-  pids+=($!)
-  timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd $label not ready: $(cat "$work/$label.log")"
-}
 
 start_daemon a --run-dir "$run_a" --fabric default --part 1/2 --listen udp:127.0.0.1:0 \
   --sm external --ibsim "$name"
