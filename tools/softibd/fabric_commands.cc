@@ -142,8 +142,9 @@ std::string FabricCommands::Links() const {
     const fabric::TunnelDrops& d = t->drops();
     out << "tunnel udp port " << t->port() << " drops: short=" << d.short_datagram
         << " bad_header=" << d.bad_header << " unknown_link=" << d.unknown_link
-        << " link_down=" << d.link_down << " bad_vcrc=" << d.bad_vcrc << " bad_icrc=" << d.bad_icrc
-        << " conflicts=" << d.conflicts << "\n";
+        << " link_down=" << d.link_down << " wrong_peer=" << d.wrong_peer
+        << " bad_vcrc=" << d.bad_vcrc << " bad_icrc=" << d.bad_icrc << " conflicts=" << d.conflicts
+        << " own_hellos=" << d.own_hellos << "\n";
   }
   return out.str();
 }

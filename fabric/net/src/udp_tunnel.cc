@@ -152,11 +152,12 @@ void UdpTunnel::Receive(std::span<const uint8_t> datagram, const UdpAddress& fro
   if (header.type == tunnel::Type::kHello) {
     ReceiveHello(header, body, from, now_ns);
   } else {
-    ReceivePacket(header, body);
+    ReceivePacket(header, body, from);
   }
 }
 
-void UdpTunnel::ReceivePacket(const tunnel::Header& header, std::span<const uint8_t> packet) {
+void UdpTunnel::ReceivePacket(const tunnel::Header& header, std::span<const uint8_t> packet,
+                              const UdpAddress& from) {
   const auto found = by_id_.find(header.id);
   if (found == by_id_.end()) {
     ++drops_.unknown_link;
@@ -180,6 +181,10 @@ void UdpTunnel::ReceivePacket(const tunnel::Header& header, std::span<const uint
     ++drops_.link_down;
     return;
   }
+  if (!(*link.peer == from)) {
+    ++drops_.wrong_peer;  // only the daemon whose hellos brought the link up sends on it
+    return;
+  }
   if (link.rx_sequence) {
     const auto ahead = static_cast<int32_t>(header.sequence - (*link.rx_sequence + 1));
     if (ahead < 0) {
@@ -199,6 +204,10 @@ void UdpTunnel::ReceiveHello(const tunnel::Header& header, std::span<const uint8
                              const UdpAddress& from, uint64_t now_ns) {
   if (!tunnel::DecodeHello(body, &entries_)) {
     ++drops_.bad_header;
+    return;
+  }
+  if (header.id == sender_id_) {
+    ++drops_.own_hellos;  // --peer names this daemon itself: never a link to itself
     return;
   }
   bool known = false;

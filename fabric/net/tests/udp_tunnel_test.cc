@@ -196,6 +196,22 @@ TEST_F(TunnelChecks, ASecondLiveSenderForTheSameLinkIsAConflict) {
   EXPECT_TRUE(end_.tunnel->up(end_.link));  // the first peer keeps the link
 }
 
+TEST_F(TunnelChecks, OnlyTheLinksPeerMaySendOnIt) {
+  RawPeer other;
+  other.SendTo(end_.tunnel->port(), tunnel::EncodePacket(kLink, 0, UdPacket(1, 2, 3)));
+  end_.tunnel->Service(now_);
+  EXPECT_TRUE(end_.delivered.empty());
+  EXPECT_EQ(end_.tunnel->drops().wrong_peer, 1u);
+}
+
+TEST(UdpTunnel, ADaemonThatIsItsOwnPeerNeverLinksToItself) {
+  End e;
+  e.tunnel->AddPeer(Loopback(e.tunnel->port()));
+  for (int i = 0; i < 3; ++i) e.tunnel->Service(1000 * kMs);
+  EXPECT_FALSE(e.tunnel->up(e.link));
+  EXPECT_GE(e.tunnel->drops().own_hellos, 1u);
+}
+
 TEST(UdpTunnel, ParsesAddresses) {
   std::string error;
   auto a = ParseUdpAddress("127.0.0.1:4791", &error);

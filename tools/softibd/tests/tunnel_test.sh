@@ -44,7 +44,7 @@ run_perf send_lat -s 8 -n 300
 run_perf write_bw -s 65536 -n 200
 
 links=$("$softib" fabric --run-dir "$run_a" links)
-grep -q 'drops: short=0 bad_header=0 unknown_link=0 link_down=0 bad_vcrc=0 bad_icrc=0 conflicts=0' \
+grep -qE 'drops: short=0 bad_header=0 unknown_link=0 link_down=0 wrong_peer=0 bad_vcrc=0 bad_icrc=0 conflicts=0 own_hellos=0$' \
   <<<"$links" || fail "tunnel drops at A: $links"
 sent=$(grep -o 'udp sent=[0-9]*' <<<"$links" | awk -F= '{s += $2} END {print s}')
 [[ $sent -gt 200 ]] || fail "A sent $sent packets into the tunnels: $links"

@@ -29,9 +29,11 @@ struct TunnelDrops {
   uint64_t bad_header = 0;      // magic, version, type, reserved, length, hello entries
   uint64_t unknown_link = 0;    // a packet for a link this end does not host
   uint64_t link_down = 0;       // a packet for a link that is not up here
+  uint64_t wrong_peer = 0;      // a packet from another address than the link's peer
   uint64_t bad_vcrc = 0;
   uint64_t bad_icrc = 0;
-  uint64_t conflicts = 0;  // hellos for one link from two live senders (a node hosted twice)
+  uint64_t conflicts = 0;   // hellos for one link from two live senders (a node hosted twice)
+  uint64_t own_hellos = 0;  // this daemon's own hellos came back (it is its own --peer)
 };
 
 struct TunnelLinkCounters {
@@ -109,7 +111,8 @@ class UdpTunnel {
   };
 
   void Receive(std::span<const uint8_t> datagram, const UdpAddress& from, uint64_t now_ns);
-  void ReceivePacket(const tunnel::Header& header, std::span<const uint8_t> packet);
+  void ReceivePacket(const tunnel::Header& header, std::span<const uint8_t> packet,
+                     const UdpAddress& from);
   void ReceiveHello(const tunnel::Header& header, std::span<const uint8_t> body,
                     const UdpAddress& from, uint64_t now_ns);
   // The peer's hello is recent (as of now_ns_).
