@@ -4,6 +4,7 @@
 //                     [--out F | --erf F]
 //   softib mad list
 //   softib topology gen|default|preset|check ...   (topology_cmd.h)
+//   softib fabric --run-dir D links|set|down|up|capture|capture-stop ...   (fabric_cmd.h)
 // Bad input gets one line on stderr ("softib: error: ...") and exit code 2.
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "capture_file.h"
+#include "fabric_cmd.h"
 #include "hex.h"
 #include "mad_text.h"
 #include "packet_walk.h"
@@ -157,6 +159,8 @@ int main(int argc, char** argv) {
 
   softib::topotool::TopologyCli topology;
   softib::topotool::AddTopologyCommands(app, topology);
+  softib::fabrictool::FabricCli fabric;
+  softib::fabrictool::AddFabricCommand(app, fabric);
 
   try {
     app.parse(argc, argv);
@@ -169,6 +173,7 @@ int main(int argc, char** argv) {
     return kBadInput;
   }
   if (topology.topology->parsed()) return softib::topotool::RunTopologyCommand(topology);
+  if (fabric.fabric->parsed()) return softib::fabrictool::RunFabricCommand(fabric);
   if (dec->parsed()) return RunDecode(decode);
   if (enc->parsed()) return RunEncode(encode);
   if (list->parsed()) {

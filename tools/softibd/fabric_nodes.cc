@@ -10,6 +10,7 @@
 #include "fabric/topology/generators.h"
 #include "fabric/topology/ibnetdiscover_reader.h"
 #include "fabric/topology/ibnetdiscover_writer.h"
+#include "fabric_part.h"
 #include "softib/al/access_layer.h"
 #include "softib/fabric/static_subnet.h"
 #include "softib/mad/mad_sm.h"
@@ -99,16 +100,20 @@ std::array<uint8_t, 64> ActivePortInfo(uint16_t lid, uint8_t port) {
 bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, bool static_routes,
                         std::string* error) {
   if (!Load(spec, &topology_, error)) return false;
+  if (!SelectHosted(topology_, split_.hosts, split_.part, &hosted_, error)) return false;
   host_ = std::make_unique<fabric::FabricHost>();
   const auto& nodes = topology_.nodes();
   // A host-side CA port for every cabled CA port, then the static subnet around them.
   std::map<std::pair<fabric::NodeIndex, uint8_t>, uint32_t> host_port;
   for (fabric::NodeIndex i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].is_switch()) continue;
+    if (nodes[i].is_switch() || !hosted_[i]) continue;
     for (uint8_t p = 1; p <= nodes[i].num_ports; ++p) {
       if (topology_.Peer({i, p})) host_port[{i, p}] = host_->AddCaPort();
     }
   }
+  if (!tunnels_.Prepare(topology_, hosted_, *host_, split_.listen, split_.peers, error))
+    return false;
+  const fabric::SubnetPart part{hosted_, [&](std::size_t link) { return tunnels_.FarEnd(link); }};
   fabric::StaticSubnet subnet;
   const std::string built = host_->With([&](fabric::Fabric& f) {
     return fabric::BuildStaticSubnet(
@@ -116,7 +121,7 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
         [&](fabric::NodeIndex node, uint8_t port, uint16_t) {
           return host_->fabric_port_locked(host_port.at({node, port}));
         },
-        &subnet, static_routes);
+        &subnet, static_routes, &part);
   });
   if (!built.empty()) {
     *error = "--fabric " + spec + ": " + built;
@@ -132,11 +137,14 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
   for (const auto& [where, index] : host_port)
     ca_ports_.push_back({where.first, where.second, index, subnet.lid[where.first][where.second]});
   (void)topology_.Validate();
+  tunnels_.Attach(subnet, static_routes);
+  commands_ = std::make_unique<FabricCommands>(topology_, subnet.cable, hosted_, *host_, tunnels_,
+                                               static_routes);
 
   // One node per CA, its ports plugged into the fabric.
   for (fabric::NodeIndex i = 0; i < nodes.size(); ++i) {
     const fabric::Node& node = nodes[i];
-    if (node.is_switch()) continue;
+    if (node.is_switch() || !hosted_[i]) continue;
     HostNode h;
     h.name = HostName(node);
     h.guid = node.guid;
@@ -174,6 +182,7 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
   }
   host_->Start();
   started_ = true;
+  if (!StartControl(run_dir, error)) return false;
 
   for (const HostNode& h : hosts_) {
     const std::string dir = run_dir + "/" + h.name;
@@ -254,10 +263,12 @@ bool FabricNodes::ServeIbsim(const std::string& base_name, std::string* error) {
 }
 
 void FabricNodes::Stop() {
+  control_.Stop();
   servers_.Stop();
   if (ibsim_) ibsim_->Stop();
   if (host_) host_->Stop();
   hosts_.clear();  // the nodes unload; their ports' inbound links are cut
+  commands_.reset();
   host_.reset();
   ibsim_.reset();
 }
@@ -267,6 +278,11 @@ std::string FabricNodes::Describe() const {
   return written.ok() ? written.text : "(" + written.error + ")\n";
 }
 
-std::size_t FabricNodes::num_switches() const { return topology_.Count(fabric::NodeType::kSwitch); }
+std::size_t FabricNodes::num_switches() const {
+  std::size_t n = 0;
+  for (fabric::NodeIndex i = 0; i < topology_.nodes().size(); ++i)
+    n += topology_.node(i).is_switch() && hosted_[i];
+  return n;
+}
 
 }  // namespace softib::softibd

@@ -9,8 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "control_socket.h"
 #include "device_servers.h"
 #include "fabric/topology/topology.h"
+#include "fabric_commands.h"
+#include "fabric_tunnels.h"
 #include "softib/fabric/fabric_host.h"
 #include "softib/fabric/ibsim_server.h"
 #include "softib/stack/node_stack.h"
@@ -19,6 +22,14 @@ namespace softib::softibd {
 
 class FabricNodes {
  public:
+  // A fabric spread over several daemons: what this one hosts and where the others are
+  // (softibd --hosts/--part/--listen/--peer). Before Start; default: everything here.
+  struct Split {
+    std::string hosts, part, listen;
+    std::vector<std::string> peers;
+  };
+  void SetSplit(Split split) { split_ = std::move(split); }
+
   // Loads `spec` ("default", a preset or a file), builds and starts everything, serves
   // the nodes; false with `error` set on failure. `static_routes`: LIDs, LFTs and active
   // ports set at once through the switches' SMAs; otherwise every port waits in Init for
@@ -41,7 +52,12 @@ class FabricNodes {
     std::unique_ptr<stack::NodeStack> stack;
   };
   const std::vector<HostNode>& hosts() const { return hosts_; }
-  std::size_t num_switches() const;
+  std::size_t num_switches() const;  // hosted here
+  // The UDP tunnel to the other daemons (0 and 0 without one).
+  uint16_t tunnel_port() const { return tunnels_.port(); }
+  std::size_t num_tunnel_links() const { return tunnels_.num_links(); }
+  // The control socket (softib fabric --run-dir ...).
+  static constexpr const char* kControlName = "fabric.ctl";
 
  private:
   struct CaPortRef {
@@ -50,10 +66,18 @@ class FabricNodes {
     uint32_t host_port;  // FabricHost CA-port index
     uint16_t lid;
   };
+  // The control socket and the tunnel's port file (fabric_nodes_control.cc).
+  bool StartControl(const std::string& run_dir, std::string* error);
+
   fabric::Topology topology_;
+  Split split_;
+  std::vector<bool> hosted_;  // per topology node
   std::vector<CaPortRef> ca_ports_;
   std::unique_ptr<fabric::ibsim::SimServer> ibsim_;
   std::unique_ptr<fabric::FabricHost> host_;
+  FabricTunnels tunnels_;
+  std::unique_ptr<FabricCommands> commands_;
+  ControlSocket control_;
   std::vector<HostNode> hosts_;
   DeviceServers servers_;
   bool started_ = false;

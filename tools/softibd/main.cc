@@ -63,6 +63,7 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   FabricNodes fabric;
   std::string error;
   const bool static_routes = options.sm == "static";
+  fabric.SetSplit({options.hosts, options.part, options.listen, options.peers});
   if (!fabric.Start(options.fabric, run_dir.path(), static_routes, &error)) return Fail(error);
   if (!options.ibsim.empty()) {
     if (!fabric.ServeIbsim(options.ibsim, &error)) return Fail("--ibsim: " + error);
@@ -77,6 +78,12 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
     std::printf("softibd: node %s at %s/%s: CA %016" PRIx64 ", port 1 LID %u\n", h.name.c_str(),
                 run_dir.path().c_str(), h.name.c_str(), h.guid, h.lid);
   }
+  if (fabric.tunnel_port() != 0) {
+    std::printf("softibd: tunnel udp port %u: %zu cables to other daemons (%s/tunnel.port)\n",
+                fabric.tunnel_port(), fabric.num_tunnel_links(), run_dir.path().c_str());
+  }
+  std::printf("softibd: fabric control: softib fabric --run-dir %s links\n",
+              run_dir.path().c_str());
   std::printf("%s", fabric.Describe().c_str());
   SignalReady(options, run_dir);
   const int signal_number = WaitForStopSignal(stop_signals);

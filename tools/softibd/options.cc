@@ -47,6 +47,19 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
          "ibsim-run softib-sm with --ibsim)")
       ->check(CLI::IsMember({"static", "external"}))
       ->capture_default_str();
+  app.add_option("--hosts", options.hosts,
+                 "with --fabric: host only these nodes (NodeDescription, its first word or node "
+                 "id, comma-separated); cables to the rest are UDP tunnels to other softibds");
+  app.add_option("--part", options.part,
+                 "with --fabric: host part I of N (I/N): the switches in node order cut into N "
+                 "runs, each CA with its switch")
+      ->excludes("--hosts");
+  app.add_option("--listen", options.listen,
+                 "with --hosts/--part: the tunnel's UDP address, udp:HOST:PORT (port 0: any; "
+                 "the port is written to <run-dir>/tunnel.port)");
+  app.add_option("--peer", options.peers,
+                 "with --hosts/--part: another softibd's tunnel address, udp:HOST:PORT "
+                 "(repeatable; a daemon heard from is answered without one)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -66,6 +79,20 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   }
   if (!options.ibsim.empty() && options.fabric.empty()) {
     std::cerr << "softibd: error: --ibsim needs --fabric\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  const bool split = !options.hosts.empty() || !options.part.empty();
+  if (split && options.fabric.empty()) {
+    std::cerr << "softibd: error: --hosts/--part need --fabric\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  if ((!options.listen.empty() || !options.peers.empty()) && !split) {
+    std::cerr << "softibd: error: --listen/--peer need --hosts or --part (the nodes hosted here)\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  // A daemon hosting part of a fabric may be reached by an SM through another daemon.
+  if (options.sm == "external" && options.ibsim.empty() && !split) {
+    std::cerr << "softibd: error: --sm external needs --ibsim (the SM reaches the fabric there)\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (options.run_dir.empty()) options.run_dir = user::DefaultRunDir();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace softib::softibd {
 
@@ -22,6 +23,13 @@ struct Options {
   // With --fabric: "static" (LIDs and min-hop LFTs set at start) or "external" (every
   // port waits in Init for a subnet manager run under ibsim-run).
   std::string sm = "static";
+  // With --fabric, when the fabric spans several daemons: the nodes this one hosts
+  // (--hosts NAME,... or --part I/N), its UDP tunnel address (--listen udp:HOST:PORT) and
+  // the daemons it greets (--peer udp:HOST:PORT, repeatable). fabric_part.h, fabric_tunnels.h.
+  std::string hosts;
+  std::string part;
+  std::string listen;
+  std::vector<std::string> peers;
 };
 
 struct ParseResult {

@@ -96,6 +96,13 @@ void Fabric::NotifyEnd(const CableEnd& end, bool up) {
 
 void Fabric::StartCapture(uint32_t cable) { cables_.at(cable).capturing = true; }
 
+void Fabric::StopCapture(uint32_t cable) {
+  Cable& c = cables_.at(cable);
+  c.capturing = false;
+  c.captured.clear();
+  c.captured.shrink_to_fit();
+}
+
 std::string Fabric::WriteCapture(uint32_t cable, const std::string& path) const {
   std::vector<capture::CapturedPacket> packets;
   for (const auto& [ns, bytes] : cables_.at(cable).captured) {

@@ -1,15 +1,17 @@
 #include "softib/fabric/fabric_host.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 namespace softib::fabric {
 
 namespace {
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
+uint64_t NowNs() { return FabricHost::Now(); }
 // After work the thread watches for more this long before it sleeps: a wake-up of a
 // sleeping vCPU costs tens of microseconds, a round trip across the fabric less.
 constexpr uint64_t kSpinNs = 50'000;
@@ -32,9 +34,36 @@ class FabricHost::HostLink final : public hca::Link {
   uint32_t fabric_index_;
 };
 
-FabricHost::FabricHost(uint32_t seed) : fabric_(seed) {}
+FabricHost::FabricHost(uint32_t seed) : fabric_(seed) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) throw std::runtime_error("FabricHost: eventfd failed");
+}
 
-FabricHost::~FabricHost() { Stop(); }
+FabricHost::~FabricHost() {
+  Stop();
+  close(wake_fd_);
+}
+
+uint64_t FabricHost::Now() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+void FabricHost::AddSource(int fd, Service service) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (thread_.joinable()) throw std::logic_error("FabricHost::AddSource after Start");
+  sources_.push_back({fd, std::move(service), 0});
+}
+
+void FabricHost::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return;
+    tasks_.push_back(std::move(task));
+  }
+  Wake();
+}
 
 uint32_t FabricHost::AddCaPort() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -79,39 +108,79 @@ void FabricHost::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
+    tasks_.clear();
   }
-  wake_.notify_all();
+  Wake();
   if (thread_.joinable()) thread_.join();
 }
 
 void FabricHost::Wake() {
   work_hint_.store(true, std::memory_order_release);
+  bool sleeping;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_ = true;
+    sleeping = sleeping_;
   }
-  wake_.notify_one();
+  if (sleeping) {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+  }
+}
+
+bool FabricHost::ServeSources(std::vector<pollfd>& fds) {
+  bool ran = false;
+  const uint64_t now = NowNs();
+  for (std::size_t i = 0; i < sources_.size(); ++i) {
+    pollfd& p = fds[i + 1];
+    if ((p.revents & (POLLIN | POLLERR)) != 0 || now >= sources_[i].due) {
+      sources_[i].due = sources_[i].service(now);
+      ran = true;
+    }
+    p.revents = 0;
+  }
+  return ran;
 }
 
 void FabricHost::Run() {
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> arrivals;
   std::vector<std::shared_ptr<hca::Link>> targets;
   std::vector<std::shared_ptr<Tap>> taps;
+  std::vector<std::function<void()>> tasks;
+  // fds[0]: the wake-up eventfd; fds[1 + i]: source i.
+  std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
+  for (const Source& source : sources_) fds.push_back({source.fd, POLLIN, 0});
+  const auto source_fds = static_cast<nfds_t>(sources_.size());
   uint64_t last_work = NowNs();
   for (;;) {
-    // Briefly watch for work without the lock, then sleep until woken or the next due time.
+    // Briefly watch for work without the lock (and for datagrams), then sleep in poll until
+    // woken, a source is readable or the next due time.
+    bool polled = false;
     while (!work_hint_.load(std::memory_order_acquire) && NowNs() - last_work < kSpinNs) {
-    }
-    std::unique_lock<std::mutex> lock(mutex_);
-    const uint64_t due = fabric_.next_due();
-    const uint64_t now = NowNs();
-    if (!pending_ && !stop_ && due > now) {
-      if (due == UINT64_MAX) {
-        wake_.wait(lock, [&] { return pending_ || stop_; });
-      } else {
-        wake_.wait_for(lock, std::chrono::nanoseconds(due - now),
-                       [&] { return pending_ || stop_; });
+      if (source_fds != 0 && poll(fds.data() + 1, source_fds, 0) > 0) {
+        polled = true;
+        break;
       }
+    }
+    uint64_t due = UINT64_MAX;
+    for (const Source& source : sources_) due = std::min(due, source.due);
+    std::unique_lock<std::mutex> lock(mutex_);
+    due = std::min(due, fabric_.next_due());
+    const uint64_t now = NowNs();
+    if (!polled && !pending_ && !stop_ && due > now) {
+      sleeping_ = true;
+      lock.unlock();
+      timespec wait{};
+      if (due != UINT64_MAX) {
+        wait.tv_sec = static_cast<time_t>((due - now) / 1'000'000'000u);
+        wait.tv_nsec = static_cast<long>((due - now) % 1'000'000'000u);
+      }
+      (void)ppoll(fds.data(), fds.size(), due == UINT64_MAX ? nullptr : &wait, nullptr);
+      uint64_t count;
+      (void)!read(wake_fd_, &count, sizeof count);
+      polled = true;
+      lock.lock();
+      sleeping_ = false;
     }
     if (stop_) return;
     pending_ = false;
@@ -119,6 +188,7 @@ void FabricHost::Run() {
     fabric_.AdvanceTo(NowNs());
     fabric_.Pump();
     arrivals.swap(outbox_);
+    tasks.swap(tasks_);
     targets.clear();
     taps.clear();
     for (const auto& [index, bytes] : arrivals) {
@@ -130,11 +200,18 @@ void FabricHost::Run() {
       if (taps[i] && (*taps[i])(arrivals[i].second)) continue;
       if (targets[i]) (void)targets[i]->Transmit(std::move(arrivals[i].second));
     }
-    if (!arrivals.empty()) {
+    for (auto& task : tasks) task();
+    bool served = false;
+    if (source_fds != 0) {
+      if (!polled) (void)poll(fds.data() + 1, source_fds, 0);
+      served = ServeSources(fds);
+    }
+    if (!arrivals.empty() || !tasks.empty() || served) {
       delivered_.fetch_add(arrivals.size(), std::memory_order_relaxed);
       last_work = NowNs();
     }
     arrivals.clear();
+    tasks.clear();
   }
 }
 

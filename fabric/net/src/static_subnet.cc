@@ -89,6 +89,15 @@ std::string ActivatePorts(Switch& sw) {
   return "";
 }
 
+std::string ReactivateCable(Fabric& fabric, uint32_t cable) {
+  for (int side = 0; side < 2; ++side) {
+    const CableEnd& end = fabric.cable_end(cable, side);
+    if (end.kind != CableEnd::Kind::kSwitch) continue;
+    if (std::string e = ActivatePorts(fabric.switch_at(end.index)); !e.empty()) return e;
+  }
+  return "";
+}
+
 std::string SetSwitchLid(Switch& sw, uint16_t lid) {
   std::array<uint8_t, 64> data{};
   if (const uint16_t s = SmaSetOrGet(sw, kGet, mad::PortInfo::kAttributeId, 0, &data))
@@ -107,13 +116,18 @@ std::string SetSwitchLid(Switch& sw, uint16_t lid) {
 }
 
 std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
-                              const CaPortFactory& make_ca_port, StaticSubnet* out, bool program) {
+                              const CaPortFactory& make_ca_port, StaticSubnet* out, bool program,
+                              const SubnetPart* part) {
   if (!topology.validated()) return "the topology is not validated";
   const auto& nodes = topology.nodes();
   const std::size_t n = nodes.size();
   out->switch_index.assign(n, -1);
   out->lid.assign(n, {});
   out->ca_port.assign(n, {});
+  out->cable.assign(topology.links().size(), -1);
+  if (part != nullptr && (part->owned.size() != n || !part->far_end))
+    return "the hosted part does not match the topology";
+  auto owned = [&](NodeIndex i) { return part == nullptr || part->owned[i]; };
   // Switches, LIDs, CA ports.
   uint32_t next_lid = 1;
   for (NodeIndex i = 0; i < n; ++i) {
@@ -121,6 +135,10 @@ std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
     out->lid[i].assign(std::size_t{node.num_ports} + 1, 0);
     out->ca_port[i].assign(std::size_t{node.num_ports} + 1, -1);
     if (node.is_switch()) {
+      if (!owned(i)) {
+        out->lid[i][0] = static_cast<uint16_t>(next_lid++);
+        continue;
+      }
       SwitchConfig config;
       config.node_guid = node.guid;
       config.system_image_guid = node.system_image_guid;
@@ -138,7 +156,7 @@ std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
       if (next_lid > kMaxUnicastLid) return "more ports than unicast LIDs";
       out->lid[i][p] = static_cast<uint16_t>(next_lid++);
     }
-    for (uint8_t p = 1; p <= node.num_ports; ++p) {
+    for (uint8_t p = 1; p <= node.num_ports && owned(i); ++p) {
       if (topology.Peer({i, p}))
         out->ca_port[i][p] = static_cast<int32_t>(make_ca_port(i, p, out->lid[i][p]));
     }
@@ -151,7 +169,17 @@ std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
     return CableEnd{CableEnd::Kind::kCaPort,
                     static_cast<uint32_t>(out->ca_port[ref.node][ref.port]), 0};
   };
-  for (const Link& link : topology.links()) fabric.Connect(end_of(link.a), end_of(link.b));
+  for (std::size_t l = 0; l < topology.links().size(); ++l) {
+    const Link& link = topology.links()[l];
+    const bool a = owned(link.a.node), b = owned(link.b.node);
+    if (a && b) {
+      out->cable[l] = fabric.Connect(end_of(link.a), end_of(link.b));
+    } else if (a || b) {
+      const auto cable = fabric.Connect(end_of(a ? link.a : link.b), part->far_end(l));
+      fabric.SetCableUp(cable, false);
+      out->cable[l] = cable;
+    }
+  }
   if (!program) return "";
 
   // Min-hop routes: for each destination switch, BFS distances over switch-to-switch links;
@@ -199,6 +227,7 @@ std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
     }
   }
   for (NodeIndex s : switches) {
+    if (!owned(s)) continue;
     Switch& sw = fabric.switch_at(static_cast<uint32_t>(out->switch_index[s]));
     if (std::string e = SetSwitchLid(sw, out->lid[s][0]); !e.empty())
       return nodes[s].name + ": " + e;

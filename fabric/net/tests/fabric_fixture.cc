@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hca/device/packet.h"
 #include "softib/fabric/static_subnet.h"
 
 namespace softib::fabric::testing {
@@ -19,6 +20,19 @@ std::unique_ptr<Host> AddHost(Fabric& fabric, uint16_t lid) {
   h->ca_port = fabric.AddCaPort([h](std::span<const uint8_t> p) { h->hca.Receive(1, p); });
   h->hca.port(1).link = &fabric.ca_link(h->ca_port);
   return host;
+}
+
+std::vector<uint8_t> UdPacket(uint16_t slid, uint16_t dlid, uint8_t fill) {
+  hca::PacketHeaders hdr;
+  hdr.lrh.SLID = slid;
+  hdr.lrh.DLID = dlid;
+  hdr.bth.OpCode = 0x64;  // UD SEND Only
+  hdr.bth.DestQP = 0x123;
+  hdr.bth.P_Key = 0xFFFF;
+  hdr.deth.Q_Key = 0x11111111;
+  hdr.deth.SrcQP = 0x456;
+  const std::vector<uint8_t> payload(32, fill);
+  return hca::BuildPacket(hdr, payload);
 }
 
 }  // namespace softib::fabric::testing

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "hca/device/hca.h"
 #include "softib/fabric/fabric.h"
@@ -21,5 +22,8 @@ struct Host {
   uint32_t ca_port = 0;
 };
 std::unique_ptr<Host> AddHost(Fabric& fabric, uint16_t lid);
+
+// A UD SEND from LID `slid` to `dlid` with 32 bytes of `fill` (the HCA's packet builder).
+std::vector<uint8_t> UdPacket(uint16_t slid, uint16_t dlid, uint8_t fill);
 
 }  // namespace softib::fabric::testing

@@ -19,20 +19,7 @@ namespace {
 using K = CableEnd::Kind;
 using testing::ActivatePorts;
 using testing::ProgramLft;
-
-// A UD SEND from LID `slid` to `dlid` (built by the HCA's own packet builder).
-std::vector<uint8_t> UdPacket(uint16_t slid, uint16_t dlid, uint8_t fill) {
-  hca::PacketHeaders hdr;
-  hdr.lrh.SLID = slid;
-  hdr.lrh.DLID = dlid;
-  hdr.bth.OpCode = 0x64;  // UD SEND Only
-  hdr.bth.DestQP = 0x123;
-  hdr.bth.P_Key = 0xFFFF;
-  hdr.deth.Q_Key = 0x11111111;
-  hdr.deth.SrcQP = 0x456;
-  const std::vector<uint8_t> payload(32, fill);
-  return hca::BuildPacket(hdr, payload);
-}
+using testing::UdPacket;
 
 class TwoSwitches : public ::testing::Test {
  protected:

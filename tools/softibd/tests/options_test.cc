@@ -53,9 +53,12 @@ TEST(OptionsTest, BadCommandLinesExitTwoWithOneErrorLine) {
       {"--ready-fd", "999999"},
       {"--run-dir"},
       {"--cas", "2", "--cas"},
-      {"--ibsim", "x"},                            // needs --fabric
-      {"--sm", "external"},                        // needs --fabric
-      {"--fabric", "default", "--sm", "dynamic"},  // static | external
+      {"--ibsim", "x"},                                        // needs --fabric
+      {"--sm", "external"},                                    // needs --fabric
+      {"--fabric", "default", "--sm", "dynamic"},              // static | external
+      {"--part", "1/2"},                                       // needs --fabric
+      {"--fabric", "default", "--listen", "udp:127.0.0.1:0"},  // needs --hosts/--part
+      {"--fabric", "default", "--hosts", "leaf-01", "--part", "1/2"},
   };
   for (const auto& args : bad) {
     testing::internal::CaptureStderr();
@@ -77,6 +80,14 @@ TEST(OptionsTest, FabricOptions) {
   EXPECT_EQ(Parse({"--fabric", "default"}).options.sm, "static");
   // Without --ibsim the SM is a user process on a host (softib-sm --run-dir, the AL's MADs).
   EXPECT_EQ(Parse({"--fabric", "default", "--sm", "external"}).kind, ParseResult::Kind::kRun);
+  // Part of a fabric: an SM may reach it through another daemon, so no --ibsim needed.
+  const ParseResult split =
+      Parse({"--fabric", "default", "--part", "2/2", "--sm", "external", "--listen",
+             "udp:127.0.0.1:0", "--peer", "udp:10.0.0.1:7", "--peer", "udp:10.0.0.2:7"});
+  ASSERT_EQ(split.kind, ParseResult::Kind::kRun);
+  EXPECT_EQ(split.options.part, "2/2");
+  EXPECT_EQ(split.options.listen, "udp:127.0.0.1:0");
+  EXPECT_EQ(split.options.peers, (std::vector<std::string>{"udp:10.0.0.1:7", "udp:10.0.0.2:7"}));
 }
 
 TEST(OptionsTest, HelpExitsZero) {

@@ -69,6 +69,11 @@ class Fabric {
   // come back in Init, as after any link-up: the SM has to activate them again).
   void SetCableUp(uint32_t cable, bool up);
   bool cable_up(uint32_t cable) const { return cables_.at(cable).up; }
+  std::size_t num_cables() const { return cables_.size(); }
+  const CableEnd& cable_end(uint32_t cable, int side) const { return cables_.at(cable).end[side]; }
+  const LinkFaults& faults(uint32_t cable, int direction) const {
+    return cables_.at(cable).dir[direction].faults;
+  }
   const LinkCounters& counters(uint32_t cable, int direction) const {
     return cables_.at(cable).dir[direction].counters;
   }
@@ -76,6 +81,10 @@ class Fabric {
   // result is written as an ERF file (record type InfiniBand) that tshark decodes.
   void StartCapture(uint32_t cable);
   std::string WriteCapture(uint32_t cable, const std::string& path) const;
+  // Ends the recording and forgets what it held.
+  void StopCapture(uint32_t cable);
+  bool capturing(uint32_t cable) const { return cables_.at(cable).capturing; }
+  std::size_t captured(uint32_t cable) const { return cables_.at(cable).captured.size(); }
 
   // Time (nanoseconds, any origin) for delays; packets are due at send time + delay.
   void AdvanceTo(uint64_t now_ns) { now_ns_ = now_ns; }

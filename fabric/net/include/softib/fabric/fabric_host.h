@@ -3,10 +3,13 @@
 // pumps the fabric and hands what arrives for each CA port to that port's inbound link
 // (hca/driver's receive side, which queues onto the node's delivery DPC) outside the lock,
 // so a CA answering at once (an ACK) never finds the lock held by its own delivery.
+// Sources (a UDP tunnel's socket) and posted tasks (control requests) run on the same
+// thread, which sleeps in poll() on their descriptors and an eventfd that wakes it.
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,6 +50,17 @@ class FabricHost {
   using Tap = std::function<bool(std::span<const uint8_t> packet)>;
   void SetTap(uint32_t index, Tap tap);
 
+  // Something else the thread serves (a UDP tunnel's socket): `service(now_ns)` runs on the
+  // thread, outside the lock (it may call With and ca_link), when `fd` is readable or the
+  // time it returned last (UINT64_MAX: none; first call at once) has come. Before Start.
+  using Service = std::function<uint64_t(uint64_t now_ns)>;
+  void AddSource(int fd, Service service);
+  // Runs `task` on the thread, outside the lock (it may call With); from any thread. Tasks
+  // posted after Stop never run.
+  void Post(std::function<void()> task);
+  // The thread's clock (steady, nanoseconds).
+  static uint64_t Now();
+
   void Start();
   void Stop();
   uint64_t delivered() const { return delivered_.load(std::memory_order_relaxed); }
@@ -59,16 +73,27 @@ class FabricHost {
     std::shared_ptr<Tap> tap;
     std::unique_ptr<HostLink> out;
   };
+  struct Source {
+    int fd;
+    Service service;
+    uint64_t due = 0;
+  };
   void Run();
   void Wake();
+  // Serves the sources whose descriptor is readable (revents from the last poll) or whose
+  // time has come; true when any ran.
+  bool ServeSources(std::vector<pollfd>& fds);
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
   Fabric fabric_;
   std::vector<std::unique_ptr<CaPort>> ca_ports_;                  // lock held
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> outbox_;  // lock held
+  std::vector<std::function<void()>> tasks_;                       // lock held
   bool pending_ = false;                                           // lock held
   bool stop_ = false;                                              // lock held
+  bool sleeping_ = false;        // lock held: the thread is (about to be) in poll()
+  int wake_fd_ = -1;             // eventfd: Wake() kicks the sleeping thread
+  std::vector<Source> sources_;  // set before Start, then the thread's
   std::atomic<bool> work_hint_{false};
   std::atomic<uint64_t> delivered_{0};
   std::thread thread_;

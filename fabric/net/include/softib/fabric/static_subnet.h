@@ -23,6 +23,9 @@ uint16_t SmaSetOrGet(Switch& sw, uint8_t method, uint16_t attribute, uint32_t mo
 std::string ProgramLft(Switch& sw, const std::map<uint16_t, uint8_t>& routes);
 // Every cabled port Init -> Armed -> Active; ports already Active stay.
 std::string ActivatePorts(Switch& sw);
+// After a cable came back up without an SM (static routes): its switch ends' ports
+// Init -> Active again, as the static subnet left them.
+std::string ReactivateCable(Fabric& fabric, uint32_t cable);
 // The switch's own LID (PortInfo of port 0).
 std::string SetSwitchLid(Switch& sw, uint16_t lid);
 
@@ -33,6 +36,16 @@ struct StaticSubnet {
   std::vector<std::vector<uint16_t>> lid;
   // Per topology node and port: the fabric CA-port index of a CA port, or -1.
   std::vector<std::vector<int32_t>> ca_port;
+  // Per topology link: the fabric cable, or -1 when neither end is hosted here.
+  std::vector<int64_t> cable;
+};
+
+// The part of a topology one softibd hosts; the cables to the rest are tunnel cables.
+struct SubnetPart {
+  std::vector<bool> owned;  // per topology node
+  // The fabric end standing in for the far side of topology link `link`, whose other end
+  // is hosted elsewhere (a CA port the caller feeds from a UDP tunnel).
+  std::function<CableEnd(std::size_t link)> far_end;
 };
 
 // Creates the fabric CA port for `node`/`port` (its LID given): the caller's HCA port.
@@ -45,8 +58,11 @@ using CaPortFactory = std::function<uint32_t(NodeIndex node, uint8_t port, uint1
 // With `program` false only the switches, CA ports and cables are built: the LIDs are
 // still computed (for the caller's records) but nothing is programmed, and every port
 // waits in Init for a subnet manager.
+// With `part`, only its owned nodes are built (LIDs and routes still come from the whole
+// topology, so every daemon computes the same); a link with one owned end becomes a cable
+// from that end (side 0) to part->far_end, and starts down: the tunnel brings it up.
 std::string BuildStaticSubnet(const Topology& topology, Fabric& fabric,
                               const CaPortFactory& make_ca_port, StaticSubnet* out,
-                              bool program = true);
+                              bool program = true, const SubnetPart* part = nullptr);
 
 }  // namespace softib::fabric
