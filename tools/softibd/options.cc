@@ -46,6 +46,14 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
          "(ports wait in Init for a subnet manager, e.g. ibsim-run softib-sm; needs --ibsim)")
       ->check(CLI::IsMember({"static", "external"}))
       ->capture_default_str();
+  app.add_flag("--light-hosts", options.light_hosts,
+               "with --fabric: hosts are light (their ports answer SMPs and PerfMgt MADs; no "
+               "node, no devices served); automatic above " +
+                   std::to_string(kAutoLightHosts) + " hosts");
+  app.add_option("--full-hosts", options.full_hosts,
+                 "with light hosts: these hosts (NAME,...) stay full nodes served in "
+                 "<run-dir>/<NAME>")
+      ->delimiter(',');
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -65,6 +73,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   }
   if (!options.ibsim.empty() && options.fabric.empty()) {
     std::cerr << "softibd: error: --ibsim needs --fabric\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  if ((options.light_hosts || !options.full_hosts.empty()) && options.fabric.empty()) {
+    std::cerr << "softibd: error: --light-hosts and --full-hosts need --fabric\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (options.run_dir.empty()) options.run_dir = user::DefaultRunDir();

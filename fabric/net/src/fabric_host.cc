@@ -22,6 +22,7 @@ class FabricHost::HostLink final : public hca::Link {
     {
       std::lock_guard<std::mutex> lock(host_->mutex_);
       (void)host_->fabric_.ca_link(fabric_index_).Transmit(std::move(packet));
+      host_->pending_ = true;
     }
     host_->Wake();
     return {};
@@ -86,10 +87,6 @@ void FabricHost::Stop() {
 
 void FabricHost::Wake() {
   work_hint_.store(true, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pending_ = true;
-  }
   wake_.notify_one();
 }
 

@@ -60,7 +60,7 @@ class FabricHost {
     std::unique_ptr<HostLink> out;
   };
   void Run();
-  void Wake();
+  void Wake();  // after setting pending_ under the lock
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
