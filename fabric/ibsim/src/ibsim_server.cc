@@ -271,15 +271,18 @@ bool SimServer::HandleData(uint32_t slot) {
 
 void SimServer::Forward(uint32_t slot, uint32_t port_index, Request& record) {
   const AttachPort& port = ports_[port_index];
+  // Asked once per record: it may come from the port's SMA (a PortInfo Get).
+  const uint16_t port_lid = port.lid();
   if (!IsResponse(record)) SetTidClient(&record, slot);
   // The port's own agents: a directed-route SMP of hop count 0, or a MAD for its own LID.
   const bool directed = record.mad[1] == kDirectedRouteClass;
-  const bool local = directed ? record.mad[kHopCount] == 0 : record.dlid == port.lid();
+  const bool local = directed ? record.mad[kHopCount] == 0 : record.dlid == port_lid;
   if (local) {
     Request reply = record;
     if (port.local_mad) {
       if (auto answer = port.local_mad(record.mad)) {
         reply.mad = *answer;
+        // After the agents ran: a Set may have given the port its LID.
         reply.dlid = record.slid == 0 ? port.lid() : record.slid;
         reply.slid = directed ? 0xFFFF : port.lid();
         std::swap(reply.dqp, reply.sqp);
@@ -301,7 +304,7 @@ void SimServer::Forward(uint32_t slot, uint32_t port_index, Request& record) {
       return;
     }
   }
-  std::vector<uint8_t> packet = PacketFromRequest(record, port.lid());
+  std::vector<uint8_t> packet = PacketFromRequest(record, port_lid);
   if (packet.empty()) {
     record.status = kStatusDropped;
     SendToClient(slot, record);
