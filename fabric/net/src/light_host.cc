@@ -3,20 +3,13 @@
 #include <chrono>
 #include <cstring>
 
+#include "softib/mad/mad_common.h"
+#include "softib/mad/mad_sm.h"
 #include "softib/smp/directed_route.h"
 
 namespace softib::fabric {
 
 namespace {
-
-constexpr uint8_t kClassSubnLid = 0x01;
-constexpr uint8_t kClassSubnDr = 0x81;
-constexpr uint8_t kClassPerfMgt = 0x04;
-constexpr uint8_t kMethodTrap = 0x05;
-constexpr uint8_t kMethodReport = 0x06;
-constexpr uint8_t kMethodTrapRepress = 0x07;
-constexpr uint16_t kAttrSmInfo = 0x0020;
-constexpr uint32_t kGsiQkey = 0x80010000;
 
 uint64_t NowNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -30,8 +23,8 @@ bool IsResponse(const uint8_t* mad) { return (mad[3] & 0x80) != 0; }
 bool ForTheSm(const uint8_t* mad) {
   const uint8_t method = mad[3];
   const uint16_t attribute = static_cast<uint16_t>(mad[16] << 8 | mad[17]);
-  return method == kMethodTrap || method == kMethodTrapRepress || method == kMethodReport ||
-         attribute == kAttrSmInfo;
+  return method == mad::kSubnMgtTrap || method == mad::kSubnMgtTrapRepress ||
+         method == mad::kSubnAdmReport || attribute == mad::SMInfo::kAttributeId;
 }
 
 }  // namespace
@@ -100,9 +93,9 @@ void LightHost::Answer() {
   if (origin_.qpn == hca::kSmiQpn) {
     // The SMI (the Access Layer's smi.cc does the same for a full node): the receive-side
     // directed-route rules, then the SMA, then the response back along the return path.
-    const bool directed = m[1] == kClassSubnDr;
+    const bool directed = m[1] == mad::kSubnMgtDRClass;
     if (directed && smp::OnArrival(mad_, shape, port).verdict != smp::Verdict::kLocal) return;
-    if (IsResponse(m) || ForTheSm(m) || (!directed && m[1] != kClassSubnLid)) return;
+    if (IsResponse(m) || ForTheSm(m) || (!directed && m[1] != mad::kSubnMgtClass)) return;
     if (hca_.ProcessLocalMad(port, mad_, response) != hca::LocalMadResult::kReply) return;
     if (directed) {
       const smp::Decision d = smp::Respond(response, shape, origin_.slid);
@@ -119,10 +112,10 @@ void LightHost::Answer() {
     return;
   }
   // The GSI's local agent: the PMA.
-  if (m[1] != kClassPerfMgt || IsResponse(m)) return;
+  if (m[1] != mad::kPerfMgtClass || IsResponse(m)) return;
   if (hca_.ProcessLocalMad(port, mad_, response) != hca::LocalMadResult::kReply) return;
   to.remote_qpn = origin_.src_qp;
-  to.remote_qkey = kGsiQkey;
+  to.remote_qkey = hca::kGsiQkey;
   (void)hca_.SendManagement(port, hca::kGsiQpn, to, response);
 }
 
