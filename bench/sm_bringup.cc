@@ -2,12 +2,17 @@
 // each against a freshly started ibsim on the same topology file, in the same run. Wall
 // time of each program from fork to exit (both pay the same umad2sim start-up), best of
 // --rounds. Rows: preset, nodes, softib-sm s, OpenSM s, ratio softib/OpenSM (goal <= 0.5),
-// SMPs softib-sm sent.
+// SMPs softib-sm sent. Then softib-sm on softib's own fabric (softibd --fabric <preset>
+// --sm external --ibsim, light hosts except on the default fabric): wall time, SMPs, SMPs/s,
+// the ratio to OpenSM on ibsim where both ran, softibd's resident memory.
 //   softib_bench_sm_bringup [--rounds N] [--presets default,ft36,ft92]
+//                           [--softib-presets default,ft36,ft92,ft-k36]
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -68,21 +73,61 @@ Result TimeOne(const std::string& dir, const std::string& file, const std::strin
   return r;
 }
 
+// softib-sm --once against `softibd --fabric <preset> --sm external --ibsim NAME` (hosts
+// light, or full nodes), from fork to exit; also the daemon's resident memory once ready.
+Result TimeOnSoftib(const std::string& dir, const std::string& preset, bool light, int round,
+                    long* rss_kib) {
+  const std::string sock =
+      "softib-bench-smfab-" + std::to_string(::getpid()) + "-" + preset + std::to_string(round);
+  std::vector<std::string> argv = {SOFTIBD_BINARY, "--run-dir", dir + "/run-" + sock,
+                                   "--fabric",     preset,      "--sm",
+                                   "external",     "--ibsim",   sock};
+  if (light) argv.push_back("--light-hosts");
+  Result r;
+  softib::sm::testing::Child daemon(argv, dir, {}, dir + "/softibd.err");
+  if (!daemon.WaitFor("softibd: ready", 300000)) {
+    r.failure = "softibd did not start";
+    return r;
+  }
+  std::ifstream status("/proc/" + std::to_string(daemon.pid()) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) *rss_kib = std::atol(line.c_str() + 6);
+  const auto start = std::chrono::steady_clock::now();
+  softib::sm::testing::Child sm({"ibsim-run", SOFTIB_SM_BINARY, "--once", "--quiet"}, dir,
+                                {{"IBSIM_SOCKNAME", sock}}, dir + "/sm.err");
+  const int exit_code = sm.Wait();
+  r.seconds = Seconds(start);
+  std::smatch m;
+  const std::string out = sm.output();
+  if (std::regex_search(out, m, std::regex("([0-9]+) SMPs"))) r.smps = m[1];
+  if (exit_code != 0 || out.find("subnet up") == std::string::npos)
+    r.failure = "softib-sm failed on softibd --fabric " + preset + ":\n" + out;
+  daemon.Stop();
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int rounds = 3;
   std::string presets = "default,ft36";
+  std::string own = "default,ft36";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--presets") && i + 1 < argc) {
       presets = argv[++i];
+    } else if (!std::strcmp(argv[i], "--softib-presets") && i + 1 < argc) {
+      own = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--rounds N] [--presets default,ft36,ft92]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--rounds N] [--presets default,ft36,ft92] "
+                   "[--softib-presets default,ft36,ft92,ft-k36]\n",
+                   argv[0]);
       return 2;
     }
   }
+  std::map<std::string, double> opensm_seconds;  // for the ratio of the own-fabric rows
   char tmpl[] = "/tmp/softib-bench-sm-XXXXXX";
   if (!::mkdtemp(tmpl)) return 1;
   const std::string dir = tmpl;
@@ -120,6 +165,46 @@ int main(int argc, char** argv) {
     }
     std::printf("%-8s %6zu %12.3f %12.3f %8.2f %8s\n", name.c_str(), topology->nodes().size(),
                 best_sm, best_osm, best_sm / best_osm, smps.c_str());
+    std::fflush(stdout);
+    opensm_seconds[name] = best_osm;
+  }
+
+  // softib-sm on softib's own fabric: light hosts, except the default fabric's full nodes
+  // (the main job's). vs_opensm: this wall time / OpenSM's on ibsim above.
+  std::printf("\non softib's fabric (softibd --sm external --ibsim)\n");
+  std::printf("%-8s %6s %6s %8s %9s %9s %9s %8s\n", "preset", "nodes", "light", "wall_s", "smps",
+              "smps_s", "vs_opensm", "rss_mib");
+  std::stringstream own_list(own);
+  for (std::string name; std::getline(own_list, name, ',');) {
+    auto topology = softib::fabric::MakePreset(name);
+    if (!topology) {
+      std::fprintf(stderr, "unknown preset %s\n", name.c_str());
+      status = 2;
+      continue;
+    }
+    const bool light = name != "default";
+    Result best;
+    long rss_kib = 0;
+    for (int round = 0; round < rounds; ++round) {
+      const Result r = TimeOnSoftib(dir, name, light, round, &rss_kib);
+      if (!r.failure.empty()) {
+        std::fprintf(stderr, "%s: %s\n", name.c_str(), r.failure.c_str());
+        best = r;
+        break;
+      }
+      if (best.seconds < 0 || r.seconds < best.seconds) best = r;
+    }
+    if (!best.failure.empty()) {
+      status = 1;
+      continue;
+    }
+    const auto osm = opensm_seconds.find(name);
+    char ratio[16] = "-";
+    if (osm != opensm_seconds.end())
+      std::snprintf(ratio, sizeof ratio, "%.2f", best.seconds / osm->second);
+    std::printf("%-8s %6zu %6s %8.3f %9s %9.0f %9s %8.1f\n", name.c_str(), topology->nodes().size(),
+                light ? "yes" : "no", best.seconds, best.smps.c_str(),
+                std::atof(best.smps.c_str()) / best.seconds, ratio, rss_kib / 1024.0);
     std::fflush(stdout);
   }
   fs::remove_all(dir);

@@ -13,7 +13,10 @@ uint8_t VlCap(uint8_t max_vls) {
 }
 
 Hca::Hca(const HcaConfig& config)
-    : config_(config), ports_(config.num_ports), mrs_(config.max_mrs + config.max_mws) {
+    : config_(config),
+      ports_(config.num_ports),
+      mrs_(config.max_mrs + config.max_mws),
+      management_psns_(config.num_ports) {
   for (uint8_t i = 0; i < config.num_ports; ++i) {
     Port& p = ports_[i];
     p.number = static_cast<uint8_t>(i + 1);

@@ -18,9 +18,12 @@
 // Upward news (async events, completion events) leaves only through those callbacks.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -158,6 +161,36 @@ class Hca {
   // CLIENT_REREGISTER) leave through async_events.
   LocalMadResult ProcessLocalMad(uint8_t port_number, std::span<const uint8_t, 256> request,
                                  std::span<uint8_t, 256> response);
+
+  // --- a device without special QPs (management.cc) -------------------------------------
+  // softibd's light hosts have no Access Layer above the device to own QP0 and QP1: their
+  // ports answer MADs from the device alone. With a sink set, a datagram for QP0/QP1 of a
+  // port where that special QP does not exist passes every check the special QP's receive
+  // makes (VL15, DLID, UD transport, QP1's P_Key and Q_Key, MTU) and goes to the sink, with
+  // what the receive's completion would report, instead of being dropped. The sink runs
+  // inside Receive and must not call the Hca (it keeps the MAD and answers afterwards).
+  struct ManagementDatagram {
+    uint8_t port = 0;
+    uint32_t qpn = 0;  // 0 (SMI) or 1 (GSI)
+    uint32_t src_qp = 0;
+    uint16_t slid = 0;
+    uint8_t sl = 0;
+    uint16_t pkey_index = 0;       // QP1: the P_Key table entry that matched
+    std::span<const uint8_t> mad;  // the payload
+  };
+  std::function<void(const ManagementDatagram&)> management_sink;
+  // Where SendManagement sends a MAD.
+  struct ManagementAddress {
+    uint16_t dlid = 0;
+    uint8_t sl = 0;
+    uint16_t pkey_index = 0;  // QP1's P_Key (QP0 always sends the default one)
+    uint32_t remote_qpn = 0;
+    uint32_t remote_qkey = 0;
+  };
+  // Sends `mad` from QP0 or QP1 (`src_qpn`) of `port_number` exactly as that special QP's
+  // UD send would (headers, PSN sequence, port counters). False when no packet was built.
+  bool SendManagement(uint8_t port_number, uint32_t src_qpn, const ManagementAddress& to,
+                      std::span<const uint8_t> mad);
 
   // --- objects -------------------------------------------------------------------------
   PdId AllocPd() { return pds_.Allocate(); }
@@ -331,6 +364,14 @@ class Hca {
   void ReceiveUc(QueuePair& qp, const ParsedPacket& packet);
   // Datagram checks and delivery to one QP (UD, GSI, SMI): P_Key, Q_Key, VL15.
   void ReceiveDatagram(Port& in, QueuePair& qp, const ParsedPacket& packet);
+  // QP1's checks (IBA 10.9.3, 10.2.4): a P_Key of the port's table (its index returned)
+  // and the well-known Q_Key; nullopt after counting the violation.
+  std::optional<uint16_t> GsiKeysMatch(Port& in, const PacketHeaders& hdr);
+  // management.cc: what ReceiveDatagram and ReceiveUd check, for a port without QP0/QP1.
+  void ReceiveManagement(Port& in, const ParsedPacket& packet);
+  // UD headers of a datagram `qp_type` sends (requester.cc: SendUd and SendManagement).
+  PacketHeaders DatagramHeaders(const Port& out, const abi::AddressVector& av, abi::QpType qp_type,
+                                uint16_t pkey_index) const;
   // mcast.cc: a multicast packet to every QP of `in` attached to (DGID, DLID), except
   // `except` (the sender, for the local copy).
   void ReceiveMulticast(Port& in, const ParsedPacket& packet, const QueuePair* except);
@@ -393,6 +434,8 @@ class Hca {
   WriteCombiner staged_writes_;
   uint32_t next_cq_ = 1;
   uint32_t next_qpn_ = 0x48;  // below: QP0/QP1 and numbers kept out of use, as on hardware
+  // SendManagement's next PSN of QP0 and QP1 per port.
+  std::vector<std::array<uint32_t, 2>> management_psns_;
 };
 
 }  // namespace softib::hca

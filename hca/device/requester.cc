@@ -424,6 +424,19 @@ PacketHeaders Hca::PathHeaders(const Port& out, const abi::AddressVector& av) co
   return hdr;
 }
 
+PacketHeaders Hca::DatagramHeaders(const Port& out, const abi::AddressVector& av,
+                                   abi::QpType qp_type, uint16_t pkey_index) const {
+  PacketHeaders hdr = PathHeaders(out, av);
+  hdr.bth.OpCode = Op(BthOpcode::UD_SEND_ONLY);
+  hdr.bth.P_Key = pkey_index < out.pkeys.size() ? out.pkeys[pkey_index] : 0;
+  // QP0 speaks on VL15 with the default P_Key.
+  if (qp_type == abi::QpType::SMI) {
+    hdr.lrh.VL = 15;
+    hdr.bth.P_Key = kDefaultPkey;
+  }
+  return hdr;
+}
+
 bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload) {
   std::vector<uint8_t> packet = BuildPacket(hdr, payload, std::move(out.spare_buffer));
   if (packet.empty()) return false;
@@ -485,17 +498,12 @@ WcStatus Hca::SendUd(QueuePair& qp, const abi::SendWorkRequest& wr, uint32_t* le
   *length = static_cast<uint32_t>(payload.size());
 
   Port& out = port(qp.port);
-  PacketHeaders hdr = PathHeaders(out, ah->av);
+  // QP1 picks its P_Key per request.
+  const uint16_t pkey_index = qp.type == abi::QpType::GSI ? wr.pkey_index : qp.pkey_index;
+  PacketHeaders hdr = DatagramHeaders(out, ah->av, qp.type, pkey_index);
   const bool with_imm = Has(wr, abi::SendFlags::IMMEDIATE);
   hdr.bth.OpCode = Op(with_imm ? BthOpcode::UD_SEND_ONLY_WITH_IMMEDIATE : BthOpcode::UD_SEND_ONLY);
   hdr.bth.SE = Has(wr, abi::SendFlags::SOLICITED) ? 1 : 0;
-  // QP0 speaks on VL15 with the default P_Key; QP1 picks its P_Key per request.
-  const uint16_t pkey_index = qp.type == abi::QpType::GSI ? wr.pkey_index : qp.pkey_index;
-  hdr.bth.P_Key = pkey_index < out.pkeys.size() ? out.pkeys[pkey_index] : 0;
-  if (qp.type == abi::QpType::SMI) {
-    hdr.lrh.VL = 15;
-    hdr.bth.P_Key = kDefaultPkey;
-  }
   const bool multicast = IsMulticastLid(ah->av.dlid);
   hdr.bth.DestQP = multicast ? kMulticastQpn : wr.remote_qpn & kPsnMask;
   hdr.bth.PSN = qp.sq_psn;

@@ -76,6 +76,8 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
   const bool permissive = hdr.lrh.DLID == kPermissiveLid && vl15;
   if (!permissive && !in.AcceptsDlid(hdr.lrh.DLID)) return drop(RecvDrop::kWrongDlid);
   QueuePair* qp = DestinationQp(port_number, hdr.bth.DestQP);
+  if (qp == nullptr && management_sink && hdr.bth.DestQP <= kGsiQpn)
+    return ReceiveManagement(in, packet);
   if (qp == nullptr) {
     if (vl15) ++counters.vl15_dropped;
     return drop(RecvDrop::kUnknownQp);
@@ -134,29 +136,35 @@ void Hca::ReceiveDatagram(Port& in, QueuePair& qp, const ParsedPacket& packet) {
   // (IBA 14.2.4). QP1 accepts any P_Key of the port's table and reports which one; other
   // QPs match their own. QP1's Q_Key is the well-known 0x80010000.
   uint16_t pkey_index = qp.pkey_index;
-  if (qp.type != abi::QpType::SMI) {
-    bool matched = false;
-    if (qp.type == abi::QpType::GSI) {
-      for (std::size_t i = 0; i < in.pkeys.size() && !matched; ++i)
-        if (PkeysMatch(hdr.bth.P_Key, in.pkeys[i])) {
-          matched = true;
-          pkey_index = static_cast<uint16_t>(i);
-        }
-    } else {
-      matched =
-          PkeysMatch(hdr.bth.P_Key, qp.pkey_index < in.pkeys.size() ? in.pkeys[qp.pkey_index] : 0);
-    }
-    if (!matched) {
+  if (qp.type == abi::QpType::GSI) {
+    const std::optional<uint16_t> matched = GsiKeysMatch(in, hdr);
+    if (!matched) return;
+    pkey_index = *matched;
+  } else if (qp.type != abi::QpType::SMI) {
+    if (!PkeysMatch(hdr.bth.P_Key, qp.pkey_index < in.pkeys.size() ? in.pkeys[qp.pkey_index] : 0)) {
       ++counters.pkey_violations;
       return drop(RecvDrop::kPkeyViolation);
     }
-    const uint32_t qkey = qp.type == abi::QpType::GSI ? kGsiQkey : qp.qkey;
-    if (hdr.deth.Q_Key != qkey) {
+    if (hdr.deth.Q_Key != qp.qkey) {
       ++counters.qkey_violations;
       return drop(RecvDrop::kQkeyViolation);
     }
   }
   ReceiveUd(in, qp, packet, pkey_index);
+}
+
+std::optional<uint16_t> Hca::GsiKeysMatch(Port& in, const PacketHeaders& hdr) {
+  PortCounters& counters = in.counters;
+  for (std::size_t i = 0; i < in.pkeys.size(); ++i) {
+    if (!PkeysMatch(hdr.bth.P_Key, in.pkeys[i])) continue;
+    if (hdr.deth.Q_Key == kGsiQkey) return static_cast<uint16_t>(i);
+    ++counters.qkey_violations;
+    ++counters.recv_drops[static_cast<std::size_t>(RecvDrop::kQkeyViolation)];
+    return std::nullopt;
+  }
+  ++counters.pkey_violations;
+  ++counters.recv_drops[static_cast<std::size_t>(RecvDrop::kPkeyViolation)];
+  return std::nullopt;
 }
 
 void Hca::ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet, uint16_t pkey_index) {

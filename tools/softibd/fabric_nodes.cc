@@ -5,12 +5,16 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <set>
+#include <unordered_map>
 
 #include "fabric/topology/generators.h"
 #include "fabric/topology/ibnetdiscover_reader.h"
 #include "fabric/topology/ibnetdiscover_writer.h"
 #include "fabric_part.h"
+#include "options.h"
 #include "softib/al/access_layer.h"
 #include "softib/fabric/static_subnet.h"
 #include "softib/mad/mad_sm.h"
@@ -95,6 +99,25 @@ std::array<uint8_t, 64> ActivePortInfo(uint16_t lid, uint8_t port) {
   return out;
 }
 
+// The SMA/PMA of a host's CA ports (full node or light host): true when they answer.
+using PortAgent = std::function<bool(uint8_t port, std::span<const uint8_t, 256> request,
+                                     std::span<uint8_t, 256> response)>;
+PortAgent AgentOf(const FabricNodes::HostNode* h) {
+  if (h->light) {
+    fabric::LightHost* light = h->light.get();
+    return [light](uint8_t port, std::span<const uint8_t, 256> request,
+                   std::span<uint8_t, 256> response) {
+      return light->LocalMad(port, request, response);
+    };
+  }
+  stack::NodeStack* stack = h->stack.get();
+  const uint64_t guid = h->guid;
+  return [stack, guid](uint8_t port, std::span<const uint8_t, 256> request,
+                       std::span<uint8_t, 256> response) {
+    return stack->LocalMad(guid, port, request, response) == kernel::Status::SUCCESS;
+  };
+}
+
 }  // namespace
 
 bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, bool static_routes,
@@ -141,7 +164,10 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
   commands_ = std::make_unique<FabricCommands>(topology_, subnet.cable, hosted_, *host_, tunnels_,
                                                static_routes);
 
-  // One node per CA, its ports plugged into the fabric.
+  // One node (or light host) per CA, its ports plugged into the fabric.
+  const std::size_t cas = nodes.size() - num_switches();
+  const bool light = light_ || cas > kAutoLightHosts;
+  std::set<std::string> full(full_.begin(), full_.end());
   for (fabric::NodeIndex i = 0; i < nodes.size(); ++i) {
     const fabric::Node& node = nodes[i];
     if (node.is_switch() || !hosted_[i]) continue;
@@ -149,6 +175,11 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
     h.name = HostName(node);
     h.guid = node.guid;
     h.lid = subnet.lid[i][1];
+    if (light && full.erase(h.name) == 0) {
+      StartLight(node, i, static_routes ? h.lid : 0, host_port, &h);
+      hosts_.push_back(std::move(h));
+      continue;
+    }
     stack::NodeConfig config;
     config.name = h.name;
     stack::CaConfig ca;
@@ -180,11 +211,16 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
     }
     hosts_.push_back(std::move(h));
   }
+  if (light && !full.empty()) {
+    *error = "--full-hosts: no host " + *full.begin() + " in --fabric " + spec;
+    return false;
+  }
   host_->Start();
   started_ = true;
   if (!StartControl(run_dir, error)) return false;
 
   for (const HostNode& h : hosts_) {
+    if (!h.stack) continue;  // a light host serves nothing
     const std::string dir = run_dir + "/" + h.name;
     if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
       *error = dir + ": " + std::strerror(errno);
@@ -198,8 +234,33 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
   return true;
 }
 
+void FabricNodes::StartLight(
+    const fabric::Node& node, fabric::NodeIndex index, uint16_t first_lid,
+    const std::map<std::pair<fabric::NodeIndex, uint8_t>, uint32_t>& host_port, HostNode* h) {
+  // The HcaConfig a full node's CA gets (stack::NodeStack), so both answer alike.
+  hca::HcaConfig config;
+  config.num_ports = node.num_ports;
+  config.node_guid = node.guid;
+  if (!node.description.empty()) config.description = node.description;
+  h->light = std::make_unique<fabric::LightHost>(config, first_lid);
+  for (uint8_t p = 1; p <= node.num_ports; ++p) {
+    auto it = host_port.find({index, p});
+    if (it == host_port.end()) continue;
+    h->light->Plug(p, &host_->ca_link(it->second));
+    host_->SetInbound(it->second, h->light->Inbound(p));
+  }
+}
+
+std::size_t FabricNodes::num_light_hosts() const {
+  std::size_t n = 0;
+  for (const HostNode& h : hosts_) n += h.light ? 1 : 0;
+  return n;
+}
+
 bool FabricNodes::ServeIbsim(const std::string& base_name, std::string* error) {
   std::vector<fabric::ibsim::AttachPort> ports;
+  std::unordered_map<uint64_t, const HostNode*> owners;
+  for (const HostNode& h : hosts_) owners[h.guid] = &h;
   for (const CaPortRef& ref : ca_ports_) {
     const fabric::Node& node = topology_.node(ref.node);
     fabric::ibsim::AttachPort a;
@@ -216,29 +277,22 @@ bool FabricNodes::ServeIbsim(const std::string& base_name, std::string* error) {
     a.transmit = [host, index](std::vector<uint8_t> packet) {
       (void)host->ca_link(index).Transmit(std::move(packet));
     };
-    stack::NodeStack* owner = nullptr;
-    for (const HostNode& h : hosts_) {
-      if (h.guid == node.guid) owner = h.stack.get();
-    }
-    const uint64_t guid = node.guid;
     const uint8_t port_num = ref.port;
-    if (owner != nullptr) {
-      a.local_mad = [owner, guid, port_num](
+    if (const auto agent = AgentOf(owners.at(node.guid))) {
+      a.local_mad = [agent, port_num](
                         std::span<const uint8_t> mad) -> std::optional<std::array<uint8_t, 256>> {
         if (mad.size() != 256) return std::nullopt;
         std::array<uint8_t, 256> response{};
-        if (owner->LocalMad(guid, port_num, mad.first<256>(), response) != kernel::Status::SUCCESS)
-          return std::nullopt;
+        if (!agent(port_num, mad.first<256>(), response)) return std::nullopt;
         return response;
       };
       // PortInfo from the port's own SMA, as ibsim reads it from its node.
-      a.port_info = [owner, guid, lid](uint8_t port) {
+      a.port_info = [agent, lid](uint8_t port) {
         std::array<uint8_t, 256> request{}, response{};
         request[0] = 1, request[1] = 0x01, request[2] = 1, request[3] = 0x01;  // SubnGet
         request[16] = 0x00, request[17] = 0x15;                                // PortInfo
         request[23] = port;
-        if (owner->LocalMad(guid, port, request, response) != kernel::Status::SUCCESS)
-          return ActivePortInfo(lid, port);
+        if (!agent(port, request, response)) return ActivePortInfo(lid, port);
         std::array<uint8_t, 64> info{};
         std::copy_n(response.begin() + 64, 64, info.begin());
         return info;

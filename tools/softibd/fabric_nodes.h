@@ -5,6 +5,7 @@
 // <run_dir>/<host name>.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "fabric_tunnels.h"
 #include "softib/fabric/fabric_host.h"
 #include "softib/fabric/ibsim_server.h"
+#include "softib/fabric/light_host.h"
 #include "softib/stack/node_stack.h"
 
 namespace softib::softibd {
@@ -36,6 +38,13 @@ class FabricNodes {
   // a subnet manager (softib-sm or OpenSM under ibsim-run, see ServeIbsim).
   bool Start(const std::string& spec, const std::string& run_dir, bool static_routes,
              std::string* error);
+  // Before Start: hosts are light (fabric/net light_host.h: ports only, no node, nothing
+  // served) when `light` or the fabric has more than kAutoLightHosts hosts, except those
+  // named in `full` (host names: the node directories).
+  void SetLightHosts(bool light, std::vector<std::string> full) {
+    light_ = light;
+    full_ = std::move(full);
+  }
   // Serves the fabric to ibsim clients on the sockets `base_name` names (after Start).
   bool ServeIbsim(const std::string& base_name, std::string* error);
   // Servers first (the kernels clean up after the processes), then the fabric's thread,
@@ -48,9 +57,11 @@ class FabricNodes {
   struct HostNode {
     std::string name;  // directory under the run dir
     uint64_t guid = 0;
-    uint16_t lid = 0;  // port 1
-    std::unique_ptr<stack::NodeStack> stack;
+    uint16_t lid = 0;                          // port 1
+    std::unique_ptr<stack::NodeStack> stack;   // a full node
+    std::unique_ptr<fabric::LightHost> light;  // or a light host
   };
+  std::size_t num_light_hosts() const;
   const std::vector<HostNode>& hosts() const { return hosts_; }
   std::size_t num_switches() const;  // hosted here
   // The UDP tunnel to the other daemons (0 and 0 without one).
@@ -60,6 +71,10 @@ class FabricNodes {
   static constexpr const char* kControlName = "fabric.ctl";
 
  private:
+  // Makes `h` a light host of `node` (its LIDs from `first_lid`), cabled as the fabric says.
+  void StartLight(const fabric::Node& node, fabric::NodeIndex index, uint16_t first_lid,
+                  const std::map<std::pair<fabric::NodeIndex, uint8_t>, uint32_t>& host_port,
+                  HostNode* h);
   struct CaPortRef {
     fabric::NodeIndex node;
     uint8_t port;
@@ -81,6 +96,8 @@ class FabricNodes {
   std::vector<HostNode> hosts_;
   DeviceServers servers_;
   bool started_ = false;
+  bool light_ = false;
+  std::vector<std::string> full_;
 };
 
 }  // namespace softib::softibd

@@ -64,17 +64,20 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   std::string error;
   const bool static_routes = options.sm == "static";
   fabric.SetSplit({options.hosts, options.part, options.listen, options.peers});
+  fabric.SetLightHosts(options.light_hosts, options.full_hosts);
   if (!fabric.Start(options.fabric, run_dir.path(), static_routes, &error)) return Fail(error);
   if (!options.ibsim.empty()) {
     if (!fabric.ServeIbsim(options.ibsim, &error)) return Fail("--ibsim: " + error);
     std::printf("softibd: ibsim clients: IBSIM_SOCKNAME=%s ibsim-run <program>\n",
                 options.ibsim.c_str());
   }
-  std::printf("softibd: fabric %s: %zu switches, %zu hosts (%s)\n", options.fabric.c_str(),
-              fabric.num_switches(), fabric.hosts().size(),
+  std::printf("softibd: fabric %s: %zu switches, %zu hosts, %zu of them light (%s)\n",
+              options.fabric.c_str(), fabric.num_switches(), fabric.hosts().size(),
+              fabric.num_light_hosts(),
               static_routes ? "LIDs and min-hop routes set through the switches' SMAs"
                             : "ports in Init, waiting for a subnet manager");
   for (const FabricNodes::HostNode& h : fabric.hosts()) {
+    if (!h.stack) continue;  // a light host: no node to attach to
     std::printf("softibd: node %s at %s/%s: CA %016" PRIx64 ", port 1 LID %u\n", h.name.c_str(),
                 run_dir.path().c_str(), h.name.c_str(), h.guid, h.lid);
   }

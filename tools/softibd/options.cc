@@ -60,6 +60,14 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--peer", options.peers,
                  "with --hosts/--part: another softibd's tunnel address, udp:HOST:PORT "
                  "(repeatable; a daemon heard from is answered without one)");
+  app.add_flag("--light-hosts", options.light_hosts,
+               "with --fabric: hosts are light (their ports answer SMPs and PerfMgt MADs; no "
+               "node, no devices served); automatic above " +
+                   std::to_string(kAutoLightHosts) + " hosts");
+  app.add_option("--full-hosts", options.full_hosts,
+                 "with light hosts: these hosts (NAME,...) stay full nodes served in "
+                 "<run-dir>/<NAME>")
+      ->delimiter(',');
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -90,9 +98,8 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
     std::cerr << "softibd: error: --listen/--peer need --hosts or --part (the nodes hosted here)\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
-  // A daemon hosting part of a fabric may be reached by an SM through another daemon.
-  if (options.sm == "external" && options.ibsim.empty() && !split) {
-    std::cerr << "softibd: error: --sm external needs --ibsim (the SM reaches the fabric there)\n";
+  if ((options.light_hosts || !options.full_hosts.empty()) && options.fabric.empty()) {
+    std::cerr << "softibd: error: --light-hosts and --full-hosts need --fabric\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (options.run_dir.empty()) options.run_dir = user::DefaultRunDir();

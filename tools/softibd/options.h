@@ -1,6 +1,7 @@
 // softibd's command line.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,16 @@ struct Options {
   std::string part;
   std::string listen;
   std::vector<std::string> peers;
+  // With --fabric: hosts are light (hca/device ports answering SMPs and PerfMgt MADs, no
+  // node: fabric/net light_host.h) instead of full nodes; automatic above
+  // kAutoLightHosts hosts. `full_hosts` keeps the hosts named there full nodes.
+  bool light_hosts = false;
+  std::vector<std::string> full_hosts;
 };
+
+// Fabrics with more hosts than this get light hosts without --light-hosts: a full node
+// per host (kernel, AL, DPC thread, device servers) does not scale to thousands.
+inline constexpr std::size_t kAutoLightHosts = 1024;
 
 struct ParseResult {
   enum class Kind { kRun, kExit } kind = Kind::kRun;

@@ -113,7 +113,12 @@ void SimServer::Run() {
     if (fds[0].revents != 0) return;
     if (fds[1].revents & POLLIN) HandleCtl();
     for (uint32_t i = 0; i < kMaxClients; ++i) {
-      if (fds[2 + i].revents & POLLIN) HandleData(i);
+      // What the client queued (up to a bound, so no client starves the others), not one
+      // record per poll: an SM keeps a window of SMPs in flight.
+      if (fds[2 + i].revents & POLLIN) {
+        for (int n = 0; n < 256 && HandleData(i); ++n) {
+        }
+      }
     }
   }
 }
@@ -248,29 +253,37 @@ CtlMessage SimServer::Control(const CtlMessage& request) {
   }
 }
 
-void SimServer::HandleData(uint32_t slot) {
+bool SimServer::HandleData(uint32_t slot) {
   uint8_t buffer[kRequestBytes + 1];
   const ssize_t n = recv(out_fd_[slot], buffer, sizeof buffer, MSG_DONTWAIT);
-  if (n <= 0) return;
+  if (n < 0) return false;
   auto record = ParseRequest(std::span<const uint8_t>(buffer, static_cast<std::size_t>(n)));
-  if (!record) return;  // "bad packet size": ibsim drops it too
+  if (!record) return true;  // "bad packet size": ibsim drops it too
   uint32_t port_index;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!clients_[slot].used) return;
+    if (!clients_[slot].used) return true;
     port_index = clients_[slot].port;
   }
+  Forward(slot, port_index, *record);
+  return true;
+}
+
+void SimServer::Forward(uint32_t slot, uint32_t port_index, Request& record) {
   const AttachPort& port = ports_[port_index];
-  if (!IsResponse(*record)) SetTidClient(&*record, slot);
+  // Asked once per record: it may come from the port's SMA (a PortInfo Get).
+  const uint16_t port_lid = port.lid();
+  if (!IsResponse(record)) SetTidClient(&record, slot);
   // The port's own agents: a directed-route SMP of hop count 0, or a MAD for its own LID.
-  const bool directed = record->mad[1] == kDirectedRouteClass;
-  const bool local = directed ? record->mad[kHopCount] == 0 : record->dlid == port.lid();
+  const bool directed = record.mad[1] == kDirectedRouteClass;
+  const bool local = directed ? record.mad[kHopCount] == 0 : record.dlid == port_lid;
   if (local) {
-    Request reply = *record;
+    Request reply = record;
     if (port.local_mad) {
-      if (auto answer = port.local_mad(record->mad)) {
+      if (auto answer = port.local_mad(record.mad)) {
         reply.mad = *answer;
-        reply.dlid = record->slid == 0 ? port.lid() : record->slid;
+        // After the agents ran: a Set may have given the port its LID.
+        reply.dlid = record.slid == 0 ? port.lid() : record.slid;
         reply.slid = directed ? 0xFFFF : port.lid();
         std::swap(reply.dqp, reply.sqp);
         SendToClient(slot, reply);
@@ -284,17 +297,17 @@ void SimServer::HandleData(uint32_t slot) {
   // The originating node's SMI (IBA 14.2.2, C14-9/C14-13): the hop pointer moves and the
   // path must leave through the client's port — ibsim does this for its clients too.
   if (directed) {
-    const smp::Drop why = smp::PrepareSend(record->mad, {false, port.num_ports}, port.port_num);
+    const smp::Drop why = smp::PrepareSend(record.mad, {false, port.num_ports}, port.port_num);
     if (why != smp::Drop::kNone) {
-      record->status = kStatusDropped;
-      SendToClient(slot, *record);
+      record.status = kStatusDropped;
+      SendToClient(slot, record);
       return;
     }
   }
-  std::vector<uint8_t> packet = PacketFromRequest(*record, port.lid());
+  std::vector<uint8_t> packet = PacketFromRequest(record, port_lid);
   if (packet.empty()) {
-    record->status = kStatusDropped;
-    SendToClient(slot, *record);
+    record.status = kStatusDropped;
+    SendToClient(slot, record);
     return;
   }
   port.transmit(std::move(packet));
@@ -335,10 +348,19 @@ bool SimServer::Deliver(uint32_t index, std::span<const uint8_t> packet) {
 
 void SimServer::SendToClient(uint32_t slot, const Request& record) {
   const auto bytes = EncodeRequest(record);
-  if (send(out_fd_[slot], bytes.data(), bytes.size(), MSG_DONTWAIT) < 0 &&
-      (errno == ECONNREFUSED || errno == ENOTCONN)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    clients_[slot] = {};  // "client seems to be dead": its slot is free again
+  for (int waits = 0;; ++waits) {
+    if (send(out_fd_[slot], bytes.data(), bytes.size(), MSG_DONTWAIT) >= 0) return;
+    if (errno == ECONNREFUSED || errno == ENOTCONN) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      clients_[slot] = {};  // "client seems to be dead": its slot is free again
+      return;
+    }
+    // The client's socket is full (an SM with a wide window reading slower than the fabric
+    // answers): wait for room rather than lose the answer, but never hang on a client that
+    // stopped reading — after a second the record is dropped, as a lost MAD.
+    if ((errno != EAGAIN && errno != EWOULDBLOCK) || waits == 100) return;
+    pollfd out{out_fd_[slot], POLLOUT, 0};
+    (void)poll(&out, 1, 10);
   }
 }
 

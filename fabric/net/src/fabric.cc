@@ -79,7 +79,8 @@ void Fabric::SetCableUp(uint32_t cable, bool up) {
   if (!up) {
     for (Direction& d : c.dir) {
       d.counters.dropped_down += d.queue.size();
-      d.queue.clear();
+      queued_ -= d.queue.size();
+      d.queue.clear();  // still listed: Pump takes it off
     }
   }
   NotifyEnd(c.end[0], up);
@@ -153,6 +154,8 @@ void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet) {
   const uint64_t due = now_ns_ + f.delay_ns;
   if (f.loss == 0 && f.corrupt == 0 && f.duplicate == 0 && f.reorder == 0) {
     d.queue.push_back({due, std::move(packet)});
+    ++queued_;
+    List(cable, direction);
     return;
   }
   // Four draws per packet whatever happens, so one decision never shifts the others.
@@ -170,13 +173,23 @@ void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet) {
   if (dup < f.duplicate) {
     ++d.counters.duplicated;
     d.queue.push_back({due, packet});
+    ++queued_;
   }
+  ++queued_;
+  List(cable, direction);
   if (reorder < f.reorder && !d.queue.empty()) {
     ++d.counters.reordered;
     d.queue.insert(d.queue.end() - 1, {due, std::move(packet)});  // overtakes the last one
     return;
   }
   d.queue.push_back({due, std::move(packet)});
+}
+
+void Fabric::List(Cable& cable, int direction) {
+  Direction& d = cable.dir[direction];
+  if (d.listed) return;
+  d.listed = true;
+  ready_.push_back(static_cast<uint32_t>(&cable - cables_.data()) * 2 + direction);
 }
 
 void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet) {
@@ -192,20 +205,35 @@ std::size_t Fabric::Pump() {
   std::size_t delivered = 0;
   for (bool progress = true; progress;) {
     progress = false;
-    for (std::size_t i = 0; i < cables_.size(); ++i) {
-      for (int direction = 0; direction < 2; ++direction) {
-        // One packet per direction per round keeps the directions interleaved fairly.
-        Direction& d = cables_[i].dir[direction];
-        if (d.queue.empty() || d.queue.front().due_ns > now_ns_) continue;
-        std::vector<uint8_t> packet = std::move(d.queue.front().bytes);
-        d.queue.pop_front();
-        ++d.counters.carried;
-        if (cables_[i].capturing) cables_[i].captured.emplace_back(now_ns_, packet);
-        const CableEnd to = cables_[i].end[1 - direction];
-        Arrive(to, packet);
-        ++delivered;
-        progress = true;
+    // One packet per direction per round keeps the directions interleaved fairly; what the
+    // deliveries queue joins the next round.
+    for (std::size_t n = ready_.size(); n > 0; --n) {
+      const uint32_t id = ready_.front();
+      ready_.pop_front();
+      Cable& cable = cables_[id / 2];
+      const int direction = static_cast<int>(id % 2);
+      Direction& d = cable.dir[direction];
+      if (d.queue.empty()) {
+        d.listed = false;
+        continue;
       }
+      if (d.queue.front().due_ns > now_ns_) {
+        ready_.push_back(id);
+        continue;
+      }
+      std::vector<uint8_t> packet = std::move(d.queue.front().bytes);
+      d.queue.pop_front();
+      --queued_;
+      if (d.queue.empty()) {
+        d.listed = false;
+      } else {
+        ready_.push_back(id);
+      }
+      ++d.counters.carried;
+      if (cable.capturing) cable.captured.emplace_back(now_ns_, packet);
+      Arrive(cable.end[1 - direction], packet);
+      ++delivered;
+      progress = true;
     }
   }
   return delivered;
@@ -213,18 +241,13 @@ std::size_t Fabric::Pump() {
 
 uint64_t Fabric::next_due() const {
   uint64_t due = UINT64_MAX;
-  for (const Cable& c : cables_) {
-    for (const Direction& d : c.dir) {
-      if (!d.queue.empty()) due = std::min(due, d.queue.front().due_ns);
-    }
+  for (const uint32_t id : ready_) {
+    const Direction& d = cables_[id / 2].dir[id % 2];
+    if (!d.queue.empty()) due = std::min(due, d.queue.front().due_ns);
   }
   return due;
 }
 
-std::size_t Fabric::in_flight() const {
-  std::size_t n = 0;
-  for (const Cable& c : cables_) n += c.dir[0].queue.size() + c.dir[1].queue.size();
-  return n;
-}
+std::size_t Fabric::in_flight() const { return queued_; }
 
 }  // namespace softib::fabric

@@ -21,11 +21,15 @@ class FabricHost::HostLink final : public hca::Link {
  public:
   HostLink(FabricHost* host, uint32_t fabric_index) : host_(host), fabric_index_(fabric_index) {}
   std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) override {
-    {
+    bool sleeping;
+    {  // one lock hold per packet: queue it, mark work, see whether the thread sleeps
       std::lock_guard<std::mutex> lock(host_->mutex_);
       (void)host_->fabric_.ca_link(fabric_index_).Transmit(std::move(packet));
+      host_->pending_ = true;
+      sleeping = host_->sleeping_;
     }
-    host_->Wake();
+    host_->work_hint_.store(true, std::memory_order_release);
+    if (sleeping) host_->Kick();
     return {};
   }
 
@@ -122,10 +126,12 @@ void FabricHost::Wake() {
     pending_ = true;
     sleeping = sleeping_;
   }
-  if (sleeping) {
-    const uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof one);
-  }
+  if (sleeping) Kick();
+}
+
+void FabricHost::Kick() {
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
 }
 
 bool FabricHost::ServeSources(std::vector<pollfd>& fds) {

@@ -7,6 +7,19 @@
 
 namespace softib::sm {
 
+namespace {
+
+// The switch the owner of a LID would enter the fabric at as a source (kNoNode: none).
+NodeId OwnerEntry(const Subnet& subnet, const EndPort& owner) {
+  const SmNode& node = subnet.node(owner.node);
+  if (node.is_switch()) return owner.node;
+  const SmPort& port = node.ports[owner.port];
+  if (!port.linked() || !subnet.node(port.peer).is_switch()) return kNoNode;
+  return port.peer;
+}
+
+}  // namespace
+
 RouteCheckReport CheckRoutes(const Subnet& subnet) {
   RouteCheckReport report;
   const uint16_t top = subnet.TopLid();
@@ -16,7 +29,28 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
   std::vector<uint8_t> state(count);
   std::vector<uint16_t> dist(count);
   std::vector<NodeId> walk;
-  const std::vector<EndPort> ends = subnet.EndPorts();
+  // The switch each end port's traffic enters (a switch's port 0: the switch itself), with
+  // how many end ports enter there; end ports cabled to no switch are `stranded`.
+  std::vector<std::pair<NodeId, uint64_t>> by_entry;
+  std::vector<EndPort> stranded;
+  {
+    std::vector<uint64_t> sources(count, 0);
+    for (const EndPort& e : subnet.EndPorts()) {
+      const SmNode& node = subnet.node(e.node);
+      NodeId entry = e.node;
+      if (!node.is_switch()) {
+        const SmPort& port = node.ports[e.port];
+        if (!port.linked() || !subnet.node(port.peer).is_switch()) {
+          stranded.push_back(e);
+          continue;
+        }
+        entry = port.peer;
+      }
+      ++sources[entry];
+    }
+    for (NodeId n = 0; n < count; ++n)
+      if (sources[n] != 0) by_entry.emplace_back(n, sources[n]);
+  }
   auto problem = [&](std::string text) {
     if (report.problems.size() < 10) report.problems.push_back(std::move(text));
   };
@@ -25,6 +59,7 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
     const auto owner = subnet.Owner(static_cast<uint16_t>(lid));
     if (!owner) continue;
     std::fill(state.begin(), state.end(), 0);
+    const NodeId owner_entry = OwnerEntry(subnet, *owner);
     // Resolves switch `start` for this LID: follows the LFT until a delivery, a failure or a
     // switch already resolved, then writes the outcome back along the walk.
     auto resolve = [&](NodeId start) {
@@ -95,27 +130,27 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
       return outcome == 2;
     };
 
-    for (const EndPort& src : ends) {
-      if (src.node == owner->node && src.port == owner->port) continue;
-      ++report.pairs;
-      NodeId entry = src.node;
-      const SmNode& node = subnet.node(src.node);
-      if (!node.is_switch()) {
-        const SmPort& port = node.ports[src.port];
-        if (port.linked() && port.peer == owner->node && port.peer_port == owner->port) continue;
-        if (!port.linked() || !subnet.node(port.peer).is_switch()) {
-          ++report.holes;
-          problem(node.description + " port " + std::to_string(src.port) + " reaches no switch");
-          continue;
-        }
-        entry = port.peer;
-      }
+    // Every source behind one entry switch shares its walk: count them together.
+    for (const auto& [entry, sources] : by_entry) {
+      uint64_t n = sources;
+      if (entry == owner_entry) --n;  // the owner does not route to itself
+      if (n == 0) continue;
+      report.pairs += n;
       if (state[entry] != 2 && state[entry] != 3) resolve(entry);
       if (state[entry] == 2) {
         report.max_hops = std::max<unsigned>(report.max_hops, dist[entry]);
       } else {
-        ++report.holes;
+        report.holes += n;
       }
+    }
+    for (const EndPort& src : stranded) {
+      if (src.node == owner->node && src.port == owner->port) continue;
+      ++report.pairs;
+      const SmPort& port = subnet.node(src.node).ports[src.port];
+      if (port.linked() && port.peer == owner->node && port.peer_port == owner->port) continue;
+      ++report.holes;
+      problem(subnet.node(src.node).description + " port " + std::to_string(src.port) +
+              " reaches no switch");
     }
   }
   return report;

@@ -95,32 +95,47 @@ RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
   // Group the end ports by the switch they hang off, so each BFS serves all of them.
   const std::vector<std::vector<Target>> by_switch = TargetsBySwitch(subnet, g);
 
-  std::vector<uint16_t> hops;
+  // Hop counts to every switch that has end ports behind it.
+  std::vector<std::vector<uint16_t>> hops(g.switches.size());
   for (uint32_t t = 0; t < g.switches.size(); ++t) {
     if (by_switch[t].empty()) continue;
-    HopsTo(g, t, hops);
-    for (const Target& target : by_switch[t]) {
-      const SmPort& dest = subnet.node(target.end.node).ports[target.end.port];
-      for (unsigned offset = 0; offset < (1u << dest.lmc); ++offset) {
-        const uint16_t lid = static_cast<uint16_t>(dest.lid + offset);
-        ++report.lids;
-        for (uint32_t s = 0; s < g.switches.size(); ++s) {
-          SmNode& sw = subnet.node(g.switches[s]);
+    HopsTo(g, t, hops[t]);
+    for (const Target& target : by_switch[t])
+      report.lids += 1u << subnet.node(target.end.node).ports[target.end.port].lmc;
+  }
+  // A switch's choices depend only on its own load and the order of the LIDs, so each
+  // switch is routed in one pass (its LFT written in order, its minimal ports towards a
+  // target switch found once for all the LIDs behind it) — the same tables as visiting
+  // every switch per LID, at a fraction of the memory traffic.
+  std::vector<uint8_t> minimal;
+  for (uint32_t s = 0; s < g.switches.size(); ++s) {
+    SmNode& sw = subnet.node(g.switches[s]);
+    std::vector<uint32_t>& used = load[s];
+    for (uint32_t t = 0; t < g.switches.size(); ++t) {
+      if (by_switch[t].empty()) continue;
+      const std::vector<uint16_t>& to_t = hops[t];
+      minimal.clear();
+      if (s != t && to_t[s] != kUnreachable) {
+        for (const auto& [port, next] : g.edges[s])
+          if (to_t[next] + 1 == to_t[s]) minimal.push_back(port);
+      }
+      for (const Target& target : by_switch[t]) {
+        const SmPort& dest = subnet.node(target.end.node).ports[target.end.port];
+        for (unsigned offset = 0; offset < (1u << dest.lmc); ++offset) {
+          const uint16_t lid = static_cast<uint16_t>(dest.lid + offset);
           if (s == t) {
             sw.lft[lid] = target.final_port;
             continue;
           }
-          if (hops[s] == kUnreachable) {
+          if (to_t[s] == kUnreachable) {
             ++report.unreachable;
             continue;
           }
           uint8_t best = kNoPort;
-          for (const auto& [port, next] : g.edges[s]) {
-            if (hops[next] + 1 != hops[s]) continue;
-            if (best == kNoPort || load[s][port] < load[s][best]) best = port;
-          }
+          for (const uint8_t port : minimal)
+            if (best == kNoPort || used[port] < used[best]) best = port;
           sw.lft[lid] = best;
-          if (best != kNoPort) ++load[s][best];
+          if (best != kNoPort) ++used[best];
         }
       }
     }

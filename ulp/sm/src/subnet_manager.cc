@@ -21,18 +21,27 @@ SubnetManager::SubnetManager(MadPort& port, SmOptions options)
     : port_(port), options_(std::move(options)), tx_(port, options_.tx) {
   tx_.set_request_handler([this](const ReceivedMad& m) { AnswerRequest(m); });
   sa_.set_rmpp_limit(port_.MaxRmppBytes());
-  tx_.set_progress([this] { Progress(phase_, false); });
+  tx_.set_progress([this] { Progress(false); });
 }
 
-void SubnetManager::Progress(const char* phase, bool force) {
+void SubnetManager::Progress(bool force) {
   if (!options_.log) return;
   const double now = Now();
   if (!force && now - last_progress_ < options_.progress_interval_s) return;
   last_progress_ = now;
+  const uint64_t phase_smps = tx_.stats().submitted - phase_submitted_;
   std::fprintf(options_.log,
-               "softib-sm: %-10s %zu nodes, %" PRIu64 " SMPs sent, %zu in flight, %.2f s\n", phase,
-               subnet_.nodes().size(), tx_.stats().sent, tx_.in_flight(), now - started_);
+               "softib-sm: %-10s %zu nodes (%zu switches), SMPs of this phase %" PRIu64 "/%" PRIu64
+               " answered, %" PRIu64 " sent in all, %.2f s\n",
+               phase_, subnet_.nodes().size(), subnet_.Count(fabric::NodeType::kSwitch),
+               phase_smps - tx_.pending(), phase_smps, tx_.stats().sent, now - started_);
   std::fflush(options_.log);
+}
+
+void SubnetManager::EnterPhase(const char* phase) {
+  phase_ = phase;
+  phase_submitted_ = tx_.stats().submitted;
+  if (Now() - started_ >= options_.progress_interval_s) Progress(true);
 }
 
 SweepReport SubnetManager::Sweep(bool take_over) {
@@ -43,7 +52,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   subnet_ = Subnet{};
   if (state_ != SmState::kMaster) state_ = SmState::kDiscovering;
 
-  phase_ = "discovery";
+  EnterPhase("discovery");
   report.discovery = Discover(tx_, subnet_);
   if (!report.discovery.ok()) {
     report.error = "discovery: " + report.discovery.error;
@@ -55,7 +64,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
     guid_ = subnet_.node(subnet_.sm_node).ports[subnet_.sm_port].guid;
 
   // The other SMs: follow a master that is there, or a better SM that will be.
-  phase_ = "sminfo";
+  EnterPhase("sminfo");
   report.peers = QueryPeerSms(tx_, subnet_, options_.sm_key);
   std::vector<SmIdentity> others;
   for (const PeerSm& p : report.peers) others.push_back(p.info);
@@ -69,7 +78,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
     return report;
   }
 
-  phase_ = "lids";
+  EnterPhase("lids");
   Guid2Lid remembered;
   std::string error;
   if (!options_.guid2lid_path.empty() && !remembered.Load(options_.guid2lid_path, &error)) {
@@ -84,7 +93,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   }
   lid_ = subnet_.node(subnet_.sm_node).ports[subnet_.sm_port].lid;
 
-  phase_ = "routing";
+  EnterPhase("routing");
   report.routing = ComputeRoutes(subnet_, options_.routing);
   if (!report.routing.ok()) {
     report.error = "routing: " + report.routing.error;
@@ -93,11 +102,11 @@ SweepReport SubnetManager::Sweep(bool take_over) {
 
   for (ConfigurePhase phase : {ConfigurePhase::kLids, ConfigurePhase::kForwarding,
                                ConfigurePhase::kArm, ConfigurePhase::kActivate}) {
-    phase_ = ToString(phase);
+    EnterPhase(ToString(phase));
     ConfigurePhaseRun(tx_, subnet_, phase, report.configure);
   }
 
-  phase_ = "check";
+  EnterPhase("check");
   if (options_.verify_lfts) {
     Subnet readback;
     if (const unsigned failures = ReadBackLfts(tx_, subnet_, readback)) {

@@ -71,7 +71,10 @@ class SimServer {
   };
   void Run();
   void HandleCtl();
-  void HandleData(uint32_t slot);
+  // One record from the client in `slot`; false when its socket had none.
+  bool HandleData(uint32_t slot);
+  // The record (a MAD from the client's port) into the fabric or to the port's own agents.
+  void Forward(uint32_t slot, uint32_t port_index, Request& record);
   CtlMessage Control(const CtlMessage& request);
   void SendToClient(uint32_t slot, const Request& record);
   std::optional<uint32_t> FindPort(const std::string& host) const;

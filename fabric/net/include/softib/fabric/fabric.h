@@ -105,6 +105,7 @@ class Fabric {
     std::deque<Queued> queue;
     LinkFaults faults;
     LinkCounters counters;
+    bool listed = false;  // in ready_
   };
   struct Cable {
     CableEnd end[2];
@@ -126,6 +127,8 @@ class Fabric {
   bool Outbound(const CableEnd& from, uint32_t* cable, int* direction) const;
   void Send(const CableEnd& from, std::vector<uint8_t> packet);
   void Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet);
+  // Puts a direction that just got a packet on the ready list (once).
+  void List(Cable& cable, int direction);
   void Arrive(const CableEnd& at, std::span<const uint8_t> packet);
   void NotifyEnd(const CableEnd& end, bool up);
 
@@ -133,6 +136,10 @@ class Fabric {
   std::vector<std::vector<int64_t>> switch_cables_;  // [switch][port] -> cable or -1
   std::vector<CaPort> ca_ports_;
   std::vector<Cable> cables_;
+  // Directions with packets queued (cable * 2 + direction), in the order Pump visits them:
+  // a pump costs what is in flight, not the size of the fabric (13,284 nodes: ~35k cables).
+  std::deque<uint32_t> ready_;
+  std::size_t queued_ = 0;  // packets in every queue
   std::mt19937 rng_;
   uint64_t now_ns_ = 0;
 };

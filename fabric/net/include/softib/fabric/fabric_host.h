@@ -79,7 +79,8 @@ class FabricHost {
     uint64_t due = 0;
   };
   void Run();
-  void Wake();
+  void Wake();  // marks work pending and wakes the thread if it sleeps
+  void Kick();  // wakes the sleeping thread (the eventfd)
   // Serves the sources whose descriptor is readable (revents from the last poll) or whose
   // time has come; true when any ran.
   bool ServeSources(std::vector<pollfd>& fds);

@@ -14,8 +14,8 @@
 #include "softib/sm/discovery.h"
 #include "softib/sm/lids.h"
 #include "softib/sm/routing.h"
-#include "softib/sm/sminfo.h"
 #include "softib/sm/sa.h"
+#include "softib/sm/sminfo.h"
 #include "softib/sm/subnet.h"
 #include "softib/sm/sweep.h"
 #include "softib/sm/transactions.h"
@@ -79,7 +79,11 @@ class SubnetManager {
   unsigned traps() const { return traps_; }
 
  private:
-  void Progress(const char* phase, bool force);
+  // A progress line (at most one per progress_interval_s unless `force`): the phase, what
+  // discovery found, and how many of the phase's SMPs are answered ("forwarding 1200/3400").
+  void Progress(bool force);
+  // Starts a phase; on a long bring-up (past one progress interval) it says so at once.
+  void EnterPhase(const char* phase);
   void AnswerRequest(const ReceivedMad& request);
   SmIdentity Self() const;
   // SMInfo Set HANDOVER to `better`; on success we are its STANDBY.
@@ -105,6 +109,7 @@ class SubnetManager {
   double started_ = 0;
   double last_progress_ = 0;
   const char* phase_ = "";
+  uint64_t phase_submitted_ = 0;  // tx_.stats().submitted when the phase began
 };
 
 }  // namespace softib::sm

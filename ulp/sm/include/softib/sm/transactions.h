@@ -64,6 +64,8 @@ class Transactions {
 
   const TxStats& stats() const { return stats_; }
   std::size_t in_flight() const { return in_flight_.size(); }
+  // Submitted and not completed yet (queued or in flight).
+  std::size_t pending() const { return queue_.size() + in_flight_.size(); }
   const std::string& last_error() const { return error_; }
   MadPort& port() { return port_; }
 

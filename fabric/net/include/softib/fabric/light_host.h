@@ -1,0 +1,54 @@
+// A light host: a CA of a large fabric that is only its ports. It holds the software HCA's
+// device core (hca::Hca: the ports' state machine, LID/LMC/SM LID, M_Key, SMA, PMA and
+// counters) and nothing above it — no emulated kernel, Access Layer, QPs or threads — so
+// ten thousand of them fit in one softibd. It answers what a full node's CA answers with
+// the same code: SMPs on QP0 after the SMI's directed-route rules (runtime/smp, as the
+// Access Layer's SMI applies them) and PerfMgt MADs on QP1; anything else is dropped and
+// counted as on a port whose QP does not exist.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "hca/device/hca.h"
+
+namespace softib::fabric {
+
+class LightHost {
+ public:
+  // `first_lid` 0: the ports wait in Init for an SM; otherwise port p has first_lid + p - 1
+  // and is Active once cabled (as a full node's CA, hca::HcaAddCa).
+  LightHost(const hca::HcaConfig& config, uint16_t first_lid);
+  LightHost(const LightHost&) = delete;
+  LightHost& operator=(const LightHost&) = delete;
+
+  // Cables port `port`: it transmits into `out` (nullptr unplugs it).
+  void Plug(uint8_t port, hca::Link* out);
+  // What the fabric delivers to port `port` (any thread).
+  std::shared_ptr<hca::Link> Inbound(uint8_t port);
+  // The port's own SMA/PMA on one MAD, as a full node's LocalMad verb: false when they
+  // give no answer (an M_Key violation, a response, not their class).
+  bool LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
+                std::span<uint8_t, 256> response);
+  uint64_t guid() const { return guid_; }
+
+ private:
+  class InboundLink;
+  void Receive(uint8_t port, std::span<const uint8_t> packet);
+  // The SMI's and GSI's answer to the MAD Receive kept (lock held).
+  void Answer();
+
+  const uint64_t guid_;
+  std::mutex mutex_;  // the fabric's thread delivers, an ibsim client asks LocalMad
+  hca::Hca hca_;
+  // The MAD the device handed over during Receive, answered right after it.
+  bool pending_ = false;
+  hca::Hca::ManagementDatagram origin_;
+  std::array<uint8_t, 256> mad_{};
+};
+
+}  // namespace softib::fabric
