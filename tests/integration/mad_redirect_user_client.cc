@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "softib/user/access_layer.h"
+#include "transcript.h"
 #include "user/runtime_ioctls_proxy.h"
 #include "user/verbs_al_proxy.h"
 #include "user/verbs_ca_proxy.h"
@@ -22,21 +23,12 @@
 namespace {
 
 using namespace softib;
+using integration::Check;
+using integration::Expect;
 using user::Status;
 
 constexpr uint8_t kClass = 0x09;
 constexpr uint32_t kGsiQkey = 0x80010000;
-
-int failures = 0;
-bool Check(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok    " : "FAILED", what.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-  return ok;
-}
-bool Expect(Status s, const std::string& what) {
-  return Check(s == Status::SUCCESS, what + ": " + abi::ToString(s));
-}
 
 struct End {
   user::CaFile ca;
@@ -206,8 +198,7 @@ int Run(const char* run_dir) {
           "request " + std::to_string(round) + " completed SUCCESS");
   }
   user::CloseAl(&al);
-  std::printf("%d failed\n", failures);
-  return failures == 0 ? 0 : 1;
+  return integration::FinishTranscript();
 }
 
 }  // namespace

@@ -105,21 +105,7 @@ struct Rig {
     end->qp = out.qp.value;
     *qpn = out.qp_num;
     EXPECT_GT(*qpn, 1u);
-    using M = abi::QpAttrMask;
-    abi::ModifyQpIn modify{};
-    modify.qp.value = end->qp;
-    modify.attributes.mask = M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY;
-    modify.attributes.state = abi::QpState::INIT;
-    modify.attributes.port_num = 1;
-    modify.attributes.qkey = htobe32(qkey);
-    ASSERT_EQ(client.ModifyQp(modify), Status::SUCCESS);
-    modify.attributes = {};
-    modify.attributes.mask = M::STATE;
-    modify.attributes.state = abi::QpState::RTR;
-    ASSERT_EQ(client.ModifyQp(modify), Status::SUCCESS);
-    modify.attributes.mask = M::STATE | M::SQ_PSN;
-    modify.attributes.state = abi::QpState::RTS;
-    ASSERT_EQ(client.ModifyQp(modify), Status::SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(BringUpUd(client, end->qp, qkey));
   }
 
   // The requester's request to LID 2's QP1; its send id.
@@ -184,6 +170,19 @@ struct Rig {
     EXPECT_EQ(done.out.event.send_id, send_id);
   }
 
+  // A request redirected by QP1's agent (with ClassPortInfo) and answered from the MAD QP:
+  // the same request, same TID, reaches it, and the requester sees only its answer.
+  void RedirectedExchange(uint64_t tid, uint8_t mark) {
+    const uint64_t id = Ask(tid);
+    auto request = Receive(agent.svc, kAttr);
+    ASSERT_NO_FATAL_FAILURE(Answer(agent.svc, RedirectResponse(request, ToMadQp(), true)));
+    auto resent = Receive(mad_qp.svc, kAttr);
+    EXPECT_EQ(TidOf(resent), TidOf(request));
+    EXPECT_TRUE(std::equal(request.begin() + 24, request.end(), resent.begin() + 24));
+    ASSERT_NO_FATAL_FAILURE(Serve(resent, mark));
+    ASSERT_NO_FATAL_FAILURE(ExpectAnswered(id, mark, mad_qpn));
+  }
+
   Redirect ToMadQp() const {
     Redirect r;
     r.qp = mad_qpn;
@@ -199,16 +198,7 @@ struct Rig {
 TEST(MadRedirect, RequestFollowsTheRedirectToTheMadQpAndLaterRequestsGoThereDirectly) {
   Rig rig("mad-redir-cpi");
   ASSERT_NO_FATAL_FAILURE(rig.Open());
-  const uint64_t first = rig.Ask(0x1001);
-  auto request = rig.Receive(rig.agent.svc, kAttr);
-  ASSERT_NO_FATAL_FAILURE(
-      rig.Answer(rig.agent.svc, RedirectResponse(request, rig.ToMadQp(), true)));
-  // The same request, same TID, now at the MAD QP.
-  auto resent = rig.Receive(rig.mad_qp.svc, kAttr);
-  EXPECT_EQ(TidOf(resent), TidOf(request));
-  EXPECT_TRUE(std::equal(request.begin() + 24, request.end(), resent.begin() + 24));
-  ASSERT_NO_FATAL_FAILURE(rig.Serve(resent, 0x5A));
-  ASSERT_NO_FATAL_FAILURE(rig.ExpectAnswered(first, 0x5A, rig.mad_qpn));
+  ASSERT_NO_FATAL_FAILURE(rig.RedirectedExchange(0x1001, 0x5A));
   EXPECT_TRUE(Quiet(rig.client, rig.requester.svc));  // the redirect itself never showed
 
   // The second request goes straight to the MAD QP: QP1's agent sees nothing.
@@ -307,13 +297,7 @@ TEST(MadRedirect, MalformedRedirectsCompleteTheSendBadResponseAndAreNotRemembere
 TEST(MadRedirect, TimeoutAtTheRedirectedQpForgetsItAndRetriesQp1) {
   Rig rig("mad-redir-timeout");
   ASSERT_NO_FATAL_FAILURE(rig.Open());
-  const uint64_t first = rig.Ask(0x4001);
-  auto request = rig.Receive(rig.agent.svc, kAttr);
-  ASSERT_NO_FATAL_FAILURE(
-      rig.Answer(rig.agent.svc, RedirectResponse(request, rig.ToMadQp(), true)));
-  auto resent = rig.Receive(rig.mad_qp.svc, kAttr);
-  ASSERT_NO_FATAL_FAILURE(rig.Serve(resent, 1));
-  ASSERT_NO_FATAL_FAILURE(rig.ExpectAnswered(first, 1, rig.mad_qpn));
+  ASSERT_NO_FATAL_FAILURE(rig.RedirectedExchange(0x4001, 1));
 
   // The MAD QP's agent stops answering: the cached request times out there (50 ms), its
   // retry goes to QP1, whose agent answers it itself.
