@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "softib/user/access_layer.h"
+#include "transcript.h"
 #include "user/runtime_ioctls_proxy.h"
 #include "user/verbs_al_proxy.h"
 #include "user/verbs_ca_proxy.h"
@@ -22,18 +23,9 @@
 namespace {
 
 using namespace softib;
+using integration::Check;
+using integration::Expect;
 using user::Status;
-
-int failures = 0;
-bool Check(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok    " : "FAILED", what.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-  return ok;
-}
-bool Expect(Status s, const std::string& what, Status expected = Status::SUCCESS) {
-  return Check(s == expected, what + ": " + abi::ToString(s));
-}
 
 struct End {
   user::CaFile ca;
@@ -222,8 +214,7 @@ int Run(const char* run_dir) {
   Expect(user::GetOverlappedResult(a.ca.device, &wait, &bytes, true), "pending GetMadEvent",
          Status::CANCELED);
   user::CloseAl(&al);
-  std::printf("%d failed\n", failures);
-  return failures == 0 ? 0 : 1;
+  return integration::FinishTranscript();
 }
 
 }  // namespace

@@ -72,7 +72,11 @@ class AlCa {
   std::vector<std::unique_ptr<SpecialQp>> special_qps;
   std::atomic<uint32_t> next_agent_id{1};  // MAD agents' TID high halves
   void StartSpecialQps();                  // PASSIVE, before StartEvents
-  void StopSpecialQps();                   // PASSIVE, at removal
+  void StopSpecialQps();                   // PASSIVE, at removal (MAD QPs' too)
+  // Clients' MAD QPs by CQ number (lock; mad_qp.cc): their completions go to them.
+  std::map<uint32_t, std::shared_ptr<SpecialQp>> mad_qps;
+  void AddMadQp(const std::shared_ptr<SpecialQp>& qp);
+  std::shared_ptr<SpecialQp> MadQpOfCq(uint32_t cq);
 
   // The wait-for-events IRP kept pending on the CA device, re-sent from a DPC.
   kernel::Irp* event_irp = nullptr;

@@ -172,6 +172,10 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
         }
       }
       if (mine) continue;
+      if (std::shared_ptr<SpecialQp> mad_qp = MadQpOfCq(event.object)) {
+        mad_qp->OnCompletion();
+        continue;
+      }
       kernel::ObjectRef cq;
       {
         kernel::SpinLockGuard guard(lock);
@@ -294,6 +298,12 @@ void AlCa::StartSpecialQps() {
 
 void AlCa::StopSpecialQps() {
   for (const auto& sqp : special_qps) sqp->Stop();
+  std::vector<std::shared_ptr<SpecialQp>> clients;
+  {
+    kernel::SpinLockGuard guard(lock);
+    for (const auto& [cq, qp] : mad_qps) clients.push_back(qp);
+  }
+  for (const auto& qp : clients) qp->Stop();
 }
 
 void AccessLayer::OnCaRemoval(AlCa* ca) {

@@ -122,7 +122,9 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
       // taken by an RMPP transfer (rmpp_flow.cc)
     } else if (mad::IsResponse(m)) {
       std::shared_ptr<MadSend> answered = AnsweredLocked(owner, m);
-      if (answered) {
+      if (answered && OnRedirectLocked(answered, m, mad::kMadSize, after)) {
+        // a redirect the AL follows (mad_redirect.cc)
+      } else if (answered) {
         DeliverLocked(owner, std::vector<uint8_t>(m, m + mad::kMadSize), origin, answered, after);
         Finish(answered, abi::WcStatus::SUCCESS, after);
       } else {

@@ -28,7 +28,8 @@ Status MadRegSvc(const kernel::CallContext& ctx, const abi::RegMadSvcIn& in,
   SpecialQp* sqp = SpecialQpOf(qp);
   if (sqp == nullptr) return Status::INVALID_SERVICE_TYPE;
   const abi::MadSvcParams& p = in.params;
-  // QP0 carries SMPs only, QP1 everything else (IBA 13.5.1); RMPP is a GSI protocol.
+  // QP0 carries SMPs only, QP1 and MAD QPs everything else (IBA 13.5.1); RMPP is a GSI
+  // protocol.
   if (p.mgmt_class == 0 || mad::IsSmpClass(p.mgmt_class) != sqp->smi()) {
     return Status::INVALID_SETTING;
   }

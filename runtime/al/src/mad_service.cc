@@ -32,6 +32,7 @@ MadSvcObj::MadSvcObj(Instance* owner, QpObj* qp, MadPoolObj* pool_in, SpecialQp*
 MadSvcObj::~MadSvcObj() { kernel::DereferenceObject(pool); }
 
 SpecialQp* SpecialQpOf(QpObj* qp) {
+  if (qp->mad_qp) return qp->mad_qp.get();
   AlCa* ca = qp->pd_obj->ca_obj->ca.get();
   const bool smi = qp->type == abi::QpType::SMI_ALIAS;
   if (!smi && qp->type != abi::QpType::GSI_ALIAS) return nullptr;

@@ -65,7 +65,14 @@ class MadSvcObj final : public Waitable {
   std::deque<Event> events_;
 };
 
-// The special QP of the alias QP's port (null: not an alias, or the CA has none).
+// The special QP of the alias QP's port, or the MAD QP's engine (null: neither, or the CA
+// has none).
 SpecialQp* SpecialQpOf(QpObj* qp);
+
+// MAD QPs (mad_qp.cc): the engine of a new one (not yet in the CA's table: QpObj::Register
+// adds it), and its end (out of the table, stopped; any IRQL up to DISPATCH).
+kernel::Status StartMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp>* engine,
+                          abi::QpCaps* caps);
+void ReleaseMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp> qp);
 
 }  // namespace softib::al

@@ -1,6 +1,8 @@
 // Object lifetimes: counts, parent/uses links, and what OnDestroy gives back to the HCA.
 #include "runtime/al/src/objects.h"
 
+#include "runtime/al/src/mad_service.h"
+
 #include "softib/kernel/verb_support.h"
 
 namespace softib::al {
@@ -198,6 +200,7 @@ QpObj::QpObj(Instance* owner, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq_in,
 }
 
 QpObj::~QpObj() {
+  if (mad_qp) ReleaseMadQp(pd_obj->ca_obj->ca, std::move(mad_qp));  // never published
   kernel::DereferenceObject(send_cq);
   kernel::DereferenceObject(recv_cq);
   if (srq != nullptr) kernel::DereferenceObject(srq);
@@ -205,6 +208,7 @@ QpObj::~QpObj() {
 
 void QpObj::Register() {
   if (alias()) return;  // no device QP: no events of its own
+  if (mad_qp) pd_obj->ca_obj->ca->AddMadQp(mad_qp);
   kernel::SpinLockGuard guard(pd_obj->ca_obj->ca->lock);
   pd_obj->ca_obj->ca->qps[qpn] = this;
 }
@@ -216,7 +220,11 @@ void QpObj::OnDestroy() {
     auto it = ca->qps.find(qpn);
     if (it != ca->qps.end() && it->second == this) ca->qps.erase(it);
   }
-  if (!alias()) ca->ci->DestroyQp(qpn);
+  if (mad_qp) {
+    ReleaseMadQp(pd_obj->ca_obj->ca, std::move(mad_qp));
+  } else if (!alias()) {
+    ca->ci->DestroyQp(qpn);
+  }
   send_cq->RemoveChild();
   recv_cq->RemoveChild();
   if (srq != nullptr) srq->RemoveChild();

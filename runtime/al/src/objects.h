@@ -230,6 +230,8 @@ class QpObj final : public AlObject {
   const abi::QpType type;
   const uint64_t context;
   const uint8_t port;  // special QPs and aliases (0 for others)
+  // MAD: the AL's engine behind the QP (mad_qp.cc), which owns the device QP `qpn`.
+  std::shared_ptr<SpecialQp> mad_qp;
   void Register();
 
  private:

@@ -3,6 +3,7 @@
 #include <endian.h>
 
 #include "runtime/al/src/handlers.h"
+#include "runtime/al/src/mad_service.h"
 
 namespace softib::al {
 
@@ -39,8 +40,9 @@ void UnuseQueues(CqObj* scq, CqObj* rcq, SrqObj* srq) {
 // The QP object over a device QP that exists: it owns the uses and the device QP from here.
 Status PublishQp(const kernel::CallContext& ctx, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq,
                  uint32_t qpn, uint32_t qp_num, abi::QpType type, uint64_t context,
-                 uint64_t* handle, uint8_t port = 0) {
+                 uint64_t* handle, uint8_t port = 0, std::shared_ptr<SpecialQp> mad_qp = nullptr) {
   auto* object = new QpObj(InstanceOf(ctx), pd, scq, rcq, srq, qpn, qp_num, type, context, port);
+  object->mad_qp = std::move(mad_qp);
   if (!Adopt(object, pd)) {
     kernel::DereferenceObject(object);
     return Status::INVALID_PD_HANDLE;
@@ -57,6 +59,7 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     CqObj* scq = As<CqObj>(refs.send_cq);
     CqObj* rcq = As<CqObj>(refs.recv_cq);
     SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
+    if (in.params.qp_type == abi::QpType::MAD) return CreateMadQp(ctx, in, pd, scq, rcq, srq, out);
     if (const Status s = UseQueues(pd, scq, rcq, srq); s != Status::SUCCESS) return s;
     uint32_t qpn = 0;
     const Status s =
@@ -117,6 +120,7 @@ class QpVerbs final : public kernel::QpVerbHandlers {
                s != Status::SUCCESS) {
       return s;
     }
+    if (qp->mad_qp) out.attributes.qp_type = qp->type;  // UD on the device
     out.attributes.qp_num = qp->qp_num;
     out.pd.value = qp->pd_obj->handle;
     out.send_cq.value = qp->send_cq->handle;
@@ -129,7 +133,26 @@ class QpVerbs final : public kernel::QpVerbHandlers {
                   Irp*) override {
     QpObj* qp = As<QpObj>(refs.qp);
     if (qp->alias()) return Status::SUCCESS;  // the AL keeps its special QP in RTS
-    return qp->pd_obj->ca_obj->ca->ci->ModifyQp(qp->qpn, in.attributes);
+    const Status s = qp->pd_obj->ca_obj->ca->ci->ModifyQp(qp->qpn, in.attributes);
+    if (s == Status::SUCCESS && qp->mad_qp) qp->mad_qp->OnModified(in.attributes);
+    return s;
+  }
+
+ private:
+  // A MAD QP (mad_qp.cc): the AL's UD QP behind it; the client's CQs are counted as used but
+  // get nothing (the MAD layer takes its completions), and it has no SRQ.
+  static Status CreateMadQp(const kernel::CallContext& ctx, const abi::CreateQpIn& in, PdObj* pd,
+                            CqObj* scq, CqObj* rcq, SrqObj* srq, abi::CreateQpOut& out) {
+    if (srq != nullptr) return Status::INVALID_SETTING;
+    if (const Status s = UseQueues(pd, scq, rcq, nullptr); s != Status::SUCCESS) return s;
+    std::shared_ptr<SpecialQp> engine;
+    if (const Status s = StartMadQp(pd->ca_obj->ca, &engine, &out.caps); s != Status::SUCCESS) {
+      UnuseQueues(scq, rcq, nullptr);
+      return s;
+    }
+    out.qp_num = engine->qp_number();
+    return PublishQp(ctx, pd, scq, rcq, nullptr, out.qp_num, out.qp_num, abi::QpType::MAD,
+                     in.context, &out.qp.value, 0, std::move(engine));
   }
 
   Status DestroyQp(const kernel::CallContext& ctx, const abi::DestroyQpIn& in,

@@ -143,6 +143,10 @@ void SpecialQp::OnRmppDataLocked(const uint8_t* m, const MadOrigin& origin, MadS
     Inbound inbound;
     inbound.receiver = std::make_unique<RmppReceiver>();
     inbound.from = ReturnAddress(origin);
+    // A response from a redirected agent's QP: ACKs go back with the Q_Key it was sent.
+    if (auto asked = mad::IsResponse(m) ? AnsweredLocked(svc, m) : nullptr) {
+      inbound.from.remote_qkey = asked->to.remote_qkey;
+    }
     inbound.first.assign(m, m + mad::kMadSize);
     it = reassembly_.emplace(key, std::move(inbound)).first;
   }
@@ -167,8 +171,12 @@ void SpecialQp::OnRmppDataLocked(const uint8_t* m, const MadOrigin& origin, MadS
     std::vector<uint8_t> message = inbound.receiver->TakeMessage();
     std::shared_ptr<MadSend> answered;
     if (mad::IsResponse(message.data())) answered = AnsweredLocked(svc, message.data());
-    DeliverLocked(svc, std::move(message), origin, answered, after);
-    if (answered) Finish(answered, abi::WcStatus::SUCCESS, after);
+    if (answered && OnRedirectLocked(answered, message.data(), message.size(), after)) {
+      // a redirect the AL follows (mad_redirect.cc)
+    } else {
+      DeliverLocked(svc, std::move(message), origin, answered, after);
+      if (answered) Finish(answered, abi::WcStatus::SUCCESS, after);
+    }
   }
   ArmTimerLocked();
 }

@@ -91,7 +91,7 @@ bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin) {
 bool SpecialQp::GsiLocalAgent(const uint8_t* m, const MadOrigin& origin) {
   constexpr uint8_t kClassPerfMgt = 0x04;
   constexpr uint32_t kGsiQKey = 0x80010000;
-  if (mad::Class(m) != kClassPerfMgt || mad::IsResponse(m)) return false;
+  if (!gsi() || mad::Class(m) != kClassPerfMgt || mad::IsResponse(m)) return false;
   uint8_t response[mad::kMadSize];
   const Status s = ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(m, 256),
                                      std::span<uint8_t, 256>(response, 256));

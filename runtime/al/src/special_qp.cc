@@ -43,6 +43,7 @@ Status SpecialQp::Start() {
   s = ci->RegisterMr(pd_, reinterpret_cast<uint64_t>(memory_.data()), memory_.size(),
                      abi::AccessFlags::LOCAL_WRITE, 0, &key_);
   if (s != Status::SUCCESS) return s;
+  if (type_ == abi::QpType::MAD) return StartMadQp();
   abi::QpCreateParams params{};
   params.qp_type = type_;
   params.sq_signaled = 1;
@@ -52,6 +53,7 @@ Status SpecialQp::Start() {
   s = ci->CreateSpecialQp(pd_, port_, params, cq_, cq_, &qp_, &number, &caps);
   if (s != Status::SUCCESS) return s;
   started_ = true;
+  receiving_ = true;
   using M = abi::QpAttrMask;
   abi::QpModifyAttributes a{};
   a.mask = M::STATE | M::PKEY_INDEX | M::QKEY;
@@ -71,7 +73,7 @@ Status SpecialQp::Start() {
   return ci->RearmCq(cq_, abi::CqNotify::NEXT);
 }
 
-void SpecialQp::Stop() {
+void SpecialQp::Close() {
   After after;
   {
     kernel::SpinLockGuard guard(lock);
@@ -84,9 +86,22 @@ void SpecialQp::Stop() {
     }
   }
   for (auto& f : after) f();
+  {
+    kernel::SpinLockGuard guard(dpc_gate_);
+    dpc_closed_ = true;
+  }
   kernel::KeCancelTimer(&timer_);
+  if (started_) ca_->ci->DestroyQp(qp_);
+}
+
+void SpecialQp::Stop() {
+  Close();
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (released_) return;
+    released_ = true;
+  }
   hca::ci::CaInterface* ci = ca_->ci;
-  if (started_) ci->DestroyQp(qp_);
   kernel::KeFlushQueuedDpcs(ca_->al->node);  // the timer's and the completions' DPCs
   {
     kernel::SpinLockGuard guard(lock);
@@ -160,6 +175,7 @@ Status SpecialQp::Send(std::shared_ptr<MadSend> send) {
     auto* svc = static_cast<MadSvcObj*>(send->svc.get());
     if (stopped_) return Status::INSUFFICIENT_RESOURCES;
     if (smi() && (s = SmiPrepareSend(*send)) != Status::SUCCESS) return s;
+    ApplyRedirectLocked(*send);
     send->send_id = svc->next_send_id++;
     if (send->rmpp) {
       s = StartRmppLocked(send, after);
@@ -247,6 +263,7 @@ void SpecialQp::OnTimer() {
     }
     for (auto& send : due) {
       send->waiting = false;
+      RedirectTimeoutLocked(*send);
       if (send->rmpp) {
         RmppTimeoutLocked(send, after);
         continue;
@@ -266,7 +283,13 @@ void SpecialQp::OnTimer() {
   for (auto& f : after) f();
 }
 
-void SpecialQp::OnCompletion() { kernel::KeInsertQueueDpc(&completion_dpc_, nullptr, nullptr); }
+void SpecialQp::OnCompletion() {
+  // Stop closes the gate before it flushes the DPCs, so nothing is queued after that (a MAD
+  // QP's news may race its destruction). Not `lock`: this may run inside a CI call made
+  // under it.
+  kernel::SpinLockGuard guard(dpc_gate_);
+  if (!dpc_closed_) kernel::KeInsertQueueDpc(&completion_dpc_, nullptr, nullptr);
+}
 
 void SpecialQp::CompletionDpc(kernel::Kdpc*, void* context, void*, void*) {
   static_cast<SpecialQp*>(context)->ProcessCompletions();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "runtime/al/src/al_internal.h"
@@ -31,6 +32,23 @@ struct MadAddress {
   uint16_t pkey_index = 0;
 };
 
+// A request's redirection (IBA 13.5.3.3, mad_redirect.cc): where the client sent it, how
+// many redirects it followed, and the Get(ClassPortInfo) the AL asks when a redirect came
+// without one.
+struct RedirectState {
+  MadAddress original;
+  bool eligible = false;    // a GMP request to QP1: redirects are followed
+  bool redirected = false;  // `to` is not `original` (a redirect or the cache)
+  uint32_t hops = 0;
+  uint32_t retry_count = 0;      // as asked: a followed redirect starts them again
+  bool querying = false;         // the Get(ClassPortInfo) is out instead of the request
+  bool segmented = false;        // the request is an RMPP transfer
+  std::vector<uint8_t> request;  // the client's MAD while querying
+  uint64_t request_tid = 0;
+};
+// The redirect cache's key: class, and the remote port's LID.
+using RedirectKey = std::pair<uint8_t, uint16_t>;
+
 // One send of a MAD service: a single MAD, or an RMPP transfer (rmpp set), whose wire
 // completions, response and retries the special QP tracks. Guarded by SpecialQp::lock.
 struct MadSend {
@@ -49,6 +67,7 @@ struct MadSend {
   uint32_t on_wire = 0;  // posted, not completed
   bool done = false;
   std::unique_ptr<RmppSender> rmpp;
+  RedirectState redirect;  // mad_redirect.cc
   ~MadSend();
 };
 
@@ -64,18 +83,24 @@ class SpecialQp {
   static constexpr uint32_t kRecvDepth = 64;
   static constexpr uint32_t kSendSlots = 128;
 
+  // type SMI or GSI: the port's QP0/QP1; MAD: a client's MAD QP (mad_qp.cc), a UD QP the
+  // client brings up with ModifyQp, its port learnt at INIT.
   SpecialQp(AlCa* ca, uint8_t port, abi::QpType type);
   ~SpecialQp();
   SpecialQp(const SpecialQp&) = delete;
   SpecialQp& operator=(const SpecialQp&) = delete;
 
   kernel::Status Start();  // PASSIVE, at the CA's arrival
-  void Stop();             // PASSIVE, at its removal: sends CANCELED, the QP destroyed
+  // DISPATCH or below: sends CANCELED, the device QP destroyed, nothing queued any more.
+  void Close();
+  void Stop();  // PASSIVE: Close, then its DPCs waited for and its resources freed
 
   AlCa* ca() const { return ca_; }
   uint8_t port() const { return port_; }
   bool smi() const { return type_ == abi::QpType::SMI; }
+  bool gsi() const { return type_ == abi::QpType::GSI; }
   uint32_t cq() const { return cq_; }
+  uint32_t qp_number() const { return qp_; }  // the device's QP (its number on the wire)
   // The CQ's notification fired: the completions are processed from the QP's DPC, never
   // inline (a CI call made under this QP's lock may complete the CA's event IRP at once).
   void OnCompletion();
@@ -90,9 +115,14 @@ class SpecialQp {
   kernel::Status Cancel(MadSvcObj* svc, uint64_t send_id);
 
   // Counters for tests and diagnostics.
-  std::atomic<uint64_t> dropped{0};    // received MADs nobody took
-  std::atomic<uint64_t> unmatched{0};  // responses that matched no send
-  std::atomic<uint64_t> retries{0};    // resends after a timeout
+  std::atomic<uint64_t> dropped{0};     // received MADs nobody took
+  std::atomic<uint64_t> unmatched{0};   // responses that matched no send
+  std::atomic<uint64_t> retries{0};     // resends after a timeout
+  std::atomic<uint64_t> redirected{0};  // requests re-sent where a redirect pointed
+
+  // MAD QPs (mad_qp.cc): the client's ModifyQp went through; RESET->INIT posts the
+  // receive buffers and fixes the port.
+  void OnModified(const abi::QpModifyAttributes& attributes);
 
   // Posts one MAD outside any tracked send (SMA responses, RMPP ACKs); lock held.
   kernel::Status PostRawLocked(const uint8_t* mad, const MadAddress& to);
@@ -122,6 +152,17 @@ class SpecialQp {
   static void CompletionDpc(kernel::Kdpc*, void* context, void*, void*);
   void ProcessCompletions();
   void OnTimer();
+  kernel::Status StartMadQp();  // mad_qp.cc
+  // Redirection (IBA 13.5.3.3, mad_redirect.cc): a request to QP1 goes where the cache
+  // says; a response asking for a redirect is consumed (true) and the request re-sent.
+  void ApplyRedirectLocked(MadSend& send);
+  bool OnRedirectLocked(const std::shared_ptr<MadSend>& send, const uint8_t* response,
+                        std::size_t length, After& after);
+  void FollowRedirectLocked(const std::shared_ptr<MadSend>& send, const uint8_t* info,
+                            After& after);
+  void QueryClassPortInfoLocked(const std::shared_ptr<MadSend>& send, After& after);
+  void RedirectTimeoutLocked(MadSend& send);  // back to the original address
+  kernel::Status ResendLocked(const std::shared_ptr<MadSend>& send);
   // RMPP (rmpp_flow.cc).
   kernel::Status StartRmppLocked(const std::shared_ptr<MadSend>& send, After& after);
   void PumpRmppLocked(const std::shared_ptr<MadSend>& send, After& after);
@@ -147,10 +188,12 @@ class SpecialQp {
   kernel::Status SmiPrepareSend(MadSend& send);                     // smi.cc
 
   AlCa* const ca_;
-  const uint8_t port_;
+  uint8_t port_;  // a MAD QP's is set at INIT (lock)
   const abi::QpType type_;
   bool started_ = false;
+  bool receiving_ = false;  // MAD QPs: the receive buffers are posted
   bool stopped_ = false;
+  bool released_ = false;
   uint32_t pd_ = 0, cq_ = 0, qp_ = 0, key_ = 0;
   std::vector<uint8_t> memory_;  // receive buffers, then send slots
   std::vector<Slot> slots_;
@@ -167,9 +210,14 @@ class SpecialQp {
   };
   using InboundKey = std::tuple<MadSvcObj*, uint64_t, uint64_t>;
   std::map<InboundKey, Inbound> reassembly_;
+  // Where the agent of a class at a remote port redirected us (mad_redirect.cc).
+  std::map<RedirectKey, MadAddress> redirects_;
+  uint32_t next_query_tid_ = 0;
   kernel::Ktimer timer_{};
   kernel::Kdpc timer_dpc_{};
   kernel::Kdpc completion_dpc_{};
+  kernel::KSpinLock dpc_gate_;  // completion_dpc_ is queued only while open
+  bool dpc_closed_ = false;
 };
 
 }  // namespace softib::al

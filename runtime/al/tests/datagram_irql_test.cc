@@ -6,24 +6,6 @@
 namespace softib::testing {
 namespace {
 
-void BringUpUd(Client& client, const Side& s, uint32_t qkey) {
-  using M = abi::QpAttrMask;
-  abi::ModifyQpIn in{};
-  in.qp.value = s.qp;
-  in.attributes.mask = M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY;
-  in.attributes.state = abi::QpState::INIT;
-  in.attributes.port_num = 1;
-  in.attributes.qkey = htobe32(qkey);
-  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
-  in.attributes = {};
-  in.attributes.mask = M::STATE;
-  in.attributes.state = abi::QpState::RTR;
-  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
-  in.attributes.mask = M::STATE | M::SQ_PSN;
-  in.attributes.state = abi::QpState::RTS;
-  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
-}
-
 TEST(Datagram, UdSendNamesItsAddressVectorByHandle) {
   auto node = BootDefault("dg-ud");
   ASSERT_TRUE(node);
@@ -32,8 +14,8 @@ TEST(Datagram, UdSendNamesItsAddressVectorByHandle) {
   Client client(node->node());
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &a, abi::QpType::UD));
   ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[1], 2, &b, abi::QpType::UD));
-  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, a, 0x1234));
-  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, b, 0x1234));
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, a.qp, 0x1234));
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, b.qp, 0x1234));
   abi::CreateAvIn av_in{};
   av_in.pd.value = a.pd;
   av_in.attributes.port_num = 1;
@@ -93,8 +75,8 @@ TEST(Datagram, CqOverflowReachesTheAlAsAnAsyncEventWithTheCqsContext) {
   Side b2 = b;
   b2.qp = qp.qp.value;
   b2.qpn = qp.qp_num;
-  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, a, 1));
-  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, b2, 1));
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, a.qp, 1));
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, b2.qp, 1));
   abi::CreateAvIn av_in{};
   av_in.pd.value = a.pd;
   av_in.attributes.port_num = 1;

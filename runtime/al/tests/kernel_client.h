@@ -293,6 +293,25 @@ struct IrpWatch {
 };
 
 // A booted default node (two CAs cabled back to back).
+// A UD (or MAD) QP of port 1 brought RESET -> INIT (P_Key index 0, `qkey`) -> RTR -> RTS.
+inline void BringUpUd(Client& client, uint64_t qp, uint32_t qkey) {
+  using M = abi::QpAttrMask;
+  abi::ModifyQpIn in{};
+  in.qp.value = qp;
+  in.attributes.mask = M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY;
+  in.attributes.state = abi::QpState::INIT;
+  in.attributes.port_num = 1;
+  in.attributes.qkey = htobe32(qkey);
+  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
+  in.attributes = {};
+  in.attributes.mask = M::STATE;
+  in.attributes.state = abi::QpState::RTR;
+  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
+  in.attributes.mask = M::STATE | M::SQ_PSN;
+  in.attributes.state = abi::QpState::RTS;
+  ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
+}
+
 inline std::unique_ptr<stack::NodeStack> BootDefault(const char* name) {
   stack::NodeConfig config;
   config.name = name;
