@@ -141,6 +141,12 @@ uint16_t Switch::PortInfoSet(uint8_t port_num, const mad::PortInfo& req) {
     return kStatusOk;
   }
 
+  // Partition enforcement (IBA 14.2.5.6), where the switch can hold an external port's table.
+  if (config_.partition_enforcement_cap > 0) {
+    cur.PartitionEnforcementInbound = req.PartitionEnforcementInbound;
+    cur.PartitionEnforcementOutbound = req.PartitionEnforcementOutbound;
+  }
+
   // Physical state first: disabling takes the link (and the logical state) down; polling
   // retrains it, and a cabled port comes back up in Init.
   if (req.PortPhysicalState == kDisabled) {

@@ -32,6 +32,8 @@ const char* ToString(SwitchDrop drop) {
       return "M_Key violation";
     case SwitchDrop::kSmaIgnored:
       return "SMP the SMA does not answer";
+    case SwitchDrop::kPartition:
+      return "P_Key not in the enforcing port's table";
     case SwitchDrop::kCount:
       break;
   }
@@ -122,8 +124,10 @@ void Switch::LinkStateChanged(Port& port, uint8_t new_state) {
   const auto down = static_cast<uint8_t>(mad::PortState::DOWN);
   const uint8_t old_state = port.info.PortState;
   port.info.PortState = new_state;
-  if (old_state != new_state && (old_state == down || new_state == down))
+  if (old_state != new_state && (old_state == down || new_state == down)) {
+    if (!switch_info_.PortStateChange) RaiseTrap128();
     switch_info_.PortStateChange = 1;
+  }
 }
 
 uint64_t Switch::total_drops() const {

@@ -1,0 +1,188 @@
+// Multicast spanning trees and the MFT blocks that carry them.
+#include "softib/sm/mcast_routing.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include "softib/sm/smp.h"
+
+namespace softib::sm {
+namespace {
+
+// Hop counts from `from` to every switch (SIZE_MAX: unreachable), over switch-switch links.
+std::vector<std::size_t> SwitchHops(const Subnet& subnet, NodeId from) {
+  std::vector<std::size_t> hops(subnet.nodes().size(), SIZE_MAX);
+  std::deque<NodeId> todo{from};
+  hops[from] = 0;
+  while (!todo.empty()) {
+    const NodeId n = todo.front();
+    todo.pop_front();
+    const SmNode& node = subnet.node(n);
+    for (uint8_t p = 1; p <= node.num_ports; ++p) {
+      const SmPort& port = node.ports[p];
+      if (!port.linked() || !subnet.node(port.peer).is_switch() || hops[port.peer] != SIZE_MAX)
+        continue;
+      hops[port.peer] = hops[n] + 1;
+      todo.push_back(port.peer);
+    }
+  }
+  return hops;
+}
+
+}  // namespace
+
+McastTree ComputeMcastTree(const Subnet& subnet, const std::vector<EndPort>& members) {
+  McastTree tree;
+  // Where each member attaches: its own switch (port 0), or the switch port its CA port is
+  // cabled to. A CA port cabled to nothing, or to another CA, needs no switch.
+  std::map<NodeId, PortMask> attach;
+  for (const EndPort& m : members) {
+    const SmNode& node = subnet.node(m.node);
+    if (node.is_switch()) {
+      attach[m.node].set(0);
+      continue;
+    }
+    const SmPort& port = node.ports[m.port];
+    if (port.linked() && subnet.node(port.peer).is_switch()) attach[port.peer].set(port.peer_port);
+  }
+  if (attach.empty()) return tree;
+
+  // The root: the switch whose farthest member switch is nearest (ties: the lower NodeId).
+  std::vector<std::vector<std::size_t>> from_members;
+  for (const auto& a : attach) from_members.push_back(SwitchHops(subnet, a.first));
+  std::size_t best = SIZE_MAX;
+  for (NodeId n = 0; n < subnet.nodes().size(); ++n) {
+    if (!subnet.node(n).is_switch()) continue;
+    std::size_t worst = 0;
+    for (const auto& hops : from_members) worst = std::max(worst, hops[n]);
+    if (worst < best) best = worst, tree.root = n;
+  }
+  if (best == SIZE_MAX) {
+    tree.error = "the members' switches are not connected";
+    return tree;
+  }
+
+  // Breadth-first from the root: each switch hangs off its parent by the first link found.
+  struct Up {
+    NodeId parent = kNoNode;
+    uint8_t port = 0;         // this switch's port towards the parent
+    uint8_t parent_port = 0;  // the parent's port towards this switch
+  };
+  std::vector<Up> up(subnet.nodes().size());
+  std::vector<bool> seen(subnet.nodes().size(), false);
+  std::deque<NodeId> todo{tree.root};
+  seen[tree.root] = true;
+  while (!todo.empty()) {
+    const NodeId n = todo.front();
+    todo.pop_front();
+    const SmNode& node = subnet.node(n);
+    for (uint8_t p = 1; p <= node.num_ports; ++p) {
+      const SmPort& port = node.ports[p];
+      if (!port.linked() || !subnet.node(port.peer).is_switch() || seen[port.peer]) continue;
+      seen[port.peer] = true;
+      up[port.peer] = {n, port.peer_port, p};
+      todo.push_back(port.peer);
+    }
+  }
+  // Each member switch climbs to the root; the links it climbs are the tree's.
+  for (const auto& [sw, ports] : attach) {
+    tree.masks[sw] |= ports;
+    for (NodeId n = sw; n != tree.root;) {
+      const Up& u = up[n];
+      const bool joined = tree.masks[n].test(u.port);
+      tree.masks[n].set(u.port);
+      tree.masks[u.parent].set(u.parent_port);
+      if (joined) break;  // the rest of the way up is there already
+      n = u.parent;
+    }
+  }
+  tree.masks[tree.root];  // a lone member switch still holds its entry
+  return tree;
+}
+
+std::vector<MftBlock> MftBlocksToWrite(uint8_t num_ports,
+                                       const std::map<uint16_t, PortMask>& programmed,
+                                       const std::map<uint16_t, PortMask>& desired, bool all) {
+  auto mask_of = [](const std::map<uint16_t, PortMask>& table, uint16_t mlid) {
+    const auto it = table.find(mlid);
+    return it == table.end() ? PortMask{} : it->second;
+  };
+  auto part = [](const PortMask& mask, unsigned position) {
+    return static_cast<uint16_t>(
+        ((mask >> (position * kMftPortsPerPosition)) & PortMask{0xFFFF}).to_ulong());
+  };
+  const unsigned positions = num_ports / kMftPortsPerPosition + 1;
+  // (block, position) pairs with any difference, in order.
+  std::set<std::pair<unsigned, unsigned>> dirty;
+  auto consider = [&](uint16_t mlid) {
+    const unsigned block = (mlid - kFirstMulticastLid) / kMftBlockMlids;
+    const PortMask want = mask_of(desired, mlid);
+    const PortMask have = mask_of(programmed, mlid);
+    for (unsigned pos = 0; pos < positions; ++pos)
+      if (part(want, pos) != part(have, pos) || (all && desired.count(mlid)))
+        dirty.emplace(block, pos);
+  };
+  for (const auto& entry : desired) consider(entry.first);
+  for (const auto& entry : programmed) consider(entry.first);
+
+  std::vector<MftBlock> out;
+  for (const auto& [block, pos] : dirty) {
+    MftBlock b;
+    b.modifier = (pos << 28) | block;
+    for (unsigned i = 0; i < kMftBlockMlids; ++i)
+      b.masks[i] = part(
+          mask_of(desired, static_cast<uint16_t>(kFirstMulticastLid + block * kMftBlockMlids + i)),
+          pos);
+    out.push_back(b);
+  }
+  return out;
+}
+
+McastReport ProgramMulticast(Transactions& tx, Subnet& subnet,
+                             const std::map<uint16_t, std::vector<EndPort>>& groups, bool all) {
+  McastReport report;
+  std::map<NodeId, std::map<uint16_t, PortMask>> desired;
+  for (const auto& [mlid, members] : groups) {
+    const McastTree tree = ComputeMcastTree(subnet, members);
+    ++report.groups;
+    if (!tree.ok()) {
+      ++report.failed;
+      if (report.first_error.empty())
+        report.first_error = "MLID " + std::to_string(mlid) + ": " + tree.error;
+      continue;
+    }
+    for (const auto& [sw, mask] : tree.masks) desired[sw][mlid] = mask;
+  }
+  for (NodeId n = 0; n < subnet.nodes().size(); ++n) {
+    SmNode& node = subnet.node(n);
+    if (!node.is_switch()) continue;
+    const auto& want = desired[n];
+    for (const MftBlock& b : MftBlocksToWrite(node.num_ports, node.mft, want, all)) {
+      std::array<uint8_t, kSmpDataBytes> data{};
+      for (unsigned i = 0; i < kMftBlockMlids; ++i) {
+        data[2 * i] = static_cast<uint8_t>(b.masks[i] >> 8);
+        data[2 * i + 1] = static_cast<uint8_t>(b.masks[i]);
+      }
+      tx.Submit(MakeDrSmp(kMethodSet, kAttrMft, b.modifier, node.path, data), MadAddress{},
+                [&report, &subnet, n](const TxResult& r) {
+                  if (r.status == TxStatus::kOk && SmpStatus(r.response) == 0) {
+                    ++report.blocks;
+                    return;
+                  }
+                  ++report.failed;
+                  if (report.first_error.empty())
+                    report.first_error = "MFT Set to \"" + subnet.node(n).description + "\" " +
+                                         (r.status == TxStatus::kOk ? "refused" : "timed out");
+                });
+    }
+    node.mft = want;
+  }
+  if (!tx.Run() && report.first_error.empty()) {
+    ++report.failed;
+    report.first_error = "transport: " + tx.last_error();
+  }
+  return report;
+}
+
+}  // namespace softib::sm
