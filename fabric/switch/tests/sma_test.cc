@@ -195,6 +195,7 @@ TEST(SwitchSma, PortInfoStateMachine) {
   r = Expect(sw, disable, 0);
   EXPECT_EQ(r[kData + 32], 0x71);
   EXPECT_EQ(r[kData + 33], 0x32);
+  EXPECT_EQ(sw.switch_info().PortStateChange, 1) << "the link went away: a link event";
   Data(disable)[33] = 0x20;
   r = Expect(sw, disable, 0);
   EXPECT_EQ(r[kData + 32], 0x72);

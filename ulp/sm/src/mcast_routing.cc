@@ -177,6 +177,29 @@ McastReport ProgramMulticast(Transactions& tx, Subnet& subnet,
                 });
     }
     node.mft = want;
+    // SwitchInfo:MulticastFDBTop bounds the MFT in use (0xBFFF: none); readers such as
+    // ibroute -M stop there.
+    const uint16_t top = want.empty() ? kMaxUnicastLid : want.rbegin()->first;
+    if (node.has_switch_info && node.switch_info.MulticastFDBTop != top) {
+      mad::SwitchInfo si = node.switch_info;
+      si.MulticastFDBTop = top;
+      si.PortStateChange = 0;  // leave it as it is
+      MadBytes data{};
+      si.Pack(std::span<uint8_t>(data).first(mad::SwitchInfo::kSize));
+      tx.Submit(
+          MakeDrSmp(kMethodSet, kAttrSwitchInfo, 0, node.path,
+                    std::span<const uint8_t>(data).first(kSmpDataBytes)),
+          MadAddress{}, [&report, &subnet, n](const TxResult& r) {
+            if (r.status == TxStatus::kOk && SmpStatus(r.response) == 0) {
+              subnet.node(n).switch_info.Unpack(SmpData(r.response).first(mad::SwitchInfo::kSize));
+              return;
+            }
+            ++report.failed;
+            if (report.first_error.empty())
+              report.first_error =
+                  "SwitchInfo Set (MulticastFDBTop) to \"" + subnet.node(n).description + "\"";
+          });
+    }
   }
   if (!tx.Run() && report.first_error.empty()) {
     ++report.failed;
