@@ -10,10 +10,16 @@
 #   * ibportstate disable/enable of a host's leaf port: Trap 128 from the leaf's SMA, the SM
 #     represses it, re-sweeps and the port is Active again.
 #
-#   mcast_partitions_test.sh SOFTIBD SOFTIB_SM
+#   * UD SENDs to the group's MLID from host-0001 (softib_mcast_client) reach the QPs attached
+#     at hosts 2 and 3 across the spine, not host-0004's (not a member); sent on P_Key 0x8002,
+#     host-0002's leaf port drops them (not in its partition) and host-0003's HCA drops them
+#     at its P_Key 0xFFFF QP, each counted in PortInfo:P_KeyViolations.
+#
+#   mcast_partitions_test.sh SOFTIBD SOFTIB_SM MCAST_CLIENT
 set -euo pipefail
 softibd=$1
 softib_sm=$2
+mcast=$3
 for tool in ibsim-run smpquery ibroute ibportstate; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps.sh)"; exit 1; }
 done
@@ -105,13 +111,51 @@ grep -q 'ERR_REQ_INVALID' <<<"$out" || fail "host-0002's join: $out"
 sw_lid() { sim "$1" smpquery -D portinfo "$2" 0 | sed -n 's/^Lid:\.*\([0-9]*\)$/\1/p'; }
 leaf1=$(sw_lid host-0001 0,1); spine=$(sw_lid host-0001 0,1,3); leaf2=$(sw_lid host-0003 0,1)
 for s in "$leaf1" "$spine" "$leaf2"; do
-  out=$(sim host-0001 ibroute -M "$s") || fail "ibroute -M $s: $(cat "$work/err")"
-  grep -q '^0xc000' <<<"$out" || fail "switch $s has no MFT entry for 0xc000: $out"
+  sim host-0001 ibroute -M "$s" >"$work/mft$s" || fail "ibroute -M $s: $(cat "$work/err")"
+  grep -q '^0xc000' "$work/mft$s" || fail "switch $s has no MFT entry for 0xc000: $(cat "$work/mft$s")"
 done
-out=$(sim host-0001 ibroute -M "$leaf1")
-[[ $(sed -n 's/^0xc000//p' <<<"$out" | tr -cd x | wc -c) -eq 3 ]] || fail "leaf-01: hosts 1, 2 and the uplink: $out"
-out=$(sim host-0001 ibroute -M "$leaf2")
-[[ $(sed -n 's/^0xc000//p' <<<"$out" | tr -cd x | wc -c) -eq 2 ]] || fail "leaf-02: host 3 and the uplink: $out"
+ports_of_c000() { sed -n 's/^0xc000//p' "$work/mft$1" | tr -cd x | wc -c; }
+[[ $(ports_of_c000 "$leaf1") -eq 3 ]] || fail "leaf-01: hosts 1, 2 and the uplink: $(cat "$work/mft$leaf1")"
+[[ $(ports_of_c000 "$leaf2") -eq 2 ]] || fail "leaf-02: host 3 and the uplink: $(cat "$work/mft$leaf2")"
+[[ $(ports_of_c000 "$spine") -eq 2 ]] || fail "spine: both leaves: $(cat "$work/mft$spine")"
+
+# Traffic: three UD SENDs to 0xc000 from host-0001.
+bcast_hex=ff12401bffff000000000000ffffffff
+for h in 2 3 4; do
+  # Members stop after the 3 messages (at most 10 s); the non-member listens for 1.5 s.
+  window=10; [[ $h == 4 ]] && window=1.5
+  "$mcast" "$work/run/host-000$h" recv $bcast_hex 0xc000 $window 0 3 >"$work/recv$h" 2>&1 &
+  eval "recv$h=\$!"
+done
+for h in 2 3 4; do
+  for _ in $(seq 100); do grep -q ready "$work/recv$h" && break; sleep 0.05; done
+  grep -q ready "$work/recv$h" || fail "receiver at host-000$h: $(cat "$work/recv$h")"
+done
+"$mcast" "$work/run/host-0001" send $bcast_hex 0xc000 3 >"$work/send" 2>&1 || fail "send: $(cat "$work/send")"
+for h in 2 3 4; do wait "$(eval echo "\$recv$h")" || fail "receiver $h: $(cat "$work/recv$h")"; done
+grep -q '^received 3$' "$work/recv2" && grep -q '^mcast 2$' "$work/recv2" || fail "host-0002: $(cat "$work/recv2")"
+grep -q '^received 3$' "$work/recv3" || fail "host-0003 (across the spine): $(cat "$work/recv3")"
+grep -q '^received 0$' "$work/recv4" || fail "host-0004 is no member: $(cat "$work/recv4")"
+
+# The same on P_Key index 1 of host-0001 (0x8002): host-0002's leaf port enforces its
+# partitions, host-0003's HCA holds 0x8002 but its QP is on 0xFFFF.
+violations() { sim host-0001 smpquery portinfo "$1" "$2" | sed -n 's/^PkeyViolations:\.*\([0-9]*\)$/\1/p'; }
+port2=$(sim host-0002 smpquery -D nodeinfo 0,1 | sed -n 's/^LocalPort:\.*\([0-9]*\)$/\1/p')
+l3=$(lid host-0003)
+sw_before=$(violations "$leaf1" "$port2"); ca_before=$(violations "$l3" 1)
+for h in 2 3; do
+  "$mcast" "$work/run/host-000$h" recv $bcast_hex 0xc000 1.5 >"$work/recv$h" 2>&1 &
+  eval "recv$h=\$!"
+  for _ in $(seq 100); do grep -q ready "$work/recv$h" && break; sleep 0.05; done
+done
+"$mcast" "$work/run/host-0001" send $bcast_hex 0xc000 2 1 >"$work/send" 2>&1 || fail "send: $(cat "$work/send")"
+for h in 2 3; do wait "$(eval echo "\$recv$h")" || fail "receiver $h: $(cat "$work/recv$h")"; done
+grep -q '^received 0$' "$work/recv2" && grep -q '^received 0$' "$work/recv3" ||
+  fail "P_Key 0x8002 delivered: $(cat "$work/recv2" "$work/recv3")"
+[[ $(violations "$leaf1" "$port2") -eq $((sw_before + 2)) ]] ||
+  fail "leaf-01 port $port2 P_KeyViolations: $sw_before -> $(violations "$leaf1" "$port2")"
+[[ $(violations "$l3" 1) -eq $((ca_before + 2)) ]] ||
+  fail "host-0003 P_KeyViolations: $ca_before -> $(violations "$l3" 1)"
 
 # A flap of host-0004's cable at its leaf: the leaf's SMA sends Trap 128, the SM re-sweeps
 # and brings the port back to Active.
@@ -125,5 +169,6 @@ for _ in $(seq 100); do
 done
 [[ "$state" == Active ]] || fail "leaf-02 port $port4 after the flap: $state"
 grep -q '\[trap\]' "$work/sm.out" || fail "no trap-driven sweep"
-echo "PASS: P_Key tables from a partition file, IPoIB broadcast joins and MFTs, a partition"
-echo "      refusing a join, Trap 128 -> re-sweep -> Active"
+echo "PASS: P_Key tables from a partition file, IPoIB broadcast joins and MFTs, UD multicast to"
+echo "      the members only, P_Key violations dropped and counted, a partition refusing a join,"
+echo "      Trap 128 -> re-sweep -> Active"
