@@ -78,27 +78,13 @@ int Run(int argc, char** argv) {
                      &lkey, &rkey);
   if (s != Status::SUCCESS) return Fail("RegMem", s);
 
-  abi::CreateCqIn cq_in{};
-  cq_in.ca = ca.ca;
-  cq_in.size = 2 * kSlots;
-  abi::CreateCqOut cq_out{};
-  if ((s = user::proxy::CreateCq(ca.device, cq_in, cq_out)) != Status::SUCCESS)
-    return Fail("CreateCq", s);
-  abi::CreateQpIn qp_in{};
-  qp_in.pd = pd;
-  qp_in.send_cq = cq_out.cq;
-  qp_in.recv_cq = cq_out.cq;
-  qp_in.params.qp_type = abi::QpType::UD;
-  qp_in.params.sq_signaled = 1;
-  qp_in.params.caps.sq_depth = kSlots;
-  qp_in.params.caps.rq_depth = kSlots;
-  qp_in.params.caps.sq_sge = 1;
-  qp_in.params.caps.rq_sge = 1;
-  abi::CreateQpOut qp_out{};
-  if ((s = user::proxy::CreateQp(ca.device, qp_in, qp_out)) != Status::SUCCESS)
-    return Fail("CreateQp UD", s);
+  abi::Handle<abi::ObjectType::Cq> cq;
+  abi::Handle<abi::ObjectType::Qp> qp;
+  uint32_t qpn = 0;
+  if ((s = CreateCqAndQp(ca, pd, abi::QpType::UD, kSlots, &cq, &qp, &qpn)) != Status::SUCCESS)
+    return Fail("CreateCq + CreateQp UD", s);
   abi::ModifyQpIn m{};
-  m.qp = qp_out.qp;
+  m.qp = qp;
   m.attributes.mask =
       QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY;
   m.attributes.state = abi::QpState::INIT;
@@ -116,25 +102,16 @@ int Run(int argc, char** argv) {
   if ((s = user::proxy::ModifyQp(ca.device, m)) != Status::SUCCESS) return Fail("RTS", s);
   user::MappedCq cq_ring;
   user::MappedQp qp_rings;
-  if ((s = cq_ring.Map(ca.device, cq_out.cq)) != Status::SUCCESS ||
-      (s = qp_rings.Map(ca.device, qp_out.qp)) != Status::SUCCESS)
+  if ((s = cq_ring.Map(ca.device, cq)) != Status::SUCCESS ||
+      (s = qp_rings.Map(ca.device, qp)) != Status::SUCCESS)
     return Fail("MapRings", s);
   auto poll = [&](abi::WorkCompletion* wc, std::chrono::steady_clock::time_point deadline) {
-    for (;;) {
-      uint32_t count = 0;
-      const Status st = cq_ring.queue().PollCq(std::span<abi::WorkCompletion>(wc, 1), &count);
-      if (st != Status::NOT_FOUND) return st;
-      if (std::chrono::steady_clock::now() > deadline) return Status::TIMEOUT;
-      uvp::WaitPolicy policy;
-      policy.yield_while_spinning = true;
-      policy.sleep_timeout_ns = 10'000'000;
-      cq_ring.queue().Wait(policy);
-    }
+    return PollCqOne(cq_ring, wc, deadline);
   };
 
   if (!send) {
     abi::AttachMcastIn at{};
-    at.qp = qp_out.qp;
+    at.qp = qp;
     at.mgid = mgid;
     at.mlid = mlid;
     abi::AttachMcastOut at_out{};

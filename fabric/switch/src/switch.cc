@@ -57,6 +57,9 @@ Switch::Switch(SwitchConfig config) : config_(std::move(config)) {
   switch_info_.DefaultMulticastNotPrimaryPort = 0xFF;
   switch_info_.LifeTimeValue = config_.life_time_value & 0x1F;
   switch_info_.PartitionEnforcementCap = config_.partition_enforcement_cap;
+  // External ports can check P_Keys both ways (partitions.cc) when they hold a table.
+  switch_info_.InboundEnforcementCap = config_.partition_enforcement_cap > 0;
+  switch_info_.OutboundEnforcementCap = config_.partition_enforcement_cap > 0;
   switch_info_.EnhancedPort0 = 1;
   switch_info_.MulticastFDBTop = 0xBFFF;  // no multicast entry in use yet
 

@@ -12,7 +12,6 @@ namespace {
 constexpr uint16_t kPortInfo = 0x0015;
 constexpr uint16_t kSwitchInfo = 0x0012;
 constexpr uint16_t kPKeyTable = 0x0016;
-constexpr uint16_t kLft = 0x0019;
 constexpr uint8_t kTrapRepress = 0x07;
 constexpr uint64_t kMs = 1'000'000;
 
@@ -25,14 +24,11 @@ Switch Configured() {
   Put16(Data(pi).subspan(18), 3);  // MasterSMLID
   Data(pi)[36] = 0x50;             // NeighborMTU 4096
   EXPECT_EQ(Status(*Ask(sw, pi)), 0);
-  Mad top = LidSmp(kSet, kSwitchInfo, 0);
-  Put16(Data(top).subspan(6), 63);  // LinearFDBTop
-  Data(top)[11] = 0x04;             // PortStateChange: write 1 to clear
-  EXPECT_EQ(Status(*Ask(sw, top)), 0);
-  Mad lft = LidSmp(kSet, kLft, 0);
-  std::fill(Data(lft).begin(), Data(lft).end(), 0xFF);
-  Data(lft)[3] = 1;
-  EXPECT_EQ(Status(*Ask(sw, lft)), 0);
+  SetLftBlock0(sw, {{3, 1}});
+  Mad clear = LidSmp(kSet, kSwitchInfo, 0);
+  Put16(Data(clear).subspan(6), 63);  // LinearFDBTop
+  Data(clear)[11] = 0x04;             // PortStateChange: write 1 to clear
+  EXPECT_EQ(Status(*Ask(sw, clear)), 0);
   return sw;
 }
 
@@ -133,23 +129,9 @@ std::vector<uint8_t> WithPKey(std::vector<uint8_t> packet, uint16_t pkey) {
 
 TEST(SwitchPartitions, EnforcedOnExternalPorts) {
   Switch sw(TestConfig(0x1100, 8));
-  for (uint8_t p : {1, 2}) {
-    sw.SetLinkUp(p, true);
-    for (uint8_t state : {0x03, 0x04}) {
-      Mad m = LidSmp(kSet, kPortInfo, p);
-      Data(m)[32] = state;
-      Data(m)[36] = 0x50;
-      ASSERT_EQ(Status(*Ask(sw, m)), 0);
-    }
-  }
-  Mad top = LidSmp(kSet, kSwitchInfo, 0);
-  Put16(Data(top).subspan(6), 63);
-  ASSERT_EQ(Status(*Ask(sw, top)), 0);
-  Mad lft = LidSmp(kSet, kLft, 0);
-  std::fill(Data(lft).begin(), Data(lft).end(), 0xFF);
-  Data(lft)[4] = 1;
-  Data(lft)[5] = 2;
-  ASSERT_EQ(Status(*Ask(sw, lft)), 0);
+  ActivatePort(sw, 1);
+  ActivatePort(sw, 2);
+  SetLftBlock0(sw, {{4, 1}, {5, 2}});
   const std::vector<uint8_t> payload(8, 1);
   const auto to5 = [&](uint16_t pkey) { return WithPKey(Packet(0, 5, 4, 0x10, payload), pkey); };
   EXPECT_FALSE(sw.route(1, to5(0x8002)).drop) << "no enforcement yet";

@@ -10,24 +10,36 @@
 namespace softib::sm {
 namespace {
 
-// Hop counts from `from` to every switch (SIZE_MAX: unreachable), over switch-switch links.
-std::vector<std::size_t> SwitchHops(const Subnet& subnet, NodeId from) {
-  std::vector<std::size_t> hops(subnet.nodes().size(), SIZE_MAX);
+// Breadth-first over switch-switch links from `from`: each switch's hop count (SIZE_MAX:
+// unreachable) and the first link that reached it, which is its link up a tree rooted there.
+struct Up {
+  NodeId parent = kNoNode;
+  uint8_t port = 0;         // this switch's port towards the parent
+  uint8_t parent_port = 0;  // the parent's port towards this switch
+};
+struct SwitchBfs {
+  std::vector<std::size_t> hops;
+  std::vector<Up> up;
+};
+SwitchBfs Bfs(const Subnet& subnet, NodeId from) {
+  SwitchBfs out{std::vector<std::size_t>(subnet.nodes().size(), SIZE_MAX),
+                std::vector<Up>(subnet.nodes().size())};
   std::deque<NodeId> todo{from};
-  hops[from] = 0;
+  out.hops[from] = 0;
   while (!todo.empty()) {
     const NodeId n = todo.front();
     todo.pop_front();
     const SmNode& node = subnet.node(n);
     for (uint8_t p = 1; p <= node.num_ports; ++p) {
       const SmPort& port = node.ports[p];
-      if (!port.linked() || !subnet.node(port.peer).is_switch() || hops[port.peer] != SIZE_MAX)
+      if (!port.linked() || !subnet.node(port.peer).is_switch() || out.hops[port.peer] != SIZE_MAX)
         continue;
-      hops[port.peer] = hops[n] + 1;
+      out.hops[port.peer] = out.hops[n] + 1;
+      out.up[port.peer] = {n, port.peer_port, p};
       todo.push_back(port.peer);
     }
   }
-  return hops;
+  return out;
 }
 
 }  // namespace
@@ -50,7 +62,7 @@ McastTree ComputeMcastTree(const Subnet& subnet, const std::vector<EndPort>& mem
 
   // The root: the switch whose farthest member switch is nearest (ties: the lower NodeId).
   std::vector<std::vector<std::size_t>> from_members;
-  for (const auto& a : attach) from_members.push_back(SwitchHops(subnet, a.first));
+  for (const auto& a : attach) from_members.push_back(Bfs(subnet, a.first).hops);
   std::size_t best = SIZE_MAX;
   for (NodeId n = 0; n < subnet.nodes().size(); ++n) {
     if (!subnet.node(n).is_switch()) continue;
@@ -63,28 +75,8 @@ McastTree ComputeMcastTree(const Subnet& subnet, const std::vector<EndPort>& mem
     return tree;
   }
 
-  // Breadth-first from the root: each switch hangs off its parent by the first link found.
-  struct Up {
-    NodeId parent = kNoNode;
-    uint8_t port = 0;         // this switch's port towards the parent
-    uint8_t parent_port = 0;  // the parent's port towards this switch
-  };
-  std::vector<Up> up(subnet.nodes().size());
-  std::vector<bool> seen(subnet.nodes().size(), false);
-  std::deque<NodeId> todo{tree.root};
-  seen[tree.root] = true;
-  while (!todo.empty()) {
-    const NodeId n = todo.front();
-    todo.pop_front();
-    const SmNode& node = subnet.node(n);
-    for (uint8_t p = 1; p <= node.num_ports; ++p) {
-      const SmPort& port = node.ports[p];
-      if (!port.linked() || !subnet.node(port.peer).is_switch() || seen[port.peer]) continue;
-      seen[port.peer] = true;
-      up[port.peer] = {n, port.peer_port, p};
-      todo.push_back(port.peer);
-    }
-  }
+  // Each switch hangs off its parent by the first link a breadth-first walk from the root found.
+  const std::vector<Up> up = Bfs(subnet, tree.root).up;
   // Each member switch climbs to the root; the links it climbs are the tree's.
   for (const auto& [sw, ports] : attach) {
     tree.masks[sw] |= ports;
