@@ -75,7 +75,7 @@ std::vector<EndPort> CaPorts(const Subnet& subnet) {
   return out;
 }
 
-// Every other CA port, and a few switches' port 0.
+// About a third of the end ports (CA ports and switches' port 0), by seed.
 std::vector<EndPort> SomeMembers(const Subnet& subnet, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<EndPort> out;
@@ -84,10 +84,16 @@ std::vector<EndPort> SomeMembers(const Subnet& subnet, unsigned seed) {
   return out;
 }
 
+// The subnet of `topology` with LIDs; every CA port as members, then five random subsets.
 Subnet WithLids(const fabric::Topology& topology) {
   Subnet subnet = SubnetFromTopology(topology);
   EXPECT_TRUE(AssignLids(subnet, 0, nullptr).ok());
   return subnet;
+}
+void ExpectAllAndSubsetsDelivered(const fabric::Topology& topology) {
+  const Subnet subnet = WithLids(topology);
+  ExpectTreeDelivers(subnet, CaPorts(subnet));
+  for (unsigned seed = 1; seed <= 5; ++seed) ExpectTreeDelivers(subnet, SomeMembers(subnet, seed));
 }
 
 TEST(McastTree, DefaultFabricAllHostsAndSubsets) {
@@ -108,9 +114,7 @@ TEST(McastTree, FatTreesWithParallelUplinks) {
   shape.hosts_per_leaf = 4;
   shape.spines = 3;
   shape.uplinks = 2;  // two cables from every leaf to every spine
-  const Subnet two = WithLids(*fabric::GenerateFatTree(shape).topology);
-  ExpectTreeDelivers(two, CaPorts(two));
-  for (unsigned seed = 1; seed <= 5; ++seed) ExpectTreeDelivers(two, SomeMembers(two, seed));
+  ExpectAllAndSubsetsDelivered(*fabric::GenerateFatTree(shape).topology);
 
   fabric::FatTreeShape three;
   three.levels = 3;
@@ -119,9 +123,7 @@ TEST(McastTree, FatTreesWithParallelUplinks) {
   three.aggs_per_pod = 2;
   three.spines = 4;
   three.hosts_per_leaf = 4;
-  const Subnet big = WithLids(*fabric::GenerateFatTree(three).topology);
-  ExpectTreeDelivers(big, CaPorts(big));
-  for (unsigned seed = 1; seed <= 5; ++seed) ExpectTreeDelivers(big, SomeMembers(big, seed));
+  ExpectAllAndSubsetsDelivered(*fabric::GenerateFatTree(three).topology);
 }
 
 TEST(McastTree, TorusRingsCloseNoLoop) {
@@ -129,9 +131,7 @@ TEST(McastTree, TorusRingsCloseNoLoop) {
   torus.x = 4;
   torus.y = 4;
   torus.hosts_per_switch = 2;
-  const Subnet subnet = WithLids(*fabric::GenerateTorus(torus).topology);
-  ExpectTreeDelivers(subnet, CaPorts(subnet));
-  for (unsigned seed = 1; seed <= 5; ++seed) ExpectTreeDelivers(subnet, SomeMembers(subnet, seed));
+  ExpectAllAndSubsetsDelivered(*fabric::GenerateTorus(torus).topology);
 }
 
 TEST(McastTree, RootIsCentral) {
