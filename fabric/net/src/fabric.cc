@@ -203,6 +203,10 @@ void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet) {
 
 std::size_t Fabric::Pump() {
   std::size_t delivered = 0;
+  // The switches' traps that are due go out first (their SMAs have no clock of their own).
+  for (uint32_t i = 0; i < switches_.size(); ++i)
+    for (Transmit& out : switches_[i]->PollTraps(now_ns_))
+      Send(CableEnd{CableEnd::Kind::kSwitch, i, out.port}, std::move(out.bytes));
   for (bool progress = true; progress;) {
     progress = false;
     // One packet per direction per round keeps the directions interleaved fairly; what the
@@ -241,6 +245,7 @@ std::size_t Fabric::Pump() {
 
 uint64_t Fabric::next_due() const {
   uint64_t due = UINT64_MAX;
+  for (const auto& sw : switches_) due = std::min(due, sw->next_trap_ns());
   for (const uint32_t id : ready_) {
     const Direction& d = cables_[id / 2].dir[id % 2];
     if (!d.queue.empty()) due = std::min(due, d.queue.front().due_ns);

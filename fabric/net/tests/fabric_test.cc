@@ -12,8 +12,12 @@
 #include "fabric_fixture.h"
 #include "hca/device/packet.h"
 #include "softib/mad/mad_common.h"
+#include "softib/mad/mad_sm.h"
 
 namespace softib::fabric {
+// static_subnet.h's SMA access (its other helpers would clash with the fixture's).
+uint16_t SmaSetOrGet(Switch& sw, uint8_t method, uint16_t attribute, uint32_t modifier,
+                     std::array<uint8_t, 64>* data);
 namespace {
 
 using K = CableEnd::Kind;
@@ -98,6 +102,53 @@ TEST_F(TwoSwitches, AFlapLosesWhatIsInFlightAndLeavesThePortsForTheSmToActivate)
   ActivatePorts(fabric_.switch_at(0));
   SendFrom(0, UdPacket(1, 2, 3));
   EXPECT_EQ(received_[1].size(), 1u);
+}
+
+// A flap behind switch 1 (LID 5) reaches the SM (CA port 0, LID 1) as Trap 128, relayed
+// through switch 0, and is repeated on the fabric's clock until the SM represses it.
+TEST_F(TwoSwitches, AFlapSendsTrap128ToTheSmUntilRepressed) {
+  Program();
+  Switch& sw = fabric_.switch_at(1);
+  std::array<uint8_t, 64> data{};
+  ASSERT_EQ(SmaSetOrGet(sw, 0x01, mad::PortInfo::kAttributeId, 0, &data), 0);
+  mad::PortInfo pi;
+  pi.Unpack(data);
+  pi.LID = 5;
+  pi.MasterSMLID = 1;
+  pi.SubnetTimeOut = 8;  // 4.096 us * 256 ~ 1 ms
+  pi.PortState = pi.PortPhysicalState = pi.LinkWidthEnabled = pi.LinkSpeedEnabled = 0;
+  pi.Pack(data);
+  ASSERT_EQ(SmaSetOrGet(sw, 0x02, mad::PortInfo::kAttributeId, 0, &data), 0);
+  ASSERT_EQ(SmaSetOrGet(sw, 0x01, mad::SwitchInfo::kAttributeId, 0, &data), 0);
+  data[11] |= 0x04;  // clear PortStateChange (the cabling of the set-up)
+  ASSERT_EQ(SmaSetOrGet(sw, 0x02, mad::SwitchInfo::kAttributeId, 0, &data), 0);
+  EXPECT_EQ(fabric_.next_due(), UINT64_MAX) << "nothing outstanding, nothing due";
+
+  fabric_.AdvanceTo(1'000'000);
+  fabric_.SetCableUp(cable_[2], false);
+  fabric_.Pump();
+  ASSERT_EQ(received_[0].size(), 1u);
+  const std::vector<uint8_t> trap = received_[0][0];
+  const auto mad = std::span(trap).subspan(28, 256);
+  EXPECT_EQ(mad[3], 0x05);                                   // Trap
+  EXPECT_EQ(mad[64 + 4] << 8 | mad[64 + 5], 128);            // TrapNumber
+  EXPECT_EQ(trap[6] << 8 | trap[7], 5) << "SLID: switch 1";  // from its LID
+  EXPECT_EQ(fabric_.next_due(), 1'000'000u + 1'048'576u);
+  fabric_.AdvanceTo(fabric_.next_due());
+  fabric_.Pump();
+  ASSERT_EQ(received_[1].size(), 0u);
+  ASSERT_EQ(received_[0].size(), 2u);
+  EXPECT_EQ(received_[0][1], trap) << "the same notice again";
+
+  // The SM's TrapRepress (LID-routed back to switch 1, same TID) ends the repeats.
+  std::array<uint8_t, 256> repress;
+  std::copy(mad.begin(), mad.end(), repress.begin());
+  repress[3] = 0x07;
+  EXPECT_FALSE(sw.HandleSmp(repress, 3).has_value());
+  EXPECT_EQ(fabric_.next_due(), UINT64_MAX);
+  fabric_.AdvanceTo(100'000'000);
+  fabric_.Pump();
+  EXPECT_EQ(received_[0].size(), 2u);
 }
 
 TEST_F(TwoSwitches, ACorruptedPacketFailsItsCrcCheckAtTheReceiver) {

@@ -99,7 +99,11 @@ RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet) {
   if (iba && wire::BTHConstView(packet.subspan(bth_offset)).DestQP() == 0)
     return Drop(SwitchDrop::kVl15NotSmp, ingress);  // QP0 traffic is VL15 only
   if (dlid == 0 || dlid == kPermissiveLid) return Drop(SwitchDrop::kReservedLid, ingress);
-  if (dlid < kFirstMulticastLid) return RouteByLid(ingress, dlid, false, {});
+  // Raw packets carry no P_Key; IBA packets are checked where the ports enforce partitions.
+  const uint16_t pkey = iba ? wire::BTHConstView(packet.subspan(bth_offset)).P_Key() : 0xFFFF;
+  if (iba && !PKeyAllowed(ingress, pkey, true)) return Drop(SwitchDrop::kPartition, ingress);
+  if (dlid < kFirstMulticastLid)
+    return EnforceOutbound(RouteByLid(ingress, dlid, false, {}), pkey, ingress);
 
   const std::size_t index = dlid - kFirstMulticastLid;
   if (index >= config_.multicast_fdb_cap) return Drop(SwitchDrop::kUnprogrammedLid, ingress);
@@ -117,7 +121,7 @@ RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet) {
   }
   if (result.egress.empty())
     return Drop(any_member ? SwitchDrop::kEgressNotActive : SwitchDrop::kUnprogrammedLid, ingress);
-  return result;
+  return EnforceOutbound(std::move(result), pkey, ingress);
 }
 
 RouteResult Switch::RouteByLid(uint8_t ingress, uint16_t dlid, bool vl15,

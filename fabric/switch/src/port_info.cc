@@ -141,14 +141,22 @@ uint16_t Switch::PortInfoSet(uint8_t port_num, const mad::PortInfo& req) {
     return kStatusOk;
   }
 
+  // Partition enforcement (IBA 14.2.5.6), where the switch can hold an external port's table.
+  if (config_.partition_enforcement_cap > 0) {
+    cur.PartitionEnforcementInbound = req.PartitionEnforcementInbound;
+    cur.PartitionEnforcementOutbound = req.PartitionEnforcementOutbound;
+  }
+
   // Physical state first: disabling takes the link (and the logical state) down; polling
   // retrains it, and a cabled port comes back up in Init.
+  // These are link events (the link goes away, or trains again), so they set
+  // PortStateChange and raise Trap 128 like a cable would.
   if (req.PortPhysicalState == kDisabled) {
     cur.PortPhysicalState = kDisabled;
-    cur.PortState = kDown;
+    LinkStateChanged(port, kDown);
   } else if (req.PortPhysicalState == kPolling) {
     cur.PortPhysicalState = port.cable_up ? kLinkUp : kPolling;
-    cur.PortState = port.cable_up ? kInit : kDown;
+    LinkStateChanged(port, port.cable_up ? kInit : kDown);
   }
   if (req.PortState == kDown) {
     // The SM takes the link down; the physical link retrains at once and a cabled, enabled

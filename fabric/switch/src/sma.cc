@@ -48,7 +48,10 @@ std::optional<std::array<uint8_t, 256>> Switch::HandleSmp(std::span<const uint8_
     bool hide_mkey = false;
     if (!MKeyAllows(method, mad::SmpLidConstView(mad).M_Key(), &hide_mkey))
       return ignore(SwitchDrop::kMKeyViolation);
-    if (method == mad::kSubnMgtTrapRepress) return std::nullopt;  // no trap outstanding
+    if (method == mad::kSubnMgtTrapRepress) {  // the SM heard our trap: stop repeating it
+      Repress(header.TransactionID());
+      return std::nullopt;
+    }
     if (method != mad::kSubnMgtGet && method != mad::kSubnMgtSet) {
       status = kStatusBadMethod;
     } else {
@@ -157,7 +160,11 @@ uint16_t Switch::SwitchInfoAccess(bool set, uint32_t modifier, std::span<uint8_t
     // MulticastFDBTop (release 1.3) sits where earlier releases had reserved bytes, which
     // older SMs write as 0: a value below 0xBFFF (no MLID in use) leaves it unchanged.
     if (req.MulticastFDBTop >= 0xBFFF) switch_info_.MulticastFDBTop = req.MulticastFDBTop;
-    if (req.PortStateChange) switch_info_.PortStateChange = 0;  // write 1 to clear
+    if (req.PortStateChange) {
+      // Write 1 to clear: the SM has seen the change, so a trap still repeating for it stops.
+      switch_info_.PortStateChange = 0;
+      trap_.reset();
+    }
   }
   std::fill(data.begin(), data.end(), 0);
   switch_info_.Pack(data);

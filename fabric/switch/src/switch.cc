@@ -32,6 +32,8 @@ const char* ToString(SwitchDrop drop) {
       return "M_Key violation";
     case SwitchDrop::kSmaIgnored:
       return "SMP the SMA does not answer";
+    case SwitchDrop::kPartition:
+      return "P_Key not in the enforcing port's table";
     case SwitchDrop::kCount:
       break;
   }
@@ -55,6 +57,9 @@ Switch::Switch(SwitchConfig config) : config_(std::move(config)) {
   switch_info_.DefaultMulticastNotPrimaryPort = 0xFF;
   switch_info_.LifeTimeValue = config_.life_time_value & 0x1F;
   switch_info_.PartitionEnforcementCap = config_.partition_enforcement_cap;
+  // External ports can check P_Keys both ways (partitions.cc) when they hold a table.
+  switch_info_.InboundEnforcementCap = config_.partition_enforcement_cap > 0;
+  switch_info_.OutboundEnforcementCap = config_.partition_enforcement_cap > 0;
   switch_info_.EnhancedPort0 = 1;
   switch_info_.MulticastFDBTop = 0xBFFF;  // no multicast entry in use yet
 
@@ -122,8 +127,10 @@ void Switch::LinkStateChanged(Port& port, uint8_t new_state) {
   const auto down = static_cast<uint8_t>(mad::PortState::DOWN);
   const uint8_t old_state = port.info.PortState;
   port.info.PortState = new_state;
-  if (old_state != new_state && (old_state == down || new_state == down))
+  if (old_state != new_state && (old_state == down || new_state == down)) {
+    if (!switch_info_.PortStateChange) RaiseTrap128();
     switch_info_.PortStateChange = 1;
+  }
 }
 
 uint64_t Switch::total_drops() const {

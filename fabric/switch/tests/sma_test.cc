@@ -75,7 +75,7 @@ TEST(SwitchSma, SwitchInfoGetAndSet) {
       0x90,               // LifeTimeValue 18 (bits 7..3), PortStateChange 0, OptimizedSLtoVL 0
       0x00, 0x00,         // LIDsPerPort
       0x00, 0x20,         // PartitionEnforcementCap 32
-      0x08,               // EnhancedPort0
+      0xc8,               // Inbound/OutboundEnforcementCap, EnhancedPort0
       0x00, 0xbf, 0xff};  // MulticastFDBTop
   EXPECT_EQ(Bytes(r, kData, 20), expected);
 
@@ -195,6 +195,7 @@ TEST(SwitchSma, PortInfoStateMachine) {
   r = Expect(sw, disable, 0);
   EXPECT_EQ(r[kData + 32], 0x71);
   EXPECT_EQ(r[kData + 33], 0x32);
+  EXPECT_EQ(sw.switch_info().PortStateChange, 1) << "the link went away: a link event";
   Data(disable)[33] = 0x20;
   r = Expect(sw, disable, 0);
   EXPECT_EQ(r[kData + 32], 0x72);

@@ -1,5 +1,7 @@
 #include "switch_test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 
 #include "ib_crc.h"
@@ -109,6 +111,26 @@ SwitchConfig TestConfig(uint64_t guid, uint8_t ports) {
   c.device_id = 0xbd36;
   c.revision = 0xa0;
   return c;
+}
+
+void ActivatePort(Switch& sw, uint8_t port) {
+  sw.SetLinkUp(port, true);
+  for (uint8_t state : {0x03, 0x04}) {  // Armed, Active
+    Mad m = LidSmp(kSet, 0x0015, port);
+    Data(m)[32] = state;
+    Data(m)[36] = 0x50;  // NeighborMTU 4096
+    EXPECT_EQ(Status(*Ask(sw, m)), 0);
+  }
+}
+
+void SetLftBlock0(Switch& sw, std::initializer_list<std::pair<uint16_t, uint8_t>> routes) {
+  Mad top = LidSmp(kSet, 0x0012, 0);
+  Put16(Data(top).subspan(6), 63);  // LinearFDBTop
+  EXPECT_EQ(Status(*Ask(sw, top)), 0);
+  Mad lft = LidSmp(kSet, 0x0019, 0);
+  std::fill(Data(lft).begin(), Data(lft).end(), 0xFF);
+  for (const auto& [lid, port] : routes) Data(lft)[lid] = port;
+  EXPECT_EQ(Status(*Ask(sw, lft)), 0);
 }
 
 }  // namespace softib::fabric::test

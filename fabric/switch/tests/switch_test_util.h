@@ -53,6 +53,11 @@ bool CrcsGood(std::span<const uint8_t> packet);
 // Sends `mad` to the switch's SMA and returns the response MAD (HandleSmp).
 std::optional<Mad> Ask(Switch& sw, const Mad& mad, uint8_t in_port = 1);
 
+// Cables `port` and takes it Init -> Armed -> Active through the SMA.
+void ActivatePort(Switch& sw, uint8_t port);
+// LinearFDBTop 63 and LFT block 0 holding `routes` (LID -> port), the rest 0xFF.
+void SetLftBlock0(Switch& sw, std::initializer_list<std::pair<uint16_t, uint8_t>> routes);
+
 SwitchConfig TestConfig(uint64_t guid = 0x0002c90300aa0000ULL, uint8_t ports = 8);
 
 }  // namespace softib::fabric::test

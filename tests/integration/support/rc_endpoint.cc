@@ -84,33 +84,39 @@ abi::RecvWorkRequest RecvWr(uint64_t wr_id, void* buffer, uint32_t length, uint3
   return wr;
 }
 
-Status RcEndpoint::Create(const user::CaFile& ca, abi::Handle<abi::ObjectType::Pd> pd,
-                          uint32_t depth) {
-  device_ = ca.device;
+Status CreateCqAndQp(const user::CaFile& ca, abi::Handle<abi::ObjectType::Pd> pd, abi::QpType type,
+                     uint32_t depth, abi::Handle<abi::ObjectType::Cq>* cq,
+                     abi::Handle<abi::ObjectType::Qp>* qp, uint32_t* qpn) {
   abi::CreateCqIn cq_in{};
   cq_in.ca = ca.ca;
   cq_in.size = 2 * depth;
   abi::CreateCqOut cq_out{};
-  Status status = user::proxy::CreateCq(device_, cq_in, cq_out);
+  Status status = user::proxy::CreateCq(ca.device, cq_in, cq_out);
   if (status != Status::SUCCESS) return status;
-  cq_ = cq_out.cq;
+  *cq = cq_out.cq;
 
   abi::CreateQpIn qp_in{};
   qp_in.pd = pd;
-  qp_in.send_cq = cq_;
-  qp_in.recv_cq = cq_;
-  qp_in.params.qp_type = abi::QpType::RC;
+  qp_in.send_cq = *cq;
+  qp_in.recv_cq = *cq;
+  qp_in.params.qp_type = type;
   qp_in.params.sq_signaled = 1;
   qp_in.params.caps.sq_depth = depth;
   qp_in.params.caps.rq_depth = depth;
   qp_in.params.caps.sq_sge = 1;
   qp_in.params.caps.rq_sge = 1;
   abi::CreateQpOut qp_out{};
-  status = user::proxy::CreateQp(device_, qp_in, qp_out);
+  status = user::proxy::CreateQp(ca.device, qp_in, qp_out);
   if (status != Status::SUCCESS) return status;
-  qp_ = qp_out.qp;
-  qpn_ = qp_out.qp_num;
+  *qp = qp_out.qp;
+  *qpn = qp_out.qp_num;
   return Status::SUCCESS;
+}
+
+Status RcEndpoint::Create(const user::CaFile& ca, abi::Handle<abi::ObjectType::Pd> pd,
+                          uint32_t depth) {
+  device_ = ca.device;
+  return CreateCqAndQp(ca, pd, abi::QpType::RC, depth, &cq_, &qp_, &qpn_);
 }
 
 Status RcEndpoint::MapRings() {
@@ -197,18 +203,22 @@ Status RcEndpoint::PostRecv(const abi::RecvWorkRequest& wr) {
   return qp_rings_.queue().PostRecv(std::span<const abi::RecvWorkRequest>(&wr, 1), &posted);
 }
 
-Status RcEndpoint::PollOne(abi::WorkCompletion* wc, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+Status PollCqOne(user::MappedCq& cq, abi::WorkCompletion* wc,
+                 std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     uint32_t count = 0;
-    const Status status = cq_ring_.queue().PollCq(std::span<abi::WorkCompletion>(wc, 1), &count);
+    const Status status = cq.queue().PollCq(std::span<abi::WorkCompletion>(wc, 1), &count);
     if (status != Status::NOT_FOUND) return status;
     if (std::chrono::steady_clock::now() > deadline) return Status::TIMEOUT;
     uvp::WaitPolicy policy;
     policy.yield_while_spinning = true;
     policy.sleep_timeout_ns = 10'000'000;  // re-check the deadline every 10 ms
-    cq_ring_.queue().Wait(policy);
+    cq.queue().Wait(policy);
   }
+}
+
+Status RcEndpoint::PollOne(abi::WorkCompletion* wc, std::chrono::milliseconds limit) {
+  return PollCqOne(cq_ring_, wc, std::chrono::steady_clock::now() + limit);
 }
 
 Status RcEndpoint::QueryState(abi::QpState* state) {

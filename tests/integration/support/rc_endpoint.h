@@ -61,6 +61,15 @@ class RcEndpoint {
 
 inline constexpr uint32_t kStartPsn = 0x1000;
 
+// A CQ of 2 x depth entries and a QP of `type` on it (both queues `depth` deep, one SGE).
+Status CreateCqAndQp(const user::CaFile& ca, abi::Handle<abi::ObjectType::Pd> pd, abi::QpType type,
+                     uint32_t depth, abi::Handle<abi::ObjectType::Cq>* cq,
+                     abi::Handle<abi::ObjectType::Qp>* qp, uint32_t* qpn);
+
+// Polls `cq` until one completion arrives or `deadline` passes (TIMEOUT).
+Status PollCqOne(user::MappedCq& cq, abi::WorkCompletion* wc,
+                 std::chrono::steady_clock::time_point deadline);
+
 // Allocates a PD on `ca`.
 Status AllocPd(const user::CaFile& ca, abi::Handle<abi::ObjectType::Pd>* pd);
 // Registers [buffer, buffer+length) of this process.

@@ -2,13 +2,21 @@
 // to it, Delete leaves (clears JoinState bits; the group goes with its last member), Get and
 // GetTable read one record per member. The group's MTU and rate are chosen at creation from
 // the selectors and the creating port's capabilities; a later joiner must support them.
-// MLIDs are assigned from 0xC000. Not done yet: programming the switches' MFTs.
+// MLIDs are assigned from 0xC000. A port joins only on a P_Key its P_Key table holds
+// (IBA 15.2.5.17.1: the partition is the group's). The SM turns the members into spanning
+// trees and MFT blocks (mcast_routing.cc) whenever mcast_changes() moves.
 #include <algorithm>
 
 #include "sa_internal.h"
+#include "softib/sm/partitions.h"
 
 namespace softib::sm {
 namespace {
+
+// The port's P_Key table as the SM read or set it; not read: the default partition alone.
+std::vector<uint16_t> PKeysOf(const SmPort& port) {
+  return port.pkeys.empty() ? std::vector<uint16_t>{0xFFFF} : port.pkeys;
+}
 
 bool ZeroGid(const Gid& g) {
   return std::all_of(g.begin(), g.end(), [](uint8_t b) { return b == 0; });
@@ -78,8 +86,9 @@ SaResult SubnetAdmin::McMembers(const SaRequest& r) {
     if (join == 0) {
       g->second.members.erase(q.PortGID);
       g->second.proxy.erase(q.PortGID);
+      ++mcast_changes_;
     }
-    if (g->second.members.empty()) groups_.erase(g);
+    if (g->second.members.empty() && !g->second.permanent) groups_.erase(g);
     return out;
   }
 
@@ -92,8 +101,8 @@ SaResult SubnetAdmin::McMembers(const SaRequest& r) {
       out.status = kSaStatusInsufficientComponents;
       return out;
     }
-    if ((q.P_Key & 0x7FFF) != 0x7FFF) {
-      out.status = kSaStatusReqInvalid;  // only the default partition exists
+    if (!HoldsPKey(PKeysOf(sp), q.P_Key)) {
+      out.status = kSaStatusReqInvalid;  // the creator is not in that partition
       return out;
     }
     McGroup group;
@@ -145,6 +154,7 @@ SaResult SubnetAdmin::McMembers(const SaRequest& r) {
         !sa::SelectorAccepts((mask & bit("RateSelector")) ? q.RateSelector : 2,
                              sa::RateTenthsGbps(grp.params.Rate), sa::RateTenthsGbps(q.Rate)))
       ok = false;
+    if (!HoldsPKey(PKeysOf(sp), grp.params.P_Key)) ok = false;  // not in the partition
     if (grp.params.MTU > port_mtu ||
         sa::RateTenthsGbps(grp.params.Rate) > sa::RateTenthsGbps(port_rate))
       ok = false;
@@ -154,9 +164,34 @@ SaResult SubnetAdmin::McMembers(const SaRequest& r) {
     }
   }
   McGroup& grp = g->second;
+  if (!grp.members.count(q.PortGID)) ++mcast_changes_;
   grp.members[q.PortGID] |= q.JoinState;
   grp.proxy[q.PortGID] = (mask & bit("ProxyJoin")) && q.ProxyJoin;
   out.Add(member_record(grp, q.PortGID, grp.members[q.PortGID], grp.proxy[q.PortGID]).Pack());
+  return out;
+}
+
+uint16_t SubnetAdmin::AddGroup(const mad::MCMemberRecord& params) {
+  McGroup group;
+  group.params = params;
+  group.params.PortGID = {};
+  group.params.JoinState = 0;
+  group.params.ProxyJoin = 0;
+  if (group.params.MLID == 0) group.params.MLID = next_mlid_++;
+  group.permanent = true;
+  const uint16_t mlid = group.params.MLID;
+  groups_.insert_or_assign(group.params.MGID, std::move(group));
+  ++mcast_changes_;
+  return mlid;
+}
+
+std::map<uint16_t, std::vector<EndPort>> SubnetAdmin::McastMembers() const {
+  std::map<uint16_t, std::vector<EndPort>> out;
+  for (const auto& [mgid, g] : groups_) {
+    std::vector<EndPort>& ports = out[g.params.MLID];
+    for (const auto& member : g.members)
+      if (const auto port = PortByGid(member.first)) ports.push_back(*port);
+  }
   return out;
 }
 

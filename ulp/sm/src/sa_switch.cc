@@ -101,12 +101,19 @@ SaResult PKeyTableRecords(const SubnetAdmin& sa, const SaRequest& r) {
     const SmNode& node = subnet.node(n);
     for (uint8_t p = node.is_switch() ? 0 : 1; p <= node.num_ports; ++p) {
       if (!node.ports[p].known) continue;
-      mad::P_KeyTableRecord rec;
-      rec.LID = node.is_switch() ? node.ports[0].lid : node.ports[p].lid;
-      rec.BlockNum = 0;
-      rec.PortNum = p;
-      rec.P_KeyEntry[0] = 0xFFFF;
-      AddIfMatches(r, rec, out);
+      // What the port holds (read in the sweep, then as the SM set it); a port not read
+      // has the default partition alone.
+      std::vector<uint16_t> keys = node.ports[p].pkeys;
+      if (keys.empty()) keys = {0xFFFF};
+      for (std::size_t block = 0; block * 32 < keys.size(); ++block) {
+        mad::P_KeyTableRecord rec;
+        rec.LID = node.is_switch() ? node.ports[0].lid : node.ports[p].lid;
+        rec.BlockNum = static_cast<uint16_t>(block);
+        rec.PortNum = p;
+        for (std::size_t i = 0; i < 32 && block * 32 + i < keys.size(); ++i)
+          rec.P_KeyEntry[i] = keys[block * 32 + i];
+        AddIfMatches(r, rec, out);
+      }
     }
   }
   return out;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <utility>
 
 #include "softib/sm/smp.h"
 #include "softib/sm/sweep.h"
@@ -102,6 +103,23 @@ SweepReport SubnetManager::Sweep(bool take_over) {
 
   for (ConfigurePhase phase : {ConfigurePhase::kLids, ConfigurePhase::kForwarding,
                                ConfigurePhase::kArm, ConfigurePhase::kActivate}) {
+    if (phase == ConfigurePhase::kArm) {
+      // Partitions before the ports carry data: what they hold, then what they lack.
+      EnterPhase("partitions");
+      if (const unsigned failures = ReadPKeyTables(tx_, subnet_)) {
+        report.pkeys.failed += failures;
+        report.pkeys.first_error = std::to_string(failures) + " P_KeyTable Gets failed";
+      }
+      const PKeyPlan plan = PlanPKeyTables(subnet_, options_.partitions);
+      const PKeyReport written = ProgramPKeys(tx_, subnet_, plan);
+      report.pkeys.blocks = written.blocks;
+      report.pkeys.enforced = written.enforced;
+      report.pkeys.failed += written.failed;
+      if (report.pkeys.first_error.empty()) report.pkeys.first_error = written.first_error;
+      if (options_.log)
+        for (const std::string& w : plan.warnings)
+          std::fprintf(options_.log, "softib-sm: partitions: %s\n", w.c_str());
+    }
     EnterPhase(ToString(phase));
     ConfigurePhaseRun(tx_, subnet_, phase, report.configure);
   }
@@ -116,9 +134,17 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   } else {
     report.routes = CheckRoutes(subnet_);
   }
+  if (options_.sa) {
+    sa_.set_subnet(&subnet_);
+    // Every group's tree from scratch: what the switches held before is not known.
+    EnterPhase("multicast");
+    CreateIpoibGroups();
+    held_replies_.clear();  // answered "no resources" while the model was rebuilt
+    mcast_dirty_ = false;
+    report.mcast = ProgramMulticast(tx_, subnet_, sa_.McastMembers(), true);
+  }
   report.tx = tx_.stats();
   report.seconds = Now() - started_;
-  if (options_.sa) sa_.set_subnet(&subnet_);
 
   if (!options_.guid2lid_path.empty() && !remembered.Save(options_.guid2lid_path, &error) &&
       report.error.empty())
@@ -126,6 +152,10 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   if (report.error.empty() && !report.configure.ok())
     report.error = std::to_string(report.configure.failed) +
                    " Sets failed; first: " + report.configure.first_failure;
+  if (report.error.empty() && !report.pkeys.ok())
+    report.error = "partitions: " + report.pkeys.first_error;
+  if (report.error.empty() && !report.mcast.ok())
+    report.error = "multicast: " + report.mcast.first_error;
   if (report.error.empty() && !report.routes.ok())
     report.error = "route check: " + std::to_string(report.routes.holes) + " broken pairs, " +
                    std::to_string(report.routes.loops) + " loops" +
@@ -162,15 +192,17 @@ std::string SweepReport::Summary(const Subnet& subnet) const {
   std::snprintf(
       line, sizeof line,
       "softib-sm: %s: %zu switches, %zu CAs, %zu links, %u LIDs (%u kept, %u from guid2lid, "
-      "%u new), %u LFT blocks (%s), %u ports ACTIVE, %" PRIu64 " SMPs (%" PRIu64
-      " retries, %" PRIu64 " timeouts), routes %" PRIu64 " pairs ok=%s max %u hops, %.3f s",
+      "%u new), %u LFT blocks (%s), %u P_Key blocks, %u MFT blocks, %u ports ACTIVE, %" PRIu64
+      " SMPs (%" PRIu64 " retries, %" PRIu64 " timeouts), routes %" PRIu64
+      " pairs ok=%s max %u hops, %.3f s",
       !ok()                      ? "FAILED"
       : role == SmState::kMaster ? "MASTER, subnet up"
                                  : "STANDBY",
       subnet.Count(fabric::NodeType::kSwitch), subnet.Count(fabric::NodeType::kCa),
       subnet.LinkCount(), lids.end_ports, lids.kept, lids.from_file, lids.assigned,
-      configure.lft_blocks, engine.c_str(), configure.activated, tx.sent, tx.retries, tx.timeouts,
-      routes.pairs, routes.ok() ? "yes" : "no", routes.max_hops, seconds);
+      configure.lft_blocks, engine.c_str(), pkeys.blocks, mcast.blocks, configure.activated,
+      tx.sent, tx.retries, tx.timeouts, routes.pairs, routes.ok() ? "yes" : "no", routes.max_hops,
+      seconds);
   return line;
 }
 
@@ -184,15 +216,25 @@ SmIdentity SubnetManager::Self() const {
   return self;
 }
 
+void SubnetManager::SendSaReply(const SaOutgoing& reply) {
+  if (reply.transfer.empty())
+    port_.Send(reply.mad, reply.to, 0);
+  else
+    port_.SendRmpp(reply.transfer, reply.to);
+}
+
 void SubnetManager::AnswerRequest(const ReceivedMad& request) {
   if (request.mad[1] == kClassSubnAdm) {
     if (!options_.sa) return;
-    for (const SaOutgoing& reply : sa_.Handle(request.mad, request.from, Now())) {
-      if (reply.transfer.empty())
-        port_.Send(reply.mad, reply.to, 0);
-      else
-        port_.SendRmpp(reply.transfer, reply.to);
+    const uint64_t changes = sa_.mcast_changes();
+    std::vector<SaOutgoing> replies = sa_.Handle(request.mad, request.from, Now());
+    if (sa_.mcast_changes() != changes && state_ == SmState::kMaster) {
+      // A join or leave: the member hears back once the switches forward for it.
+      mcast_dirty_ = true;
+      held_replies_.insert(held_replies_.end(), replies.begin(), replies.end());
+      return;
     }
+    for (const SaOutgoing& reply : replies) SendSaReply(reply);
     return;
   }
   const uint8_t method = SmpMethod(request.mad);
@@ -241,7 +283,8 @@ SweepReport SubnetManager::SweepAndNotify(bool take_over) {
 
 bool SubnetManager::Serve(double seconds, const volatile bool* stop) {
   const double until = Now() + seconds;
-  while (!(stop && *stop) && (seconds < 0 || Now() < until) && !resweep_ && !take_over_) {
+  while (!(stop && *stop) && (seconds < 0 || Now() < until) && !resweep_ && !take_over_ &&
+         !mcast_dirty_) {
     if (!tx_.Poll(100)) return false;
   }
   return true;
@@ -272,6 +315,10 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
         wait = wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now());
       if (!Serve(wait, stop)) return false;
       if (stop && *stop) break;
+      if (mcast_dirty_ && !resweep_) {
+        UpdateMulticast(out);
+        continue;
+      }
       const char* why = nullptr;
       if (resweep_) {
         why = "trap";
@@ -321,6 +368,42 @@ bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
     Announce(out, SweepAndNotify(false), "the master stopped answering");
   }
   return true;
+}
+
+void SubnetManager::CreateIpoibGroups() {
+  if (ipoib_groups_) return;
+  ipoib_groups_ = true;
+  for (const Partition& p : options_.partitions.partitions) {
+    if (!p.ipoib) continue;
+    // The IPv4 broadcast group of IPoIB (RFC 4391): ff12:401b:<P_Key>::ffff:ffff, Q_Key
+    // 0x0B1B, as OpenSM creates it for an `ipoib` partition.
+    mad::MCMemberRecord g;
+    const uint16_t pkey = static_cast<uint16_t>(p.pkey | kFullMember);
+    g.MGID = MakeGid(0xff12401b00000000ull | (uint64_t{pkey} << 16), 0x00000000ffffffffull);
+    g.Q_Key = 0x0B1B;
+    g.P_Key = pkey;
+    g.MTUSelector = 2;
+    g.MTU = p.mtu ? p.mtu : 4;  // 2048
+    g.RateSelector = 2;
+    g.Rate = p.rate ? p.rate : 3;  // 10 Gb/s
+    g.PacketLifeTimeSelector = 2;
+    g.PacketLifeTime = 18;
+    g.SL = p.sl;
+    g.Scope = 2;  // link-local
+    sa_.AddGroup(g);
+  }
+}
+
+void SubnetManager::UpdateMulticast(std::FILE* out) {
+  mcast_dirty_ = false;
+  // Joins that arrive while these blocks are written wait for the next round.
+  const std::vector<SaOutgoing> replies = std::exchange(held_replies_, {});
+  const McastReport report = ProgramMulticast(tx_, subnet_, sa_.McastMembers(), false);
+  if (!report.ok() && out) {
+    std::fprintf(out, "softib-sm: multicast: %s\n", report.first_error.c_str());
+    std::fflush(out);
+  }
+  for (const SaOutgoing& reply : replies) SendSaReply(reply);
 }
 
 }  // namespace softib::sm

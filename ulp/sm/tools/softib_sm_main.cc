@@ -51,6 +51,8 @@ void Usage(std::FILE* out) {
       "  -q, --quiet           no progress lines (the summary line still prints)\n"
       "      --no-sa           do not answer SubnAdm (class 0x03) requests\n"
       "      --resweep S       sweep again every S seconds while MASTER (traps 64/65)\n"
+      "      --Pconfig FILE, --partitions FILE\n"
+      "                        partitions (OpenSM's partitions.conf subset); -P is --port\n"
       "  -Q, --query ATTR [Field=value ...] [--get|--set|--delete]\n"
       "                        ask the SM's SA (GetTable, or Get/Set/Delete) for ATTR\n"
       "                        (NodeRecord, NR, PIR, PR, SWIR, LFTR, LR, GIR, PKTR, SR,\n"
@@ -179,6 +181,13 @@ int main(int argc, char** argv) {
     } else if (a == "--resweep") {
       value(1, 86400, &v);
       options.resweep_s = static_cast<double>(v);
+    } else if (a == "--Pconfig" || a == "--partitions") {
+      std::string error;
+      if (++i >= argc || !LoadPartitions(argv[i], &options.partitions, &error)) {
+        std::fprintf(stderr, "softib-sm: %s: %s\n", a.c_str(),
+                     i < argc ? error.c_str() : "needs a file");
+        return 2;
+      }
     } else if (a == "--verify") {
       options.verify_lfts = true;
     } else if (a == "--dump-topology") {

@@ -30,10 +30,19 @@ class FabricHost {
   FabricHost(const FabricHost&) = delete;
   FabricHost& operator=(const FabricHost&) = delete;
 
-  // Runs `f(fabric)` under the host's lock: set-up, faults, flaps, counters.
+  // Runs `f(fabric)` under the host's lock: set-up, faults, flaps, counters. The thread then
+  // looks again at what is due (a flap raises a switch trap that must go out).
   template <typename F>
   auto With(F&& f) {
+    struct Rewake {
+      FabricHost* host;
+      ~Rewake() {
+        host->pending_ = true;
+        host->wake_.notify_one();
+      }
+    };
     std::lock_guard<std::mutex> lock(mutex_);
+    Rewake rewake{this};
     return f(fabric_);
   }
 

@@ -57,6 +57,7 @@ enum class SwitchDrop : uint8_t {
   kNoSm,              // a response or trap for an SM: this switch hosts none
   kMKeyViolation,     // SMP refused by the M_Key check (no response)
   kSmaIgnored,        // SMP the SMA does not answer (BaseVersion, unknown class)
+  kPartition,         // P_Key not in the table of a port enforcing partitions
   kCount
 };
 const char* ToString(SwitchDrop drop);
@@ -104,6 +105,13 @@ class Switch {
 
   // The physical link of an external port came up (logical state Init) or went down.
   void SetLinkUp(uint8_t port, bool up);
+  // Traps due at `now_ns` (the host's clock), routed from the management port: Trap 128
+  // once a link event set PortStateChange, repeated every subnet timeout until repressed.
+  std::vector<Transmit> PollTraps(uint64_t now_ns);
+  // When PollTraps has something to send (UINT64_MAX: nothing outstanding).
+  uint64_t next_trap_ns() const;
+  uint64_t traps_sent() const { return traps_sent_; }
+  bool trap_outstanding() const { return trap_.has_value(); }
   // Seconds on the host's clock, for the M_Key lease period.
   void SetTimeSeconds(uint64_t now) { now_seconds_ = now; }
 
@@ -148,6 +156,9 @@ class Switch {
   void PortInfoGet(uint8_t port, uint8_t in_port, bool hide_mkey,
                    std::span<uint8_t, 64> data) const;
   void LinkStateChanged(Port& port, uint8_t new_state);
+  // traps.cc
+  void RaiseTrap128();
+  bool Repress(uint64_t tid);  // TrapRepress of the outstanding trap's TID
   // tables.cc
   uint16_t PKeyTableAccess(bool set, uint32_t modifier, std::span<uint8_t, 64> data);
   uint16_t SlToVlAccess(bool set, uint32_t modifier, std::span<uint8_t, 64> data);
@@ -161,6 +172,9 @@ class Switch {
   std::optional<uint8_t> UnicastPort(uint16_t dlid, SwitchDrop* why) const;
   RouteResult RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> packet);
   RouteResult RouteByLid(uint8_t ingress, uint16_t dlid, bool vl15, std::vector<uint8_t> bytes);
+  // partitions.cc: IBA 10.9.2 partition enforcement on external ports.
+  bool PKeyAllowed(uint8_t port, uint16_t pkey, bool inbound);
+  RouteResult EnforceOutbound(RouteResult result, uint16_t pkey, uint8_t ingress);
   void AnswerSmp(uint8_t ingress, std::span<const uint8_t> packet, std::vector<Transmit>* out,
                  int depth);
   void Emit(uint8_t ingress, std::span<const uint8_t> packet, std::vector<Transmit>* out,
@@ -178,6 +192,15 @@ class Switch {
   smp::Drop last_smp_drop_ = smp::Drop::kNone;
   uint64_t now_seconds_ = 0;
   std::optional<uint64_t> mkey_lease_start_;
+  struct PendingTrap {
+    uint64_t tid = 0;
+    uint64_t next_ns = 0;
+    uint16_t notice_count = 0;  // 0 until first sent
+  };
+  std::optional<PendingTrap> trap_;
+  uint32_t trap_count_ = 0;
+  uint16_t notice_count_ = 0;
+  uint64_t traps_sent_ = 0;
 };
 
 }  // namespace softib::fabric

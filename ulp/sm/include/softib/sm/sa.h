@@ -144,6 +144,7 @@ class SubnetAdmin {
     mad::MCMemberRecord params;      // MGID, MLID, Q_Key, P_Key, MTU, Rate, SL, ... (no PortGID)
     std::map<Gid, uint8_t> members;  // PortGID -> JoinState bits
     std::map<Gid, bool> proxy;
+    bool permanent = false;  // created by the SM (IPoIB broadcast): stays without members
   };
   struct Subscription {
     mad::InformInfo info;
@@ -153,6 +154,12 @@ class SubnetAdmin {
   };
   const std::vector<Service>& services() const { return services_; }
   const std::map<Gid, McGroup>& groups() const { return groups_; }
+  // A group the SM creates itself (MLID 0: the next free one); returns its MLID.
+  uint16_t AddGroup(const mad::MCMemberRecord& params);
+  // Every group's member ports by MLID, for the multicast trees (sa_mcast.cc).
+  std::map<uint16_t, std::vector<EndPort>> McastMembers() const;
+  // Counts joins and leaves, so the SM knows when to reprogram the MFTs.
+  uint64_t mcast_changes() const { return mcast_changes_; }
   const std::vector<Subscription>& subscriptions() const { return subscriptions_; }
 
  private:
@@ -171,6 +178,7 @@ class SubnetAdmin {
   std::vector<Service> services_;
   std::map<Gid, McGroup> groups_;
   uint16_t next_mlid_ = 0xC000;
+  uint64_t mcast_changes_ = 0;
   std::vector<Subscription> subscriptions_;
   uint16_t notice_count_ = 0;
   SaStats stats_;

@@ -21,11 +21,14 @@ inline constexpr uint8_t kMethodGetResp = 0x81;
 inline constexpr uint8_t kMethodTrap = 0x05;
 inline constexpr uint8_t kMethodTrapRepress = 0x07;
 
+inline constexpr uint16_t kAttrNotice = 0x0002;
 inline constexpr uint16_t kAttrNodeDescription = 0x0010;
 inline constexpr uint16_t kAttrNodeInfo = 0x0011;
 inline constexpr uint16_t kAttrSwitchInfo = 0x0012;
 inline constexpr uint16_t kAttrPortInfo = 0x0015;
+inline constexpr uint16_t kAttrPKeyTable = 0x0016;
 inline constexpr uint16_t kAttrLft = 0x0019;
+inline constexpr uint16_t kAttrMft = 0x001B;
 inline constexpr uint16_t kAttrSmInfo = 0x0020;
 
 inline constexpr std::size_t kSmpDataOffset = 64;

@@ -5,7 +5,9 @@
 // walks it. No I/O here.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -20,6 +22,10 @@ using NodeId = uint32_t;
 inline constexpr NodeId kNoNode = ~NodeId{0};
 inline constexpr uint8_t kNoPort = 0xFF;  // LFT entry: no route
 inline constexpr uint16_t kMaxUnicastLid = 0xBFFF;
+inline constexpr uint16_t kFirstMulticastLid = 0xC000;
+
+// The egress ports of one MLID at one switch (bit p: port p, 0 = the switch's own port).
+using PortMask = std::bitset<256>;
 
 // PortState values (IBA 14.2.5.6).
 inline constexpr uint8_t kPortDown = 1;
@@ -37,6 +43,8 @@ struct SmPort {
   // Assigned addressing: port 0 of a switch, ports 1..n of a CA.
   uint16_t lid = 0;
   uint8_t lmc = 0;
+  // P_KeyTable: as read during the sweep (empty: not read), then as the SM set it.
+  std::vector<uint16_t> pkeys;
 
   bool linked() const { return peer != kNoNode; }
 };
@@ -52,7 +60,8 @@ struct SmNode {
   // Switches only.
   bool has_switch_info = false;
   mad::SwitchInfo switch_info;
-  std::vector<uint8_t> lft;  // indexed by LID: egress port or kNoPort
+  std::vector<uint8_t> lft;          // indexed by LID: egress port or kNoPort
+  std::map<uint16_t, PortMask> mft;  // MLID -> ports, as the SM programmed them
 
   bool is_switch() const { return type == fabric::NodeType::kSwitch; }
 };
@@ -60,6 +69,7 @@ struct SmNode {
 struct EndPort {
   NodeId node = kNoNode;
   uint8_t port = 0;  // 0 for a switch
+  auto operator<=>(const EndPort&) const = default;
 };
 
 class Subnet {

@@ -13,6 +13,8 @@
 #include "softib/sm/configure.h"
 #include "softib/sm/discovery.h"
 #include "softib/sm/lids.h"
+#include "softib/sm/mcast_routing.h"
+#include "softib/sm/partitions.h"
 #include "softib/sm/routing.h"
 #include "softib/sm/sa.h"
 #include "softib/sm/sminfo.h"
@@ -37,6 +39,8 @@ struct SmOptions {
   double progress_interval_s = 1.0;
   bool sa = true;        // answer SubnAdm (class 0x03) requests as MASTER
   double resweep_s = 0;  // > 0: sweep again this often while serving (traps 64/65)
+  // P_Key tables for every port; each partition with `ipoib` gets its IPoIB broadcast group.
+  PartitionConfig partitions = DefaultPartitionConfig();
 };
 
 struct SweepReport {
@@ -49,6 +53,8 @@ struct SweepReport {
   RoutingReport routing;
   ConfigureReport configure;
   RouteCheckReport routes;
+  PKeyReport pkeys;
+  McastReport mcast;
   TxStats tx;
   double seconds = 0;
   bool ok() const { return error.empty(); }
@@ -84,6 +90,12 @@ class SubnetManager {
   void Progress(bool force);
   // Starts a phase; on a long bring-up (past one progress interval) it says so at once.
   void EnterPhase(const char* phase);
+  // The IPoIB broadcast group of every partition that asks for one (once).
+  void CreateIpoibGroups();
+  // The MFT blocks that joins and leaves changed, then the SA answers that waited for them.
+  void UpdateMulticast(std::FILE* out);
+  // An SA answer: one MAD, or an RMPP transfer when the port does RMPP.
+  void SendSaReply(const SaOutgoing& reply);
   void AnswerRequest(const ReceivedMad& request);
   SmIdentity Self() const;
   // SMInfo Set HANDOVER to `better`; on success we are its STANDBY.
@@ -101,10 +113,13 @@ class SubnetManager {
   uint64_t guid_ = 0;
   uint16_t lid_ = 0;
   SmState state_ = SmState::kDiscovering;
-  PeerSm master_;              // the SM a STANDBY follows
-  std::vector<PeerSm> peers_;  // the other SMs at the last sweep
-  bool resweep_ = false;       // a trap came in
-  bool take_over_ = false;     // the master handed the subnet over to us
+  PeerSm master_;                         // the SM a STANDBY follows
+  std::vector<PeerSm> peers_;             // the other SMs at the last sweep
+  bool resweep_ = false;                  // a trap came in
+  bool take_over_ = false;                // the master handed the subnet over to us
+  bool mcast_dirty_ = false;              // a join or leave changed a group's members
+  bool ipoib_groups_ = false;             // CreateIpoibGroups() done
+  std::vector<SaOutgoing> held_replies_;  // SA answers sent once the MFTs are programmed
   unsigned traps_ = 0;
   double started_ = 0;
   double last_progress_ = 0;
