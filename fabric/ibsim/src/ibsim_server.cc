@@ -293,20 +293,20 @@ void SimServer::Forward(uint32_t slot, uint32_t port_index, Request& record) {
     // A GMP the port's own agents do not take (an SA request to an SM on this port, its
     // answer) loops back to the port's other client, as an HCA loops back a packet to its
     // own LID: a response to the client its TID names, a request to the first other one.
-    if (!directed && record->dqp != 0) {
+    if (!directed && record.dqp != 0) {
       std::optional<uint32_t> to;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (IsResponse(*record)) {
-          const auto named = static_cast<uint32_t>(Tid(*record) >> 48);
+        if (IsResponse(record)) {
+          const auto named = static_cast<uint32_t>(Tid(record) >> 48);
           if (named < kMaxClients && clients_[named].used && clients_[named].port == port_index)
             to = named;
         }
-        for (uint32_t i = 0; i < kMaxClients && !to && !IsResponse(*record); ++i)
+        for (uint32_t i = 0; i < kMaxClients && !to && !IsResponse(record); ++i)
           if (i != slot && clients_[i].used && clients_[i].port == port_index) to = i;
       }
       if (to) {
-        Request looped = *record;
+        Request looped = record;
         looped.slid = port.lid();
         SendToClient(*to, looped);
         return;

@@ -36,9 +36,9 @@ class FabricHost {
   auto With(F&& f) {
     struct Rewake {
       FabricHost* host;
-      ~Rewake() {
+      ~Rewake() {  // runs with the lock still held
         host->pending_ = true;
-        host->wake_.notify_one();
+        if (host->sleeping_) host->Kick();
       }
     };
     std::lock_guard<std::mutex> lock(mutex_);
