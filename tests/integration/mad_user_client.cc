@@ -2,7 +2,7 @@
 // as a user-mode SM or SA client does: on each of two CAs a GSI alias QP, a MAD pool and a
 // MAD service (vendor class 0x09); a request from the first to the second, which receives
 // it by a blocking GetMadEvent, answers, and the first gets the matched response and its
-// send completion; then 10 KiB each way by RMPP (vendor class 0x31). Then a pending GetMadEvent
+// send completion; then 120 KiB each way by RMPP (vendor class 0x31). Then a pending GetMadEvent
 // cancelled by CancelPending. Prints one line per check; exit 0 only when every check passed.
 #include <endian.h>
 
@@ -91,10 +91,14 @@ std::vector<uint8_t> Transfer(uint8_t method, uint64_t tid, uint32_t bytes, uint
   return t;
 }
 
-// 10 KiB each way by RMPP: the responder's blocking GetMadEvent gets the whole request, the
-// requester the whole response matched to its send.
+// A transfer larger than the old 64 KiB channel frames and close to MAX_RMPP_DATA (128 KiB),
+// each way: the channel must carry a whole reassembled MAD in one IOCTL.
+constexpr uint32_t kRmppBytes = 120 * 1024;
+
+// kRmppBytes each way by RMPP: the responder's blocking GetMadEvent gets the whole request,
+// the requester the whole response matched to its send.
 void RmppExchange(End& a, End& b) {
-  const auto request = Transfer(0x02, 0x77, 10240, 5);
+  const auto request = Transfer(0x02, 0x77, kRmppBytes, 5);
   abi::SendMadIn send{};
   send.svc = a.rmpp_svc;
   send.params.context = 0xBEEF;
@@ -109,16 +113,15 @@ void RmppExchange(End& a, End& b) {
   abi::SendMadOut sent{};
   Expect(user::proxy::SendMad(a.ca.device, send, request, sent), "SendMad RMPP request");
   abi::GetMadEventOut event{};
-  // The channel carries at most 64 KiB of output (runtime/channel/protocol.h).
-  std::vector<uint8_t> mad(32 * 1024);
+  std::vector<uint8_t> mad(40 + kRmppBytes);
   Expect(user::proxy::GetMadEvent(b.ca.device, {b.rmpp_svc}, event, mad),
          "GetMadEvent RMPP (responder)");
-  Check(event.event.kind == abi::MadEventKind::RECEIVED && event.mad_length == 40 + 10240 &&
+  Check(event.event.kind == abi::MadEventKind::RECEIVED && event.mad_length == 40 + kRmppBytes &&
             std::equal(request.begin() + 36, request.end(), mad.begin() + 36),
         "rmpp request reassembled: " + std::to_string(event.mad_length) + " bytes");
   uint64_t tid = 0;
   for (int i = 0; i < 8; ++i) tid = tid << 8 | mad[8 + i];
-  const auto response = Transfer(0x81, tid, 10240, 9);
+  const auto response = Transfer(0x81, tid, kRmppBytes, 9);
   send.svc = b.rmpp_svc;
   send.params.remote_lid = static_cast<uint16_t>(event.event.remote_lid);
   send.params.response_expected = 0;
@@ -127,7 +130,7 @@ void RmppExchange(End& a, End& b) {
   Expect(user::proxy::GetMadEvent(a.ca.device, {a.rmpp_svc}, event, mad),
          "GetMadEvent RMPP (answer)");
   Check(event.event.kind == abi::MadEventKind::RECEIVED && event.event.send_context == 0xBEEF &&
-            event.mad_length == 40 + 10240 &&
+            event.mad_length == 40 + kRmppBytes &&
             std::equal(response.begin() + 36, response.end(), mad.begin() + 36),
         "rmpp response matched: " + std::to_string(event.mad_length) + " bytes");
   Expect(user::proxy::GetMadEvent(a.ca.device, {a.rmpp_svc}, event, mad),

@@ -1,6 +1,6 @@
 // softib_mad_user_client against a softibd process: a user process's GSI exchange through
-// the channel (MAD pool, service, SendMad, blocking and cancelled GetMadEvent), and 10 KiB each way
-// by RMPP.
+// the channel (MAD pool, service, SendMad, blocking and cancelled GetMadEvent), and 120 KiB each
+// way by RMPP.
 #include <gtest/gtest.h>
 
 #include "process.h"
@@ -20,8 +20,8 @@ TEST(MadUserTest, GsiExchangeThroughTheChannel) {
   EXPECT_EQ(code, 0);
   EXPECT_EQ(transcript.find("FAILED"), std::string::npos);
   EXPECT_NE(transcript.find("response matched to the request"), std::string::npos);
-  EXPECT_NE(transcript.find("ok     rmpp request reassembled: 10280 bytes"), std::string::npos);
-  EXPECT_NE(transcript.find("ok     rmpp response matched: 10280 bytes"), std::string::npos);
+  EXPECT_NE(transcript.find("ok     rmpp request reassembled: 122920 bytes"), std::string::npos);
+  EXPECT_NE(transcript.find("ok     rmpp response matched: 122920 bytes"), std::string::npos);
   EXPECT_NE(transcript.find("0 failed"), std::string::npos);
   EXPECT_EQ(daemon.Stop(), 0);
 }

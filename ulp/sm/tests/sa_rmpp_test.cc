@@ -38,9 +38,9 @@ Answer Ask(SubnetAdmin& sa, const SaClientRequest& request) {
 }
 
 TEST(SaRmpp, LimitIsWhatTheChannelLeaves) {
-  // 64 KiB channel frames less SendMad's (64) and GetMadEvent's (64) structures, under
-  // MAX_RMPP_DATA (128 KiB): the channel is the bound.
-  EXPECT_EQ(AlMaxRmppBytes(), 65536u - 64u);
+  // The channel's frames hold a whole MAX_RMPP_DATA transfer behind SendMad's and
+  // GetMadEvent's structures: the transfer limit is MAX_RMPP_DATA itself.
+  EXPECT_EQ(AlMaxRmppBytes(), 131072u);
 }
 
 TEST(SaRmpp, GetTableIsOneTransferOfEveryRecord) {
@@ -89,10 +89,16 @@ TEST(SaRmpp, Ft36TablesAtTheLimit) {
   EXPECT_EQ(one_source.parsed.status, 0);
   EXPECT_EQ(one_source.parsed.records.size(), 612u);
   EXPECT_EQ(one_source.parsed.rmpp_segments, (612u * 64 + 199) / 200);
-  // Every NodeRecord: 612 × 112 = 68,544 bytes, beyond 65,408: refused, never cut short.
+  // Every NodeRecord: 612 × 112 = 68,544 bytes, in one transfer.
   const Answer all_nodes = Ask(sa, {"NR", {}, kSaMethodGetTable});
-  EXPECT_EQ(all_nodes.parsed.status, kSaStatusNoResources);
-  EXPECT_EQ(all_nodes.out.transfer.size(), 56u);
+  EXPECT_EQ(all_nodes.parsed.status, 0);
+  EXPECT_EQ(all_nodes.parsed.records.size(), 612u);
+  EXPECT_EQ(all_nodes.out.transfer.size(), 56u + 612 * 112);
+  // Every PathRecord of the fabric: 612 × 612 × 64 bytes, beyond 131,072 - 56: refused,
+  // never cut short.
+  const Answer all_paths = Ask(sa, {"PR", {}, kSaMethodGetTable});
+  EXPECT_EQ(all_paths.parsed.status, kSaStatusNoResources);
+  EXPECT_EQ(all_paths.out.transfer.size(), 56u);
   EXPECT_EQ(sa.stats().tables_too_large, 1u);
   // The switches' NodeRecords fit (36 × 112).
   const Answer switches = Ask(sa, {"NR", {{"NodeType", "2"}}, kSaMethodGetTable});

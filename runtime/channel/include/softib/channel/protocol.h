@@ -12,9 +12,12 @@ namespace softib::channel {
 inline constexpr uint32_t kFrameMagic = 0x43424953;  // "SIBC" little-endian
 inline constexpr uint16_t kProtocolVersion = 1;
 
-// Bounds that keep every allocation on either side small and fixed.
-inline constexpr uint32_t kMaxInputBytes = 64 * 1024;
-inline constexpr uint32_t kMaxOutputBytes = 64 * 1024;
+// Bounds that keep every allocation on either side small and fixed: the largest IOCTL is a
+// whole RMPP transfer (MAX_RMPP_DATA, 128 KiB) behind its verb's structure (SendMad,
+// GetMadEvent), so 132 KiB each way. A frame must also fit one SEQPACKET message, which
+// Linux bounds by the socket's send buffer (wmem_default, 208 KiB on Debian).
+inline constexpr uint32_t kMaxInputBytes = 132 * 1024;
+inline constexpr uint32_t kMaxOutputBytes = 132 * 1024;
 inline constexpr uint32_t kMaxFdsPerResponse = 8;
 // Requests one file may have outstanding; more are answered INSUFFICIENT_RESOURCES.
 inline constexpr uint32_t kMaxOutstandingPerFile = 4096;
