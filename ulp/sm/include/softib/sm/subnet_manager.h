@@ -6,6 +6,7 @@
 // answering or hands over.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -64,10 +65,10 @@ class SubnetManager {
   // A heavy sweep, then the SA's Notice reports for the end ports that came or went.
   SweepReport SweepAndNotify(bool take_over);
   // Answers requests (SMInfo, traps) for `seconds`, or until `stop` or a re-sweep is due.
-  bool Serve(double seconds, const volatile bool* stop);
+  bool Serve(double seconds, const std::atomic<bool>* stop);
   // The life of an SM after the first sweep, until `stop`: see the file comment. State
   // changes and sweep summaries are printed to `out`. False when the port fails.
-  bool Run(const volatile bool* stop, std::FILE* out);
+  bool Run(const std::atomic<bool>* stop, std::FILE* out);
 
   // The summary line (or the STANDBY line) of a sweep, and why it ran.
   void Announce(std::FILE* out, const SweepReport& report, const char* why);
