@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <vector>
 
 #include "softib/sm/subnet_manager.h"
 
@@ -44,14 +45,15 @@ class LightHostMadPort final : public sm::MadPort {
     address.remote_qpn = to.qpn;
     address.remote_qkey = to.qkey;
     const std::size_t length = to.length == 0 || to.length > mad.size() ? mad.size() : to.length;
-    const uint32_t qpn = to.qpn == 0 ? hca::kSmiQpn : hca::kGsiQpn;
-    if (!host_->SendFromAbove(port_, qpn, address, std::span(mad).first(length)))
-      return Failed(mad, to);
+    // Held until the SM next waits for answers: its whole window then reaches the fabric's
+    // thread in one wake-up instead of one per SMP.
+    outbox_.push_back({mad, to, address, length});
     return sm::PortStatus::kOk;
   }
 
   sm::PortStatus Receive(sm::ReceivedMad& out, int timeout_ms) override {
     if (taken_.empty()) {
+      Flush();  // the answers taken last time are used up: what they caused goes out
       std::unique_lock<std::mutex> lock(mutex_);
       if (queue_.empty() && timeout_ms > 0) {
         waiting_ = true;
@@ -87,6 +89,14 @@ class LightHostMadPort final : public sm::MadPort {
     queue_.push_back(std::move(in));
     if (waiting_) arrived_.notify_one();
   }
+  void Flush() {
+    for (const Outgoing& o : outbox_) {
+      const uint32_t qpn = o.to.qpn == 0 ? hca::kSmiQpn : hca::kGsiQpn;
+      if (!host_->SendFromAbove(port_, qpn, o.address, std::span(o.mad).first(o.length)))
+        (void)Failed(o.mad, o.to);
+    }
+    outbox_.clear();
+  }
   // What the transport does with a send it cannot deliver: hand it back at once.
   sm::PortStatus Failed(const sm::MadBytes& mad, const sm::MadAddress& to) {
     sm::ReceivedMad back;
@@ -104,6 +114,13 @@ class LightHostMadPort final : public sm::MadPort {
   std::deque<sm::ReceivedMad> queue_;  // mutex_
   bool waiting_ = false;               // mutex_: the SM sleeps in Receive
   std::deque<sm::ReceivedMad> taken_;  // the SM's thread only
+  struct Outgoing {
+    sm::MadBytes mad;
+    sm::MadAddress to;
+    hca::Hca::ManagementAddress address;
+    std::size_t length;
+  };
+  std::vector<Outgoing> outbox_;  // the SM's thread only: sent at its next Receive
 };
 
 }  // namespace
