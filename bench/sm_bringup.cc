@@ -130,6 +130,11 @@ InternalResult TimeInternal(const std::string& dir, const std::string& preset, b
   const auto start = std::chrono::steady_clock::now();
   softib::sm::testing::Child daemon(argv, dir, {}, dir + "/softibd-int.err");
   std::string summary;
+  // Reads (and so drains) the printed fabric; the SM may well be done by then.
+  if (!daemon.WaitFor("softibd: ready", 300000)) {
+    r.sweep.failure = "softibd --sm internal --fabric " + preset + " did not start";
+    return r;
+  }
   while (Seconds(start) < 300) {
     std::ifstream file(run + "/sm.summary");
     if (std::getline(file, summary) && !file.eof()) break;  // a whole line (newline read)

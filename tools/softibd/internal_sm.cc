@@ -146,6 +146,7 @@ void InternalSm::Stop() {
 void InternalSm::Run() {
   sm::SmOptions options;
   options.verify_lfts = options_.verify_lfts;
+  options.lid_routed_activation = true;  // softib's switches forward them through Armed ports
   sm::SubnetManager manager(*port_, options);
   sm::SweepReport report = manager.Sweep();
   manager.Announce(stdout, report, "first sweep");

@@ -103,7 +103,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   for (ConfigurePhase phase : {ConfigurePhase::kLids, ConfigurePhase::kForwarding,
                                ConfigurePhase::kArm, ConfigurePhase::kActivate}) {
     EnterPhase(ToString(phase));
-    ConfigurePhaseRun(tx_, subnet_, phase, report.configure);
+    ConfigurePhaseRun(tx_, subnet_, phase, report.configure, options_.lid_routed_activation);
   }
 
   EnterPhase("check");
