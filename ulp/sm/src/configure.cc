@@ -116,8 +116,9 @@ class Configurator {
   }
 
   // Arm and Activate come after the LIDs and LFTs are in, so their SMPs may go LID-routed
-  // (softib's switches forward SMPs on VL15 through ports in Init or Armed; each hop looks
-  // up its LFT instead of relaying along the path). Not to the SM's own node (its port's
+  // (an SMI sends and receives SMPs in LinkInitialize, LinkArm and LinkActive, and
+  // softib's switches forward VL15 through ports in Init or Armed; each hop looks its LFT
+  // up instead of relaying along the path). Not to the SM's own node (its port's
   // own SMA answers that) nor to a node without a LID: those stay directed-routed.
   void LidRouted(NodeId n, uint8_t p, MadBytes& smp, MadAddress& to) const {
     const SmNode& node = subnet_.node(n);
