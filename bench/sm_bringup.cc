@@ -4,9 +4,14 @@
 // --rounds. Rows: preset, nodes, softib-sm s, OpenSM s, ratio softib/OpenSM (goal <= 0.5),
 // SMPs softib-sm sent. Then softib-sm on softib's own fabric (softibd --fabric <preset>
 // --sm external --ibsim, light hosts except on the default fabric): wall time, SMPs, SMPs/s,
-// the ratio to OpenSM on ibsim where both ran, softibd's resident memory.
+// the ratio to OpenSM on ibsim where both ran, softibd's resident memory. Then the same SM
+// inside softibd (--sm internal, same hosts): from softibd's fork to the first sweep's
+// summary in <run-dir>/sm.summary, the sweep time itself, SMPs, SMPs/s of the sweep, the
+// sweep's ratio to OpenSM on ibsim.
 //   softib_bench_sm_bringup [--rounds N] [--presets default,ft36,ft92]
 //                           [--softib-presets default,ft36,ft92,ft-k36]
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -103,6 +108,49 @@ Result TimeOnSoftib(const std::string& dir, const std::string& preset, bool ligh
   if (exit_code != 0 || out.find("subnet up") == std::string::npos)
     r.failure = "softib-sm failed on softibd --fabric " + preset + ":\n" + out;
   daemon.Stop();
+  return r;
+}
+
+struct InternalResult {
+  Result sweep;             // seconds: the sweep time the summary reports
+  double start_to_up = -1;  // fork of softibd to the summary file
+  long rss_kib = 0;
+};
+
+// `softibd --fabric <preset> --sm internal`: waits for <run-dir>/sm.summary (written whole,
+// newline last) and reads the first sweep's summary line from it.
+InternalResult TimeInternal(const std::string& dir, const std::string& preset, bool light,
+                            int round) {
+  const std::string run =
+      dir + "/run-int-" + std::to_string(::getpid()) + "-" + preset + std::to_string(round);
+  std::vector<std::string> argv = {SOFTIBD_BINARY, "--run-dir", run,       "--fabric",
+                                   preset,         "--sm",      "internal"};
+  if (light) argv.push_back("--light-hosts");
+  InternalResult r;
+  const auto start = std::chrono::steady_clock::now();
+  softib::sm::testing::Child daemon(argv, dir, {}, dir + "/softibd-int.err");
+  std::string summary;
+  // Reads (and so drains) the printed fabric; the SM may well be done by then.
+  if (!daemon.WaitFor("softibd: ready", 300000)) {
+    r.sweep.failure = "softibd --sm internal --fabric " + preset + " did not start";
+    return r;
+  }
+  while (Seconds(start) < 300) {
+    std::ifstream file(run + "/sm.summary");
+    if (std::getline(file, summary) && !file.eof()) break;  // a whole line (newline read)
+    summary.clear();
+    ::usleep(20000);
+  }
+  r.start_to_up = Seconds(start);
+  std::ifstream status("/proc/" + std::to_string(daemon.pid()) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) r.rss_kib = std::atol(line.c_str() + 6);
+  daemon.Stop();
+  std::smatch m;
+  if (std::regex_search(summary, m, std::regex("([0-9]+) SMPs"))) r.sweep.smps = m[1];
+  if (std::regex_search(summary, m, std::regex("([0-9.]+) s$"))) r.sweep.seconds = std::stod(m[1]);
+  if (summary.find("subnet up") == std::string::npos || r.sweep.seconds < 0)
+    r.sweep.failure = "softibd --sm internal --fabric " + preset + ": no summary: " + summary;
   return r;
 }
 
@@ -205,6 +253,40 @@ int main(int argc, char** argv) {
     std::printf("%-8s %6zu %6s %8.3f %9s %9.0f %9s %8.1f\n", name.c_str(), topology->nodes().size(),
                 light ? "yes" : "no", best.seconds, best.smps.c_str(),
                 std::atof(best.smps.c_str()) / best.seconds, ratio, rss_kib / 1024.0);
+    std::fflush(stdout);
+  }
+
+  // The same SM inside softibd: no ibsim sockets, umad2sim or separate process.
+  std::printf("\ninside softibd (softibd --sm internal)\n");
+  std::printf("%-8s %6s %6s %10s %8s %9s %9s %9s %8s\n", "preset", "nodes", "light", "start_up_s",
+              "sweep_s", "smps", "smps_s", "vs_opensm", "rss_mib");
+  std::stringstream internal_list(own);
+  for (std::string name; std::getline(internal_list, name, ',');) {
+    auto topology = softib::fabric::MakePreset(name);
+    if (!topology) continue;  // said above
+    const bool light = name != "default";
+    InternalResult best;
+    for (int round = 0; round < rounds; ++round) {
+      const InternalResult r = TimeInternal(dir, name, light, round);
+      if (!r.sweep.failure.empty()) {
+        std::fprintf(stderr, "%s: %s\n", name.c_str(), r.sweep.failure.c_str());
+        best = r;
+        break;
+      }
+      if (best.sweep.seconds < 0 || r.sweep.seconds < best.sweep.seconds) best = r;
+    }
+    if (!best.sweep.failure.empty()) {
+      status = 1;
+      continue;
+    }
+    const auto osm = opensm_seconds.find(name);
+    char ratio[16] = "-";
+    if (osm != opensm_seconds.end())
+      std::snprintf(ratio, sizeof ratio, "%.3f", best.sweep.seconds / osm->second);
+    std::printf(
+        "%-8s %6zu %6s %10.3f %8.3f %9s %9.0f %9s %8.1f\n", name.c_str(), topology->nodes().size(),
+        light ? "yes" : "no", best.start_to_up, best.sweep.seconds, best.sweep.smps.c_str(),
+        std::atof(best.sweep.smps.c_str()) / best.sweep.seconds, ratio, best.rss_kib / 1024.0);
     std::fflush(stdout);
   }
   fs::remove_all(dir);

@@ -40,6 +40,7 @@ FabricCommands::FabricCommands(const fabric::Topology& topology,
                                const std::vector<bool>& hosted, fabric::FabricHost& host,
                                FabricTunnels& tunnels, bool static_routes)
     : topology_(topology), host_(host), tunnels_(tunnels), static_routes_(static_routes) {
+  const std::vector<std::string> names = NodeNames(topology);
   for (std::size_t l = 0; l < cable_of_link.size(); ++l) {
     if (cable_of_link[l] < 0) continue;
     const fabric::Link& link = topology.links()[l];
@@ -49,8 +50,7 @@ FabricCommands::FabricCommands(const fabric::Topology& topology,
     info.port[0] = swap ? link.b : link.a;
     info.port[1] = swap ? link.a : link.b;
     for (int side = 0; side < 2; ++side) {
-      info.end[side] =
-          NodeName(topology, info.port[side].node) + ":" + std::to_string(info.port[side].port);
+      info.end[side] = names[info.port[side].node] + ":" + std::to_string(info.port[side].port);
     }
     const auto cable = static_cast<std::size_t>(cable_of_link[l]);
     if (cables_.size() <= cable) cables_.resize(cable + 1);

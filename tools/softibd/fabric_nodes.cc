@@ -175,8 +175,11 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
     h.name = HostName(node);
     h.guid = node.guid;
     h.lid = subnet.lid[i][1];
-    if (light && full.erase(h.name) == 0) {
+    const bool sm_host =
+        want_sm_host_ && !sm_host_ && (sm_host_name_.empty() || sm_host_name_ == h.name);
+    if ((light && full.erase(h.name) == 0) || sm_host) {
       StartLight(node, i, static_routes ? h.lid : 0, host_port, &h);
+      if (sm_host) sm_host_ = h.light.get();
       hosts_.push_back(std::move(h));
       continue;
     }
@@ -210,6 +213,10 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
       host_->SetInbound(it->second, std::move(inbound));
     }
     hosts_.push_back(std::move(h));
+  }
+  if (want_sm_host_ && !sm_host_) {
+    *error = "--sm-host: no host " + sm_host_name_ + " in --fabric " + spec;
+    return false;
   }
   if (light && !full.empty()) {
     *error = "--full-hosts: no host " + *full.begin() + " in --fabric " + spec;

@@ -45,6 +45,14 @@ class FabricNodes {
     light_ = light;
     full_ = std::move(full);
   }
+  // Before Start: an SM inside softibd will use port 1 of host `name` ("": the first
+  // host), which is therefore a light host whatever SetLightHosts says.
+  void SetSmHost(std::string name) {
+    want_sm_host_ = true;
+    sm_host_name_ = std::move(name);
+  }
+  // After Start with SetSmHost: that host.
+  fabric::LightHost* sm_host() const { return sm_host_; }
   // Serves the fabric to ibsim clients on the sockets `base_name` names (after Start).
   bool ServeIbsim(const std::string& base_name, std::string* error);
   // Servers first (the kernels clean up after the processes), then the fabric's thread,
@@ -98,6 +106,9 @@ class FabricNodes {
   bool started_ = false;
   bool light_ = false;
   std::vector<std::string> full_;
+  bool want_sm_host_ = false;
+  std::string sm_host_name_;
+  fabric::LightHost* sm_host_ = nullptr;
 };
 
 }  // namespace softib::softibd

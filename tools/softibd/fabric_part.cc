@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
+#include <unordered_map>
 
 namespace softib::softibd {
 
@@ -47,13 +49,26 @@ std::optional<fabric::NodeIndex> FindNode(const fabric::Topology& topology, cons
   return found;
 }
 
-std::string NodeName(const fabric::Topology& topology, fabric::NodeIndex node) {
-  const fabric::Node& n = topology.node(node);
-  std::string unused;
-  for (const std::string& name : {FirstWord(n.description), n.description}) {
-    if (!name.empty() && FindNode(topology, name, &unused) == node) return name;
+std::vector<std::string> NodeNames(const fabric::Topology& topology) {
+  // How many nodes each name names (Names): counted once, not per node (13k-node fabrics).
+  std::unordered_map<std::string, unsigned> named;
+  for (const fabric::Node& n : topology.nodes()) {
+    std::set<std::string> own = {n.description, FirstWord(n.description), n.name};
+    for (const std::string& name : own) ++named[name];
   }
-  return n.name;
+  std::vector<std::string> out;
+  out.reserve(topology.nodes().size());
+  for (const fabric::Node& n : topology.nodes()) {
+    std::string chosen = n.name;
+    for (const std::string& name : {FirstWord(n.description), n.description}) {
+      if (!name.empty() && named[name] == 1) {
+        chosen = name;
+        break;
+      }
+    }
+    out.push_back(std::move(chosen));
+  }
+  return out;
 }
 
 bool SelectHosted(const fabric::Topology& topology, const std::string& hosts,

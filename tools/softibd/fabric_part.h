@@ -16,8 +16,8 @@ namespace softib::softibd {
 // `error` when none matches or several do.
 std::optional<fabric::NodeIndex> FindNode(const fabric::Topology& topology, const std::string& name,
                                           std::string* error);
-// The shortest of those names that names the node alone.
-std::string NodeName(const fabric::Topology& topology, fabric::NodeIndex node);
+// Per node, the shortest of those names that names the node alone.
+std::vector<std::string> NodeNames(const fabric::Topology& topology);
 
 // Per node: hosted here. `hosts`: comma-separated names (FindNode). `part` "I/N": the
 // switches in node order cut into N runs, run I (1-based) hosted here, and every CA with

@@ -15,6 +15,7 @@
 
 #include "device_servers.h"
 #include "fabric_nodes.h"
+#include "internal_sm.h"
 #include "options.h"
 #include "run_dir.h"
 #include "softib/al/access_layer.h"
@@ -63,6 +64,7 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   FabricNodes fabric;
   std::string error;
   const bool static_routes = options.sm == "static";
+  if (options.sm == "internal") fabric.SetSmHost(options.sm_host);
   fabric.SetSplit({options.hosts, options.part, options.listen, options.peers});
   fabric.SetLightHosts(options.light_hosts, options.full_hosts);
   if (!fabric.Start(options.fabric, run_dir.path(), static_routes, &error)) return Fail(error);
@@ -74,8 +76,9 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   std::printf("softibd: fabric %s: %zu switches, %zu hosts, %zu of them light (%s)\n",
               options.fabric.c_str(), fabric.num_switches(), fabric.hosts().size(),
               fabric.num_light_hosts(),
-              static_routes ? "LIDs and min-hop routes set through the switches' SMAs"
-                            : "ports in Init, waiting for a subnet manager");
+              static_routes      ? "LIDs and min-hop routes set through the switches' SMAs"
+              : fabric.sm_host() ? "ports in Init, softib's SM inside softibd brings them up"
+                                 : "ports in Init, waiting for a subnet manager");
   for (const FabricNodes::HostNode& h : fabric.hosts()) {
     if (!h.stack) continue;  // a light host: no node to attach to
     std::printf("softibd: node %s at %s/%s: CA %016" PRIx64 ", port 1 LID %u\n", h.name.c_str(),
@@ -88,10 +91,20 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   std::printf("softibd: fabric control: softib fabric --run-dir %s links\n",
               run_dir.path().c_str());
   std::printf("%s", fabric.Describe().c_str());
+  std::unique_ptr<InternalSm> sm;
+  if (fabric.sm_host()) {
+    const std::string summary = run_dir.path() + "/sm.summary";
+    std::printf("softibd: internal SM at port 1 of %016" PRIx64 ", sweep summary in %s\n",
+                fabric.sm_host()->guid(), summary.c_str());
+    sm = std::make_unique<InternalSm>(fabric.sm_host(),
+                                      InternalSm::Options{options.sm_verify, summary});
+    sm->Start();
+  }
   SignalReady(options, run_dir);
   const int signal_number = WaitForStopSignal(stop_signals);
   std::printf("softibd: %s, shutting down\n", strsignal(signal_number));
   std::fflush(stdout);
+  if (sm) sm->Stop();  // before the fabric: its port is a light host's
   fabric.Stop();
   std::printf("softibd: stopped\n");
   return 0;

@@ -42,11 +42,18 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
                  "sockets IBSIM_SOCKNAME=NAME names");
   app.add_option(
          "--sm", options.sm,
-         "with --fabric: static (LIDs and min-hop routes set at start) or external "
+         "with --fabric: static (LIDs and min-hop routes set at start), external "
          "(ports wait in Init for a subnet manager: softib-sm --run-dir <run-dir>/<host>, or "
-         "ibsim-run softib-sm with --ibsim)")
-      ->check(CLI::IsMember({"static", "external"}))
+         "ibsim-run softib-sm with --ibsim) or internal (softib's SM runs inside softibd, at "
+         "the --sm-host's port 1)")
+      ->check(CLI::IsMember({"static", "external", "internal"}))
       ->capture_default_str();
+  app.add_option("--sm-host", options.sm_host,
+                 "with --sm internal: the host whose port 1 the SM uses (made a light host; "
+                 "default: the first host)");
+  app.add_flag("--sm-verify", options.sm_verify,
+               "with --sm internal: read every LFT back from the switches before checking "
+               "the routes (softib-sm --verify)");
   app.add_option("--hosts", options.hosts,
                  "with --fabric: host only these nodes (NodeDescription, its first word or node "
                  "id, comma-separated); cables to the rest are UDP tunnels to other softibds");
@@ -81,8 +88,12 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
     std::cerr << "softibd: error: --ready-fd: " << options.ready_fd << " is not an open file\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
-  if (options.sm == "external" && options.fabric.empty()) {
-    std::cerr << "softibd: error: --sm external needs --fabric\n";
+  if (options.sm != "static" && options.fabric.empty()) {
+    std::cerr << "softibd: error: --sm " << options.sm << " needs --fabric\n";
+    return {ParseResult::Kind::kExit, 2, {}};
+  }
+  if ((!options.sm_host.empty() || options.sm_verify) && options.sm != "internal") {
+    std::cerr << "softibd: error: --sm-host and --sm-verify need --sm internal\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (!options.ibsim.empty() && options.fabric.empty()) {

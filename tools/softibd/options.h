@@ -21,9 +21,12 @@ struct Options {
   // With --fabric: also serve the fabric to ibsim clients (programs under ibsim-run) on
   // the abstract sockets "<ibsim>:ctl", "<ibsim>:out0".. (what IBSIM_SOCKNAME names).
   std::string ibsim;
-  // With --fabric: "static" (LIDs and min-hop LFTs set at start) or "external" (every
-  // port waits in Init for a subnet manager run under ibsim-run).
+  // With --fabric: "static" (LIDs and min-hop LFTs set at start), "external" (every
+  // port waits in Init for a subnet manager run under ibsim-run) or "internal" (softib's
+  // SM runs inside softibd at port 1 of `sm_host`, a light host: internal_sm.h).
   std::string sm = "static";
+  std::string sm_host;     // "": the first host
+  bool sm_verify = false;  // the internal SM reads the LFTs back before checking routes
   // With --fabric, when the fabric spans several daemons: the nodes this one hosts
   // (--hosts NAME,... or --part I/N), its UDP tunnel address (--listen udp:HOST:PORT) and
   // the daemons it greets (--peer udp:HOST:PORT, repeatable). fabric_part.h, fabric_tunnels.h.

@@ -73,6 +73,35 @@ bool LightHost::LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
   return hca_.ProcessLocalMad(port, request, response) == hca::LocalMadResult::kReply;
 }
 
+uint16_t LightHost::lid(uint8_t port) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return port < 1 || port > hca_.config().num_ports ? 0 : hca_.port(port).lid;
+}
+
+void LightHost::SetAbove(Above above) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  above_ = std::move(above);
+}
+
+bool LightHost::SendFromAbove(uint8_t port, uint32_t qpn, hca::Hca::ManagementAddress to,
+                              std::span<const uint8_t> mad) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (port < 1 || port > hca_.config().num_ports || mad.size() < 24) return false;
+  std::array<uint8_t, 256> smp{};
+  if (qpn == hca::kSmiQpn && mad[1] == mad::kSubnMgtDRClass) {
+    // The SMI's send side (as the AL's smi.cc): HopCount 0 never leaves the port.
+    if (mad.size() != smp.size() || mad[7] == 0) return false;
+    std::memcpy(smp.data(), mad.data(), smp.size());
+    if (smp::PrepareSend(smp, {false, hca_.config().num_ports}, port) != smp::Drop::kNone)
+      return false;
+    if ((smp[32] << 8 | smp[33]) == smp::kPermissiveLid) to.dlid = smp::kPermissiveLid;
+    mad = smp;
+  }
+  if (qpn == hca::kSmiQpn) to.remote_qpn = 0, to.remote_qkey = 0;
+  hca_.SetNow(NowNs());
+  return hca_.SendManagement(port, qpn, to, mad);
+}
+
 void LightHost::Receive(uint8_t port, std::span<const uint8_t> packet) {
   std::lock_guard<std::mutex> lock(mutex_);
   hca_.Receive(port, packet);
@@ -95,7 +124,10 @@ void LightHost::Answer() {
     // directed-route rules, then the SMA, then the response back along the return path.
     const bool directed = m[1] == mad::kSubnMgtDRClass;
     if (directed && smp::OnArrival(mad_, shape, port).verdict != smp::Verdict::kLocal) return;
-    if (IsResponse(m) || ForTheSm(m) || (!directed && m[1] != mad::kSubnMgtClass)) return;
+    if (IsResponse(m) || ForTheSm(m) || (!directed && m[1] != mad::kSubnMgtClass)) {
+      if (above_) above_(origin_, mad_);
+      return;
+    }
     if (hca_.ProcessLocalMad(port, mad_, response) != hca::LocalMadResult::kReply) return;
     if (directed) {
       const smp::Decision d = smp::Respond(response, shape, origin_.slid);
@@ -112,7 +144,10 @@ void LightHost::Answer() {
     return;
   }
   // The GSI's local agent: the PMA.
-  if (m[1] != mad::kPerfMgtClass || IsResponse(m)) return;
+  if (m[1] != mad::kPerfMgtClass || IsResponse(m)) {
+    if (above_) above_(origin_, mad_);
+    return;
+  }
   if (hca_.ProcessLocalMad(port, mad_, response) != hca::LocalMadResult::kReply) return;
   to.remote_qpn = origin_.src_qp;
   to.remote_qkey = hca::kGsiQkey;

@@ -9,9 +9,10 @@ namespace softib::softibd::test {
 namespace {
 
 std::vector<std::string> Hosted(const fabric::Topology& t, const std::vector<bool>& hosted) {
+  const std::vector<std::string> all = NodeNames(t);
   std::vector<std::string> names;
   for (fabric::NodeIndex i = 0; i < t.nodes().size(); ++i)
-    if (hosted[i]) names.push_back(NodeName(t, i));
+    if (hosted[i]) names.push_back(all[i]);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -23,7 +24,11 @@ TEST(FabricPart, NodesByDescriptionFirstWordOrId) {
   ASSERT_TRUE(host) << error;
   EXPECT_EQ(FindNode(t, "host-0003 HCA-1", &error), host);
   EXPECT_EQ(FindNode(t, t.node(*host).name, &error), host);
-  EXPECT_EQ(NodeName(t, *host), "host-0003");
+  EXPECT_EQ(NodeNames(t)[*host], "host-0003");
+  // Each node's shortest name finds it alone (the ids of nodes whose description is shared).
+  const std::vector<std::string> names = NodeNames(t);
+  for (fabric::NodeIndex i = 0; i < t.nodes().size(); ++i)
+    EXPECT_EQ(FindNode(t, names[i], &error), i) << names[i];
   EXPECT_FALSE(FindNode(t, "host-9", &error));
   EXPECT_EQ(error, "no node is named \"host-9\"");
 }

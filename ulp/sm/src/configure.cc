@@ -28,8 +28,8 @@ constexpr uint8_t kSubnetTimeOut = 18;  // OpenSM's default: 4.096 us * 2^18 ~ 1
 
 class Configurator {
  public:
-  Configurator(Transactions& tx, Subnet& subnet, ConfigureReport& report)
-      : tx_(tx), subnet_(subnet), report_(report) {
+  Configurator(Transactions& tx, Subnet& subnet, ConfigureReport& report, bool lid_routed)
+      : tx_(tx), subnet_(subnet), report_(report), lid_routed_(lid_routed) {
     if (subnet.sm_node != kNoNode) sm_lid_ = subnet.node(subnet.sm_node).ports[subnet.sm_port].lid;
   }
 
@@ -103,14 +103,32 @@ class Configurator {
     MadBytes data{};
     pi.Pack(std::span<uint8_t>(data).first(mad::PortInfo::kSize));
     const auto bytes = std::span<const uint8_t>(data).first(kSmpDataBytes);
-    tx_.Submit(MakeDrSmp(kMethodSet, kAttrPortInfo, p, node.path, bytes), MadAddress{},
-               [this, n, p, state, counter](const TxResult& r) {
-                 if (!Check(r, n, p, "PortInfo Set")) return;
-                 SmPort& port = subnet_.node(n).ports[p];
-                 port.info.Unpack(SmpData(r.response));
-                 if (state && port.info.PortState != state) port.info.PortState = state;
-                 ++*counter;
-               });
+    MadAddress to;
+    MadBytes smp = MakeDrSmp(kMethodSet, kAttrPortInfo, p, node.path, bytes);
+    if (state != 0 && lid_routed_) LidRouted(n, p, smp, to);
+    tx_.Submit(smp, to, [this, n, p, state, counter](const TxResult& r) {
+      if (!Check(r, n, p, "PortInfo Set")) return;
+      SmPort& port = subnet_.node(n).ports[p];
+      port.info.Unpack(SmpData(r.response));
+      if (state && port.info.PortState != state) port.info.PortState = state;
+      ++*counter;
+    });
+  }
+
+  // Arm and Activate come after the LIDs and LFTs are in, so their SMPs may go LID-routed
+  // (an SMI sends and receives SMPs in LinkInitialize, LinkArm and LinkActive, and
+  // softib's switches forward VL15 through ports in Init or Armed; each hop looks its LFT
+  // up instead of relaying along the path). Not to the SM's own node (its port's
+  // own SMA answers that) nor to a node without a LID: those stay directed-routed.
+  void LidRouted(NodeId n, uint8_t p, MadBytes& smp, MadAddress& to) const {
+    const SmNode& node = subnet_.node(n);
+    const uint16_t lid = node.ports[node.is_switch() ? 0 : p].lid;
+    if (sm_lid_ == 0 || lid == 0 || n == subnet_.sm_node) return;
+    smp[1] = kClassSubnLid;
+    std::fill(smp.begin() + 6, smp.begin() + 8, 0);    // HopPointer, HopCount: reserved
+    std::fill(smp.begin() + 32, smp.begin() + 64, 0);  // DrSLID, DrDLID, reserved
+    std::fill(smp.begin() + 128, smp.end(), 0);        // InitialPath, ReturnPath
+    to.lid = lid;
   }
 
   void ProgramSwitch(NodeId n) {
@@ -159,14 +177,15 @@ class Configurator {
   Transactions& tx_;
   Subnet& subnet_;
   ConfigureReport& report_;
+  const bool lid_routed_;
   uint16_t sm_lid_ = 0;
 };
 
 }  // namespace
 
 void ConfigurePhaseRun(Transactions& tx, Subnet& subnet, ConfigurePhase phase,
-                       ConfigureReport& report) {
-  Configurator(tx, subnet, report).Run(phase);
+                       ConfigureReport& report, bool lid_routed) {
+  Configurator(tx, subnet, report, lid_routed).Run(phase);
 }
 
 unsigned ReadBackLfts(Transactions& tx, const Subnet& subnet, Subnet& readback) {

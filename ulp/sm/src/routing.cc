@@ -103,6 +103,20 @@ RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
     for (const Target& target : by_switch[t])
       report.lids += 1u << subnet.node(target.end.node).ports[target.end.port].lmc;
   }
+  // The LIDs behind each target switch, flat: the pass below reads them once per switch,
+  // and a node's record is too far from the next one's for that (13k nodes, 1.6k switches).
+  struct TargetLids {
+    uint16_t first_lid;
+    uint16_t count;  // 2^LMC
+    uint8_t final_port;
+  };
+  std::vector<std::vector<TargetLids>> lids_of(g.switches.size());
+  for (uint32_t t = 0; t < g.switches.size(); ++t) {
+    for (const Target& target : by_switch[t]) {
+      const SmPort& dest = subnet.node(target.end.node).ports[target.end.port];
+      lids_of[t].push_back({dest.lid, static_cast<uint16_t>(1u << dest.lmc), target.final_port});
+    }
+  }
   // A switch's choices depend only on its own load and the order of the LIDs, so each
   // switch is routed in one pass (its LFT written in order, its minimal ports towards a
   // target switch found once for all the LIDs behind it) — the same tables as visiting
@@ -119,10 +133,9 @@ RoutingReport ComputeMinHopRoutes(Subnet& subnet) {
         for (const auto& [port, next] : g.edges[s])
           if (to_t[next] + 1 == to_t[s]) minimal.push_back(port);
       }
-      for (const Target& target : by_switch[t]) {
-        const SmPort& dest = subnet.node(target.end.node).ports[target.end.port];
-        for (unsigned offset = 0; offset < (1u << dest.lmc); ++offset) {
-          const uint16_t lid = static_cast<uint16_t>(dest.lid + offset);
+      for (const TargetLids& target : lids_of[t]) {
+        for (unsigned offset = 0; offset < target.count; ++offset) {
+          const uint16_t lid = static_cast<uint16_t>(target.first_lid + offset);
           if (s == t) {
             sw.lft[lid] = target.final_port;
             continue;

@@ -121,7 +121,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
           std::fprintf(options_.log, "softib-sm: partitions: %s\n", w.c_str());
     }
     EnterPhase(ToString(phase));
-    ConfigurePhaseRun(tx_, subnet_, phase, report.configure);
+    ConfigurePhaseRun(tx_, subnet_, phase, report.configure, options_.lid_routed_activation);
   }
 
   EnterPhase("check");
@@ -281,7 +281,7 @@ SweepReport SubnetManager::SweepAndNotify(bool take_over) {
   return report;
 }
 
-bool SubnetManager::Serve(double seconds, const volatile bool* stop) {
+bool SubnetManager::Serve(double seconds, const std::atomic<bool>* stop) {
   const double until = Now() + seconds;
   while (!(stop && *stop) && (seconds < 0 || Now() < until) && !resweep_ && !take_over_ &&
          !mcast_dirty_) {
@@ -304,7 +304,7 @@ void SubnetManager::Announce(std::FILE* out, const SweepReport& report, const ch
   std::fflush(out);
 }
 
-bool SubnetManager::Run(const volatile bool* stop, std::FILE* out) {
+bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
   double next_light = Now() + options_.sweep_interval_s;
   double next_resweep = Now() + options_.resweep_s;
   unsigned missed_polls = 0;

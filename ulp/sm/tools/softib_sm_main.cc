@@ -6,6 +6,7 @@
 // and, as MASTER, its SA answers SubnAdm queries. `--query` turns it into a requester:
 //   ibsim-run softib-sm --query PathRecord SLID=1 DLID=3
 #include <signal.h>
+#include <atomic>
 
 #include <iostream>
 
@@ -23,7 +24,7 @@
 
 namespace {
 
-volatile bool g_stop = false;
+std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
 void Usage(std::FILE* out) {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -35,6 +36,22 @@ class LightHost {
   bool LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
                 std::span<uint8_t, 256> response);
   uint64_t guid() const { return guid_; }
+  // The LID port `port` has now (0 before an SM gives it one).
+  uint16_t lid(uint8_t port);
+
+  // An SM above this host's ports (softibd --sm internal), as the Access Layer's MAD
+  // services sit above a full node's SMI and GSI: it gets every MAD the ports' agents do
+  // not answer — SMP responses and what is for an SM (traps, SMInfo) after the SMI's
+  // receive-side rules, and on QP1 anything but a PerfMgt request. `above` runs on the
+  // fabric's thread with the host's lock held: it keeps the MAD and returns at once.
+  using Above =
+      std::function<void(const hca::Hca::ManagementDatagram& origin, std::span<const uint8_t> mad)>;
+  void SetAbove(Above above);
+  // Sends `mad` from QP0 or QP1 (`qpn`) of `port` for the SM above: a directed-route SMP
+  // gets the SMI's send-side rules first (HopPointer, egress port, permissive DLID). False
+  // when the rules or the device drop it. HopCount-0 SMPs are LocalMad's, not this.
+  bool SendFromAbove(uint8_t port, uint32_t qpn, hca::Hca::ManagementAddress to,
+                     std::span<const uint8_t> mad);
 
  private:
   class InboundLink;
@@ -49,6 +66,7 @@ class LightHost {
   bool pending_ = false;
   hca::Hca::ManagementDatagram origin_;
   std::array<uint8_t, 256> mad_{};
+  Above above_;
 };
 
 }  // namespace softib::fabric

@@ -27,9 +27,12 @@ struct ConfigureReport {
 enum class ConfigurePhase : uint8_t { kLids, kForwarding, kArm, kActivate };
 const char* ToString(ConfigurePhase phase);
 
-// One phase; each runs the transactions to completion before returning.
+// One phase; each runs the transactions to completion before returning. `lid_routed`:
+// Arm and Activate PortInfo Sets go LID-routed to nodes with a LID (the LFTs are in by
+// then), not along their directed routes. Real ibsim does not forward LID-routed SMPs
+// through ports that are not Active, so it is softibd's internal SM's choice only.
 void ConfigurePhaseRun(Transactions& tx, Subnet& subnet, ConfigurePhase phase,
-                       ConfigureReport& report);
+                       ConfigureReport& report, bool lid_routed = false);
 
 // Reads every switch's LFT back (LinearFDBTop from SwitchInfo, then the blocks) into
 // `readback` (a copy of `subnet`), so that the route checker walks what the switches hold.

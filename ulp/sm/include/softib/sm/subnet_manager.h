@@ -6,6 +6,7 @@
 // answering or hands over.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -29,8 +30,9 @@ struct SmOptions {
   uint8_t lmc = 0;
   std::string guid2lid_path;  // "" = do not remember LIDs
   bool verify_lfts = false;   // read the LFTs back from the switches before checking routes
-  uint8_t priority = 0;       // SMInfo Priority
-  uint64_t sm_key = 0;        // SMInfo SM_Key: given only to requests that carry it
+  bool lid_routed_activation = false;  // Arm/Activate LID-routed (configure.h)
+  uint8_t priority = 0;                // SMInfo Priority
+  uint64_t sm_key = 0;                 // SMInfo SM_Key: given only to requests that carry it
   RoutingOptions routing;
   double sweep_interval_s = 10;  // light sweeps as MASTER; 0 = none (traps still re-sweep)
   double poll_interval_s = 1;    // a STANDBY's SMInfo Get to the master
@@ -70,10 +72,10 @@ class SubnetManager {
   // A heavy sweep, then the SA's Notice reports for the end ports that came or went.
   SweepReport SweepAndNotify(bool take_over);
   // Answers requests (SMInfo, traps) for `seconds`, or until `stop` or a re-sweep is due.
-  bool Serve(double seconds, const volatile bool* stop);
+  bool Serve(double seconds, const std::atomic<bool>* stop);
   // The life of an SM after the first sweep, until `stop`: see the file comment. State
   // changes and sweep summaries are printed to `out`. False when the port fails.
-  bool Run(const volatile bool* stop, std::FILE* out);
+  bool Run(const std::atomic<bool>* stop, std::FILE* out);
 
   // The summary line (or the STANDBY line) of a sweep, and why it ran.
   void Announce(std::FILE* out, const SweepReport& report, const char* why);

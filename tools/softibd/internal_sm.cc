@@ -1,0 +1,162 @@
+#include "internal_sm.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "softib/sm/subnet_manager.h"
+
+namespace softib::softibd {
+
+namespace {
+
+constexpr uint8_t kDirectedRouteClass = 0x81;
+constexpr uint8_t kLidRoutedClass = 0x01;
+
+// Received MADs wait here between the fabric's thread (which appends under the light
+// host's lock) and the SM's thread (which takes the whole queue at once).
+class LightHostMadPort final : public sm::MadPort {
+ public:
+  LightHostMadPort(fabric::LightHost* host, uint8_t port) : host_(host), port_(port) {
+    host_->SetAbove([this](const hca::Hca::ManagementDatagram& origin,
+                           std::span<const uint8_t> mad) { Arrived(origin, mad); });
+  }
+  ~LightHostMadPort() override { host_->SetAbove(nullptr); }
+
+  sm::PortStatus Send(const sm::MadBytes& mad, const sm::MadAddress& to, int) override {
+    const bool smp = mad[1] == kDirectedRouteClass || mad[1] == kLidRoutedClass;
+    // The port's own SMA: a HopCount-0 SMP, or one LID-routed to our own LID, is answered
+    // by the port as the LocalMad verb would (IBA 14.2.2: it does not reach the wire).
+    if (smp && ((mad[1] == kDirectedRouteClass && mad[7] == 0) ||
+                (mad[1] == kLidRoutedClass && to.lid == host_->lid(port_)))) {
+      sm::ReceivedMad answer;
+      if (!host_->LocalMad(port_, mad, answer.mad)) return Failed(mad, to);
+      answer.from = to;
+      Push(std::move(answer));
+      return sm::PortStatus::kOk;
+    }
+    hca::Hca::ManagementAddress address;
+    address.dlid = to.lid;
+    address.sl = to.sl;
+    address.remote_qpn = to.qpn;
+    address.remote_qkey = to.qkey;
+    const std::size_t length = to.length == 0 || to.length > mad.size() ? mad.size() : to.length;
+    // Held until the SM next waits for answers: its whole window then reaches the fabric's
+    // thread in one wake-up instead of one per SMP.
+    outbox_.push_back({mad, to, address, length});
+    return sm::PortStatus::kOk;
+  }
+
+  sm::PortStatus Receive(sm::ReceivedMad& out, int timeout_ms) override {
+    if (taken_.empty()) {
+      Flush();  // the answers taken last time are used up: what they caused goes out
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (queue_.empty() && timeout_ms > 0) {
+        waiting_ = true;
+        arrived_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                          [this] { return !queue_.empty(); });
+        waiting_ = false;
+      }
+      taken_.swap(queue_);
+    }
+    if (taken_.empty()) return sm::PortStatus::kTimeout;
+    out = std::move(taken_.front());
+    taken_.pop_front();
+    return sm::PortStatus::kOk;
+  }
+
+  std::string Describe() const override {
+    return "light host " + std::to_string(host_->guid()) + " port " + std::to_string(port_);
+  }
+  std::string LastError() const override { return "the port dropped the MAD"; }
+
+ private:
+  // On the fabric's thread, the light host's lock held.
+  void Arrived(const hca::Hca::ManagementDatagram& origin, std::span<const uint8_t> mad) {
+    sm::ReceivedMad in;
+    std::memcpy(in.mad.data(), mad.data(), std::min(mad.size(), in.mad.size()));
+    in.from.lid = origin.slid;
+    in.from.qpn = origin.src_qp;
+    in.from.sl = origin.sl;
+    Push(std::move(in));
+  }
+  void Push(sm::ReceivedMad&& in) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(in));
+    if (waiting_) arrived_.notify_one();
+  }
+  void Flush() {
+    for (const Outgoing& o : outbox_) {
+      const uint32_t qpn = o.to.qpn == 0 ? hca::kSmiQpn : hca::kGsiQpn;
+      if (!host_->SendFromAbove(port_, qpn, o.address, std::span(o.mad).first(o.length)))
+        (void)Failed(o.mad, o.to);
+    }
+    outbox_.clear();
+  }
+  // What the transport does with a send it cannot deliver: hand it back at once.
+  sm::PortStatus Failed(const sm::MadBytes& mad, const sm::MadAddress& to) {
+    sm::ReceivedMad back;
+    back.mad = mad;
+    back.from = to;
+    back.send_failed = true;
+    Push(std::move(back));
+    return sm::PortStatus::kOk;
+  }
+
+  fabric::LightHost* host_;
+  const uint8_t port_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<sm::ReceivedMad> queue_;  // mutex_
+  bool waiting_ = false;               // mutex_: the SM sleeps in Receive
+  std::deque<sm::ReceivedMad> taken_;  // the SM's thread only
+  struct Outgoing {
+    sm::MadBytes mad;
+    sm::MadAddress to;
+    hca::Hca::ManagementAddress address;
+    std::size_t length;
+  };
+  std::vector<Outgoing> outbox_;  // the SM's thread only: sent at its next Receive
+};
+
+}  // namespace
+
+std::unique_ptr<sm::MadPort> MakeLightHostMadPort(fabric::LightHost* host, uint8_t port) {
+  return std::make_unique<LightHostMadPort>(host, port);
+}
+
+InternalSm::InternalSm(fabric::LightHost* host, Options options)
+    : host_(host), options_(std::move(options)) {}
+
+void InternalSm::Start() {
+  port_ = MakeLightHostMadPort(host_, 1);
+  thread_ = std::thread([this] { Run(); });
+}
+
+void InternalSm::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  port_.reset();
+}
+
+void InternalSm::Run() {
+  sm::SmOptions options;
+  options.verify_lfts = options_.verify_lfts;
+  options.lid_routed_activation = true;  // softib's switches forward them through Armed ports
+  sm::SubnetManager manager(*port_, options);
+  sm::SweepReport report = manager.Sweep();
+  manager.Announce(stdout, report, "first sweep");
+  if (!options_.summary_path.empty()) {
+    if (std::FILE* f = std::fopen(options_.summary_path.c_str(), "w")) {
+      std::fprintf(f, "%s\n", report.Summary(manager.subnet()).c_str());
+      std::fclose(f);
+    }
+  }
+  if (report.ok() || report.role == sm::SmState::kStandby) (void)manager.Run(&stop_, stdout);
+}
+
+}  // namespace softib::softibd
