@@ -165,6 +165,8 @@ bool KernelRuns(const std::string& binary) {
 
 }  // namespace
 
+bool M32RunsNatively(const std::string& binary) { return M32Command(binary).size() == 1; }
+
 std::vector<std::string> M32Command(const std::string& binary) {
   // Natively whenever the kernel can: the speed path needs it, because the HCA reaches the
   // process's memory at the addresses the process registered (process_vm_readv/writev),

@@ -53,5 +53,8 @@ class Process {
 // cannot exec it ($SOFTIB_M32_EMULATOR overrides; empty: exec directly). The speed path's
 // transfers need native execution (under qemu the process's addresses are the guest's).
 std::vector<std::string> M32Command(const std::string& binary);
+// Whether M32Command runs `binary` natively (the kernel has IA32 emulation and no emulator
+// is forced).
+bool M32RunsNatively(const std::string& binary);
 
 }  // namespace softib::integration
