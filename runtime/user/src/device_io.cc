@@ -100,7 +100,10 @@ Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length
   }
   Request sync_request;
   Request* request = overlapped ? new Request : &sync_request;
-  request->id = next_id_.fetch_add(1);
+  // Once the request is in flight the receiver may complete (and, overlapped, free) it at any
+  // moment — e.g. when the channel breaks — so after that only this copy of its id is used.
+  const uint64_t id = next_id_.fetch_add(1);
+  request->id = id;
   request->output = output;
   request->output_length = output_length;
   request->overlapped = overlapped;
@@ -130,10 +133,10 @@ Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length
       ++sync_callers_;
     }
   }
-  if (channel_->SendIoctl(request->id, code, input, input_length, output_length) != 0) {
+  if (channel_->SendIoctl(id, code, input, input_length, output_length) != 0) {
     std::lock_guard lock(mutex_);
     // Unless the receiver already failed it (the channel broke meanwhile), fail it here.
-    if (in_flight_.erase(request->id)) {
+    if (in_flight_.erase(id)) {
       if (overlapped) {
         --overlapped_in_flight_;
         overlapped->Runtime = nullptr;
