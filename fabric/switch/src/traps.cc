@@ -22,9 +22,12 @@ constexpr uint64_t kMinTrapIntervalNs = 1'000'000;
 
 void Switch::RaiseTrap128() {
   if (trap_) return;  // one outstanding: it says the same thing
-  trap_.emplace();
-  trap_->tid = (uint64_t{0x5742} << 48) | ++trap_count_;  // "SW": ours, not an SM's TID
-  trap_->next_ns = 0;                                     // at the next poll
+  // Assigned, not emplace()d: clang does not see the nested struct's default member
+  // initializers as constructible from inside the class that declares it.
+  PendingTrap trap;
+  trap.tid = (uint64_t{0x5742} << 48) | ++trap_count_;  // "SW": ours, not an SM's TID
+  trap.next_ns = 0;                                     // at the next poll
+  trap_ = trap;
 }
 
 std::vector<Transmit> Switch::PollTraps(uint64_t now_ns) {
