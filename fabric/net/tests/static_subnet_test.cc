@@ -7,6 +7,7 @@
 #include <set>
 
 #include "fabric/topology/generators.h"
+#include "fabric_fixture.h"
 #include "hca/device/packet.h"
 
 namespace softib::fabric {
@@ -36,18 +37,6 @@ std::unique_ptr<Built> Build(Topology topology) {
       &b->subnet);
   EXPECT_EQ(error, "");
   return b;
-}
-
-std::vector<uint8_t> UdPacket(uint16_t slid, uint16_t dlid) {
-  hca::PacketHeaders hdr;
-  hdr.lrh.SLID = slid;
-  hdr.lrh.DLID = dlid;
-  hdr.bth.OpCode = 0x64;  // UD SEND Only
-  hdr.bth.DestQP = 0x10;
-  hdr.bth.P_Key = 0xFFFF;
-  hdr.deth.SrcQP = 0x20;
-  const std::vector<uint8_t> payload(8, 0x77);
-  return hca::BuildPacket(hdr, payload);
 }
 
 // Walks LID `dlid` from switch node `from` through the LFTs: the number of switches
@@ -87,7 +76,8 @@ TEST(StaticSubnet, EveryLidPairOfAFatTreeHasAMinHopPathAndNoLoop) {
   for (NodeIndex i = 0; i < t.nodes().size(); ++i) {
     for (uint8_t p = 0; p < b->subnet.lid[i].size(); ++p) {
       const bool cabled_ca_port = p != 0 && b->subnet.ca_port[i][p] >= 0;
-      if ((t.node(i).is_switch() && p == 0) || cabled_ca_port) routed.push_back(b->subnet.lid[i][p]);
+      if ((t.node(i).is_switch() && p == 0) || cabled_ca_port)
+        routed.push_back(b->subnet.lid[i][p]);
     }
   }
   int walks = 0;
@@ -118,7 +108,7 @@ TEST(StaticSubnet, ThePacketsOfTheDefaultFabricReachTheirLidAcrossItsSwitches) {
   for (const auto& [from, slid] : ca_ports) {
     for (const auto& [to, dlid] : ca_ports) {
       if (from == to) continue;
-      const std::vector<uint8_t> packet = UdPacket(slid, dlid);
+      const std::vector<uint8_t> packet = testing::UdPacket(slid, dlid, 0x77);
       (void)b->fabric.ca_link(static_cast<uint32_t>(from)).Transmit(packet);
       b->fabric.Pump();
       ASSERT_FALSE(b->got[static_cast<std::size_t>(to)].empty()) << slid << " -> " << dlid;
