@@ -8,13 +8,13 @@
 namespace softib::fabric {
 namespace {
 
-std::string Hex(uint64_t v) {
+std::string HexGuid(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
 
-bool Printable(const std::string& s) {
+bool AllPrintable(const std::string& s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
 }
@@ -99,13 +99,13 @@ std::string Topology::CheckNode(NodeIndex i) const {
     return who + ": unknown node type";
   if (n.name.empty() || n.name.size() > kMaxNodeName)
     return who + ": node id must be 1.." + std::to_string(kMaxNodeName) + " characters";
-  if (!Printable(n.name) || n.name.find_first_of("\"#@") != std::string::npos)
+  if (!AllPrintable(n.name) || n.name.find_first_of("\"#@") != std::string::npos)
     return who + ": node id may not hold control characters or any of \" # @";
   if (n.description.empty()) return who + ": empty node description";
   if (n.description.size() > kMaxNodeDescription)
     return who + ": node description is " + std::to_string(n.description.size()) +
            " bytes; at most " + std::to_string(kMaxNodeDescription);
-  if (!Printable(n.description) || n.description.find('"') != std::string::npos)
+  if (!AllPrintable(n.description) || n.description.find('"') != std::string::npos)
     return who + ": node description may not hold control characters or a double quote";
   if (n.num_ports == 0 || n.num_ports > kMaxPorts)
     return who + ": " + std::to_string(n.num_ports) + " ports; a node has 1..254";
@@ -135,7 +135,7 @@ std::string Topology::Validate(std::optional<NodeIndex>* culprit) {
       return "node " + n.name + ": duplicate node id (node #" + std::to_string(it->second) +
              " has it too)";
     if (auto [it, fresh] = by_guid_.emplace(n.guid, i); !fresh)
-      return "node " + n.name + ": duplicate node GUID " + Hex(n.guid) + " (also " +
+      return "node " + n.name + ": duplicate node GUID " + HexGuid(n.guid) + " (also " +
              nodes_[it->second].name + ")";
   }
   if (std::string e = CheckPorts(culprit); !e.empty()) return e;
@@ -160,10 +160,10 @@ std::string Topology::CheckPorts(std::optional<NodeIndex>* culprit) {
       const std::string who = "node " + n.name + " port " + std::to_string(p);
       if (port.guid == 0) return who + ": port GUID is 0";
       if (auto [it, fresh] = port_guids.emplace(port.guid, i); !fresh)
-        return who + ": duplicate port GUID " + Hex(port.guid) + " (also a port of " +
+        return who + ": duplicate port GUID " + HexGuid(port.guid) + " (also a port of " +
                nodes_[it->second].name + ")";
       if (auto it = by_guid_.find(port.guid); it != by_guid_.end() && it->second != i)
-        return who + ": port GUID " + Hex(port.guid) + " is the node GUID of " +
+        return who + ": port GUID " + HexGuid(port.guid) + " is the node GUID of " +
                nodes_[it->second].name;
       if (port.lmc > 7) return who + ": LMC " + std::to_string(port.lmc) + " out of range 0..7";
       if (port.lid > kMaxUnicastLid)

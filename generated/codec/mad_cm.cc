@@ -376,14 +376,6 @@ constinit const FormatDesc kCmaIpPrivateDataFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- ConnectRequest
 
@@ -551,7 +543,7 @@ std::vector<codec::Problem> ConnectRequest::Validate() const {
   codec::CheckFits(problems, "AlternateLocalACKTimeout", AlternateLocalACKTimeout, 5);
   codec::CheckFits(problems, "SAPSupported", SAPSupported, 1);
   codec::CheckFits(problems, "Reserved8", Reserved8, 2);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -598,7 +590,7 @@ std::vector<codec::Problem> MsgRcptAck::Validate() const {
   codec::CheckFits(problems, "Reserved1", Reserved1, 6);
   codec::CheckFits(problems, "ServiceTimeout", ServiceTimeout, 5);
   codec::CheckFits(problems, "Reserved2", Reserved2, 3);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -649,7 +641,7 @@ std::vector<codec::Problem> ConnectReject::Validate() const {
   codec::CheckFits(problems, "Reserved1", Reserved1, 6);
   codec::CheckFits(problems, "RejectedInfoLength", RejectedInfoLength, 7);
   codec::CheckFits(problems, "Reserved2", Reserved2, 1);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -725,7 +717,7 @@ std::vector<codec::Problem> ConnectReply::Validate() const {
   codec::CheckFits(problems, "RNRRetryCount", RNRRetryCount, 3);
   codec::CheckFits(problems, "SRQ", SRQ, 1);
   codec::CheckFits(problems, "Reserved1", Reserved1, 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -760,7 +752,7 @@ std::array<uint8_t, ReadyToUse::kSize> ReadyToUse::Pack() const {
 
 std::vector<codec::Problem> ReadyToUse::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -800,7 +792,7 @@ std::array<uint8_t, DisconnectRequest::kSize> DisconnectRequest::Pack() const {
 std::vector<codec::Problem> DisconnectRequest::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "RemoteQPNEECN", RemoteQPNEECN, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -835,7 +827,7 @@ std::array<uint8_t, DisconnectReply::kSize> DisconnectReply::Pack() const {
 
 std::vector<codec::Problem> DisconnectReply::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -874,7 +866,7 @@ std::array<uint8_t, ServiceIDResReq::kSize> ServiceIDResReq::Pack() const {
 
 std::vector<codec::Problem> ServiceIDResReq::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -926,7 +918,7 @@ std::array<uint8_t, ServiceIDResReqResp::kSize> ServiceIDResReqResp::Pack() cons
 std::vector<codec::Problem> ServiceIDResReqResp::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "QPN", QPN, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1013,7 +1005,7 @@ std::vector<codec::Problem> LoadAlternatePath::Validate() const {
   codec::CheckFits(problems, "Reserved6", Reserved6, 3);
   codec::CheckFits(problems, "AlternateLocalACKTimeout", AlternateLocalACKTimeout, 5);
   codec::CheckFits(problems, "Reserved7", Reserved7, 3);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1058,7 +1050,7 @@ std::array<uint8_t, AlternatePathResponse::kSize> AlternatePathResponse::Pack() 
 
 std::vector<codec::Problem> AlternatePathResponse::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1103,7 +1095,7 @@ std::vector<codec::Problem> CmaIpPrivateData::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "IPVersion", IPVersion, 4);
   codec::CheckFits(problems, "Reserved1", Reserved1, 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

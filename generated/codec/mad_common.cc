@@ -289,14 +289,6 @@ constinit const FormatDesc kClassPortInfoFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- MadHeader
 
@@ -345,7 +337,7 @@ std::vector<codec::Problem> MadHeader::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "R", R, 1);
   codec::CheckFits(problems, "Method", Method, 7);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -406,7 +398,7 @@ std::vector<codec::Problem> SmpLid::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "R", R, 1);
   codec::CheckFits(problems, "Method", Method, 7);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -479,7 +471,7 @@ std::vector<codec::Problem> SmpDr::Validate() const {
   codec::CheckFits(problems, "Method", Method, 7);
   codec::CheckFits(problems, "D", D, 1);
   codec::CheckFits(problems, "Status", Status, 15);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -524,7 +516,7 @@ std::vector<codec::Problem> RmppHeader::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "RRespTime", RRespTime, 5);
   codec::CheckFits(problems, "RMPPFlags", RMPPFlags, 3);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -603,7 +595,7 @@ std::vector<codec::Problem> SaHeader::Validate() const {
   codec::CheckFits(problems, "Method", Method, 7);
   codec::CheckFits(problems, "RRespTime", RRespTime, 5);
   codec::CheckFits(problems, "RMPPFlags", RMPPFlags, 3);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -660,7 +652,7 @@ std::vector<codec::Problem> PerfMgtMad::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "R", R, 1);
   codec::CheckFits(problems, "Method", Method, 7);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -717,7 +709,7 @@ std::vector<codec::Problem> DevMgtMad::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "R", R, 1);
   codec::CheckFits(problems, "Method", Method, 7);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -772,7 +764,7 @@ std::vector<codec::Problem> CmMad::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "R", R, 1);
   codec::CheckFits(problems, "Method", Method, 7);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -855,7 +847,7 @@ std::vector<codec::Problem> ClassPortInfo::Validate() const {
   codec::CheckFits(problems, "TrapSL", TrapSL, 4);
   codec::CheckFits(problems, "TrapFL", TrapFL, 20);
   codec::CheckFits(problems, "TrapQP", TrapQP, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

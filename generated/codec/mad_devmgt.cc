@@ -101,14 +101,6 @@ constinit const FormatDesc kServiceEntriesFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- IOUnitInfo
 
@@ -153,7 +145,7 @@ std::vector<codec::Problem> IOUnitInfo::Validate() const {
   codec::CheckFits(problems, "OptionROM", OptionROM, 1);
   for (std::size_t i = 0; i < 256; ++i)
     codec::CheckFits(problems, "ControllerList", i, ControllerList[i], 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -235,7 +227,7 @@ std::vector<codec::Problem> IOControllerProfile::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "VendorID", VendorID, 24);
   codec::CheckFits(problems, "SubsystemVendorID", SubsystemVendorID, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -273,7 +265,7 @@ std::array<uint8_t, ServiceEntries::kSize> ServiceEntries::Pack() const {
 
 std::vector<codec::Problem> ServiceEntries::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

@@ -138,14 +138,6 @@ constinit const FormatDesc kPortCountersExtendedFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- PortSamplesControl
 
@@ -228,7 +220,7 @@ std::vector<codec::Problem> PortSamplesControl::Validate() const {
   codec::CheckFits(problems, "CounterMasks10to14", CounterMasks10to14, 15);
   codec::CheckFits(problems, "Reserved4", Reserved4, 6);
   codec::CheckFits(problems, "SampleStatus", SampleStatus, 2);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -303,7 +295,7 @@ std::vector<codec::Problem> PortCounters::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "LocalLinkIntegrityErrors", LocalLinkIntegrityErrors, 4);
   codec::CheckFits(problems, "ExcessiveBufferOverrunErrors", ExcessiveBufferOverrunErrors, 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -386,7 +378,7 @@ std::array<uint8_t, PortCountersExtended::kSize> PortCountersExtended::Pack() co
 
 std::vector<codec::Problem> PortCountersExtended::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

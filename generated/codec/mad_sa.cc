@@ -586,14 +586,6 @@ constinit const FormatDesc kMultiPathRecordFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- NodeRecord
 
@@ -649,7 +641,7 @@ std::array<uint8_t, NodeRecord::kSize> NodeRecord::Pack() const {
 std::vector<codec::Problem> NodeRecord::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "VendorID", VendorID, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -830,7 +822,7 @@ std::vector<codec::Problem> PortInfoRecord::Validate() const {
   codec::CheckFits(problems, "LinkSpeedExtSupported", LinkSpeedExtSupported, 4);
   codec::CheckFits(problems, "Reserved5", Reserved5, 3);
   codec::CheckFits(problems, "LinkSpeedExtEnabled", LinkSpeedExtEnabled, 5);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -874,7 +866,7 @@ std::array<uint8_t, SLtoVLMappingTableRecord::kSize> SLtoVLMappingTableRecord::P
 std::vector<codec::Problem> SLtoVLMappingTableRecord::Validate() const {
   std::vector<codec::Problem> problems;
   for (std::size_t i = 0; i < 16; ++i) codec::CheckFits(problems, "SLtoVL", i, SLtoVL[i], 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -958,7 +950,7 @@ std::vector<codec::Problem> SwitchInfoRecord::Validate() const {
   codec::CheckFits(problems, "FilterRawOutboundCap", FilterRawOutboundCap, 1);
   codec::CheckFits(problems, "EnhancedPort0", EnhancedPort0, 1);
   codec::CheckFits(problems, "Reserved2", Reserved2, 11);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -999,7 +991,7 @@ std::array<uint8_t, LinearForwardingTableRecord::kSize> LinearForwardingTableRec
 
 std::vector<codec::Problem> LinearForwardingTableRecord::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1051,7 +1043,7 @@ std::vector<codec::Problem> MulticastForwardingTableRecord::Validate() const {
   codec::CheckFits(problems, "Position", Position, 4);
   codec::CheckFits(problems, "Reserved1", Reserved1, 3);
   codec::CheckFits(problems, "BlockNum", BlockNum, 9);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1098,7 +1090,7 @@ std::vector<codec::Problem> SMInfoRecord::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "Priority", Priority, 4);
   codec::CheckFits(problems, "SMState", SMState, 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1157,7 +1149,7 @@ std::vector<codec::Problem> InformInfo::Validate() const {
   codec::CheckFits(problems, "Reserved2", Reserved2, 3);
   codec::CheckFits(problems, "RespTimeValue", RespTimeValue, 5);
   codec::CheckFits(problems, "ProducerTypeVendorID", ProducerTypeVendorID, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1223,7 +1215,7 @@ std::vector<codec::Problem> InformInfoRecord::Validate() const {
   codec::CheckFits(problems, "Reserved3", Reserved3, 3);
   codec::CheckFits(problems, "RespTimeValue", RespTimeValue, 5);
   codec::CheckFits(problems, "ProducerTypeVendorID", ProducerTypeVendorID, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1260,7 +1252,7 @@ std::array<uint8_t, LinkRecord::kSize> LinkRecord::Pack() const {
 
 std::vector<codec::Problem> LinkRecord::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1313,7 +1305,7 @@ std::array<uint8_t, GUIDInfoRecord::kSize> GUIDInfoRecord::Pack() const {
 
 std::vector<codec::Problem> GUIDInfoRecord::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1416,7 +1408,7 @@ std::array<uint8_t, ServiceRecord::kSize> ServiceRecord::Pack() const {
 
 std::vector<codec::Problem> ServiceRecord::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1459,7 +1451,7 @@ std::array<uint8_t, P_KeyTableRecord::kSize> P_KeyTableRecord::Pack() const {
 std::vector<codec::Problem> P_KeyTableRecord::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "Reserved1", Reserved1, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1556,7 +1548,7 @@ std::vector<codec::Problem> PathRecord::Validate() const {
   codec::CheckFits(problems, "PacketLifeTime", PacketLifeTime, 6);
   codec::CheckFits(problems, "ReversePathPKeyMemberBit", ReversePathPKeyMemberBit, 2);
   codec::CheckFits(problems, "Reserved2", Reserved2, 14);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1635,7 +1627,7 @@ std::vector<codec::Problem> MCMemberRecord::Validate() const {
   codec::CheckFits(problems, "JoinState", JoinState, 4);
   codec::CheckFits(problems, "ProxyJoin", ProxyJoin, 1);
   codec::CheckFits(problems, "Reserved1", Reserved1, 23);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1726,7 +1718,7 @@ std::vector<codec::Problem> MultiPathRecord::Validate() const {
   codec::CheckFits(problems, "IndependenceSelector", IndependenceSelector, 2);
   codec::CheckFits(problems, "GIDScope", GIDScope, 6);
   codec::CheckFits(problems, "ServiceID56LSB", ServiceID56LSB, 56);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

@@ -520,14 +520,6 @@ constinit const FormatDesc kTrap144DetailsFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- NodeDescription
 
@@ -554,7 +546,7 @@ std::array<uint8_t, NodeDescription::kSize> NodeDescription::Pack() const {
 
 std::vector<codec::Problem> NodeDescription::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -608,7 +600,7 @@ std::array<uint8_t, NodeInfo::kSize> NodeInfo::Pack() const {
 std::vector<codec::Problem> NodeInfo::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "VendorID", VendorID, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -686,7 +678,7 @@ std::vector<codec::Problem> SwitchInfo::Validate() const {
   codec::CheckFits(problems, "FilterRawOutboundCap", FilterRawOutboundCap, 1);
   codec::CheckFits(problems, "EnhancedPort0", EnhancedPort0, 1);
   codec::CheckFits(problems, "Reserved1", Reserved1, 11);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -719,7 +711,7 @@ std::array<uint8_t, GUIDInfo::kSize> GUIDInfo::Pack() const {
 
 std::vector<codec::Problem> GUIDInfo::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -894,7 +886,7 @@ std::vector<codec::Problem> PortInfo::Validate() const {
   codec::CheckFits(problems, "LinkSpeedExtSupported", LinkSpeedExtSupported, 4);
   codec::CheckFits(problems, "Reserved4", Reserved4, 3);
   codec::CheckFits(problems, "LinkSpeedExtEnabled", LinkSpeedExtEnabled, 5);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -928,7 +920,7 @@ std::array<uint8_t, P_KeyTable::kSize> P_KeyTable::Pack() const {
 
 std::vector<codec::Problem> P_KeyTable::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -964,7 +956,7 @@ std::array<uint8_t, SLtoVLMappingTable::kSize> SLtoVLMappingTable::Pack() const 
 std::vector<codec::Problem> SLtoVLMappingTable::Validate() const {
   std::vector<codec::Problem> problems;
   for (std::size_t i = 0; i < 16; ++i) codec::CheckFits(problems, "SLtoVL", i, SLtoVL[i], 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1009,7 +1001,7 @@ std::vector<codec::Problem> VLArbitrationTable::Validate() const {
   std::vector<codec::Problem> problems;
   for (std::size_t i = 0; i < 32; ++i) codec::CheckFits(problems, "Reserved", i, Reserved[i], 4);
   for (std::size_t i = 0; i < 32; ++i) codec::CheckFits(problems, "VL", i, VL[i], 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1044,7 +1036,7 @@ std::array<uint8_t, LinearForwardingTable::kSize> LinearForwardingTable::Pack() 
 
 std::vector<codec::Problem> LinearForwardingTable::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1101,7 +1093,7 @@ std::vector<codec::Problem> RandomForwardingTable::Validate() const {
   for (std::size_t i = 0; i < 16; ++i) codec::CheckFits(problems, "Valid", i, Valid[i], 1);
   for (std::size_t i = 0; i < 16; ++i) codec::CheckFits(problems, "LMC", i, LMC[i], 3);
   for (std::size_t i = 0; i < 16; ++i) codec::CheckFits(problems, "Reserved", i, Reserved[i], 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1139,7 +1131,7 @@ std::array<uint8_t, MulticastForwardingTable::kSize> MulticastForwardingTable::P
 
 std::vector<codec::Problem> MulticastForwardingTable::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1182,7 +1174,7 @@ std::vector<codec::Problem> SMInfo::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "Priority", Priority, 4);
   codec::CheckFits(problems, "SMState", SMState, 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1217,7 +1209,7 @@ std::array<uint8_t, VendorDiag::kSize> VendorDiag::Pack() const {
 
 std::vector<codec::Problem> VendorDiag::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1252,7 +1244,7 @@ std::vector<codec::Problem> LedInfo::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "LedMask", LedMask, 1);
   codec::CheckFits(problems, "Reserved1", Reserved1, 31);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1302,7 +1294,7 @@ std::vector<codec::Problem> SmpNotice::Validate() const {
   codec::CheckFits(problems, "ProducerTypeVendorID", ProducerTypeVendorID, 24);
   codec::CheckFits(problems, "NoticeToggle", NoticeToggle, 1);
   codec::CheckFits(problems, "NoticeCount", NoticeCount, 15);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1354,7 +1346,7 @@ std::vector<codec::Problem> Notice::Validate() const {
   codec::CheckFits(problems, "ProducerTypeVendorID", ProducerTypeVendorID, 24);
   codec::CheckFits(problems, "NoticeToggle", NoticeToggle, 1);
   codec::CheckFits(problems, "NoticeCount", NoticeCount, 15);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1390,7 +1382,7 @@ std::array<uint8_t, Trap64_65Details::kSize> Trap64_65Details::Pack() const {
 std::vector<codec::Problem> Trap64_65Details::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "Reserved1", Reserved1, 48);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1423,7 +1415,7 @@ std::array<uint8_t, Trap128Details::kSize> Trap128Details::Pack() const {
 
 std::vector<codec::Problem> Trap128Details::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -1489,7 +1481,7 @@ std::vector<codec::Problem> Trap144Details::Validate() const {
   codec::CheckFits(problems, "LinkSpeedEnabledChange", LinkSpeedEnabledChange, 1);
   codec::CheckFits(problems, "LinkWidthEnabledChange", LinkWidthEnabledChange, 1);
   codec::CheckFits(problems, "NodeDescriptionChange", NodeDescriptionChange, 1);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

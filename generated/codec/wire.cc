@@ -217,14 +217,6 @@ constinit const FormatDesc kIETHFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::wire {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- LRH
 
@@ -274,7 +266,7 @@ std::vector<codec::Problem> LRH::Validate() const {
   codec::CheckFits(problems, "LNH", LNH, 2);
   codec::CheckFits(problems, "Reserved2", Reserved2, 5);
   codec::CheckFits(problems, "PktLen", PktLen, 11);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -321,7 +313,7 @@ std::vector<codec::Problem> GRH::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "IPVer", IPVer, 4);
   codec::CheckFits(problems, "FlowLabel", FlowLabel, 20);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -380,7 +372,7 @@ std::vector<codec::Problem> BTH::Validate() const {
   codec::CheckFits(problems, "A", A, 1);
   codec::CheckFits(problems, "Reserved2", Reserved2, 7);
   codec::CheckFits(problems, "PSN", PSN, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -414,7 +406,7 @@ std::array<uint8_t, RDETH::kSize> RDETH::Pack() const {
 std::vector<codec::Problem> RDETH::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "EECnxt", EECnxt, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -450,7 +442,7 @@ std::array<uint8_t, DETH::kSize> DETH::Pack() const {
 std::vector<codec::Problem> DETH::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "SrcQP", SrcQP, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -485,7 +477,7 @@ std::array<uint8_t, RETH::kSize> RETH::Pack() const {
 
 std::vector<codec::Problem> RETH::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -522,7 +514,7 @@ std::array<uint8_t, AtomicETH::kSize> AtomicETH::Pack() const {
 
 std::vector<codec::Problem> AtomicETH::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -556,7 +548,7 @@ std::array<uint8_t, AETH::kSize> AETH::Pack() const {
 std::vector<codec::Problem> AETH::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "MSN", MSN, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -587,7 +579,7 @@ std::array<uint8_t, AtomicAckETH::kSize> AtomicAckETH::Pack() const {
 
 std::vector<codec::Problem> AtomicAckETH::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -618,7 +610,7 @@ std::array<uint8_t, ImmDt::kSize> ImmDt::Pack() const {
 
 std::vector<codec::Problem> ImmDt::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -649,7 +641,7 @@ std::array<uint8_t, IETH::kSize> IETH::Pack() const {
 
 std::vector<codec::Problem> IETH::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

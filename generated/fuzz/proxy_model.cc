@@ -24,14 +24,14 @@ using user::Overlapped;
 using user::Status;
 
 template <typename T>
-T LoadIn(std::span<const uint8_t> input) {
+T LoadProxyIn(std::span<const uint8_t> input) {
   T value{};
   if (!input.empty()) std::memcpy(&value, input.data(), std::min(sizeof(T), input.size()));
   return value;
 }
 
 template <typename T>
-std::vector<T> LoadElems(std::span<const uint8_t> input, std::size_t fixed) {
+std::vector<T> LoadProxyElems(std::span<const uint8_t> input, std::size_t fixed) {
   const std::size_t n = input.size() > fixed ? (input.size() - fixed) / sizeof(T) : 0;
   std::vector<T> out(n);
   if (n != 0) std::memcpy(out.data(), input.data() + fixed, n * sizeof(T));
@@ -40,322 +40,322 @@ std::vector<T> LoadElems(std::span<const uint8_t> input, std::size_t fixed) {
 
 Status ProxyGetCaGuids(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetCaGuidsIn>(input);
+  const auto in = LoadProxyIn<abi::GetCaGuidsIn>(input);
   return user::proxy::GetCaGuidsAsync(device, in, output.data(),
                                       static_cast<uint32_t>(output.size()), overlapped);
 }
 
 Status ProxyOpenCa(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                    [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::OpenCaIn>(input);
+  const auto in = LoadProxyIn<abi::OpenCaIn>(input);
   return user::proxy::OpenCaAsync(device, in, *reinterpret_cast<abi::OpenCaOut*>(output.data()),
                                   overlapped);
 }
 
 Status ProxyQueryCa(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryCaIn>(input);
+  const auto in = LoadProxyIn<abi::QueryCaIn>(input);
   return user::proxy::QueryCaAsync(device, in, output.data(), static_cast<uint32_t>(output.size()),
                                    overlapped);
 }
 
 Status ProxyQueryGidTable(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                           [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryGidTableIn>(input);
+  const auto in = LoadProxyIn<abi::QueryGidTableIn>(input);
   return user::proxy::QueryGidTableAsync(device, in, output.data(),
                                          static_cast<uint32_t>(output.size()), overlapped);
 }
 
 Status ProxyQueryPkeyTable(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                            [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryPkeyTableIn>(input);
+  const auto in = LoadProxyIn<abi::QueryPkeyTableIn>(input);
   return user::proxy::QueryPkeyTableAsync(device, in, output.data(),
                                           static_cast<uint32_t>(output.size()), overlapped);
 }
 
 Status ProxyModifyCa(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::ModifyCaIn>(input);
+  const auto in = LoadProxyIn<abi::ModifyCaIn>(input);
   return user::proxy::ModifyCaAsync(device, in, overlapped);
 }
 
 Status ProxyCloseCa(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CloseCaIn>(input);
+  const auto in = LoadProxyIn<abi::CloseCaIn>(input);
   return user::proxy::CloseCaAsync(device, in, overlapped);
 }
 
 Status ProxyCiCall(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                    [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CiCallIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CiCallIn));
+  const auto in = LoadProxyIn<abi::CiCallIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CiCallIn));
   return user::proxy::CiCallAsync(device, in, std::span<const uint8_t>(elems), output.data(),
                                   static_cast<uint32_t>(output.size()), overlapped);
 }
 
 Status ProxyLocalMad(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::LocalMadIn>(input);
+  const auto in = LoadProxyIn<abi::LocalMadIn>(input);
   return user::proxy::LocalMadAsync(device, in, *reinterpret_cast<abi::LocalMadOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyAllocPd(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::AllocPdIn>(input);
+  const auto in = LoadProxyIn<abi::AllocPdIn>(input);
   return user::proxy::AllocPdAsync(device, in, *reinterpret_cast<abi::AllocPdOut*>(output.data()),
                                    overlapped);
 }
 
 Status ProxyDeallocPd(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DeallocPdIn>(input);
+  const auto in = LoadProxyIn<abi::DeallocPdIn>(input);
   return user::proxy::DeallocPdAsync(device, in, overlapped);
 }
 
 Status ProxyCreateAv(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CreateAvIn>(input);
+  const auto in = LoadProxyIn<abi::CreateAvIn>(input);
   return user::proxy::CreateAvAsync(device, in, *reinterpret_cast<abi::CreateAvOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyQueryAv(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryAvIn>(input);
+  const auto in = LoadProxyIn<abi::QueryAvIn>(input);
   return user::proxy::QueryAvAsync(device, in, *reinterpret_cast<abi::QueryAvOut*>(output.data()),
                                    overlapped);
 }
 
 Status ProxyModifyAv(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::ModifyAvIn>(input);
+  const auto in = LoadProxyIn<abi::ModifyAvIn>(input);
   return user::proxy::ModifyAvAsync(device, in, overlapped);
 }
 
 Status ProxyDestroyAv(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DestroyAvIn>(input);
+  const auto in = LoadProxyIn<abi::DestroyAvIn>(input);
   return user::proxy::DestroyAvAsync(device, in, overlapped);
 }
 
 Status ProxyCreateQp(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CreateQpIn>(input);
+  const auto in = LoadProxyIn<abi::CreateQpIn>(input);
   return user::proxy::CreateQpAsync(device, in, *reinterpret_cast<abi::CreateQpOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyGetSpecialQp(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                          [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetSpecialQpIn>(input);
+  const auto in = LoadProxyIn<abi::GetSpecialQpIn>(input);
   return user::proxy::GetSpecialQpAsync(
       device, in, *reinterpret_cast<abi::GetSpecialQpOut*>(output.data()), overlapped);
 }
 
 Status ProxyQueryQp(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryQpIn>(input);
+  const auto in = LoadProxyIn<abi::QueryQpIn>(input);
   return user::proxy::QueryQpAsync(device, in, *reinterpret_cast<abi::QueryQpOut*>(output.data()),
                                    overlapped);
 }
 
 Status ProxyModifyQp(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::ModifyQpIn>(input);
+  const auto in = LoadProxyIn<abi::ModifyQpIn>(input);
   return user::proxy::ModifyQpAsync(device, in, overlapped);
 }
 
 Status ProxyDestroyQp(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DestroyQpIn>(input);
+  const auto in = LoadProxyIn<abi::DestroyQpIn>(input);
   return user::proxy::DestroyQpAsync(device, in, overlapped);
 }
 
 Status ProxyCreateSrq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CreateSrqIn>(input);
+  const auto in = LoadProxyIn<abi::CreateSrqIn>(input);
   return user::proxy::CreateSrqAsync(
       device, in, *reinterpret_cast<abi::CreateSrqOut*>(output.data()), overlapped);
 }
 
 Status ProxyQuerySrq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QuerySrqIn>(input);
+  const auto in = LoadProxyIn<abi::QuerySrqIn>(input);
   return user::proxy::QuerySrqAsync(device, in, *reinterpret_cast<abi::QuerySrqOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyModifySrq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::ModifySrqIn>(input);
+  const auto in = LoadProxyIn<abi::ModifySrqIn>(input);
   return user::proxy::ModifySrqAsync(device, in, overlapped);
 }
 
 Status ProxyDestroySrq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DestroySrqIn>(input);
+  const auto in = LoadProxyIn<abi::DestroySrqIn>(input);
   return user::proxy::DestroySrqAsync(device, in, overlapped);
 }
 
 Status ProxyCreateCq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CreateCqIn>(input);
+  const auto in = LoadProxyIn<abi::CreateCqIn>(input);
   return user::proxy::CreateCqAsync(device, in, *reinterpret_cast<abi::CreateCqOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyQueryCq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryCqIn>(input);
+  const auto in = LoadProxyIn<abi::QueryCqIn>(input);
   return user::proxy::QueryCqAsync(device, in, *reinterpret_cast<abi::QueryCqOut*>(output.data()),
                                    overlapped);
 }
 
 Status ProxyModifyCq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::ModifyCqIn>(input);
+  const auto in = LoadProxyIn<abi::ModifyCqIn>(input);
   return user::proxy::ModifyCqAsync(device, in, *reinterpret_cast<abi::ModifyCqOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyDestroyCq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DestroyCqIn>(input);
+  const auto in = LoadProxyIn<abi::DestroyCqIn>(input);
   return user::proxy::DestroyCqAsync(device, in, overlapped);
 }
 
 Status ProxyRegMem(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                    [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::RegMemIn>(input);
+  const auto in = LoadProxyIn<abi::RegMemIn>(input);
   return user::proxy::RegMemAsync(device, in, *reinterpret_cast<abi::RegMemOut*>(output.data()),
                                   overlapped);
 }
 
 Status ProxyQueryMr(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryMrIn>(input);
+  const auto in = LoadProxyIn<abi::QueryMrIn>(input);
   return user::proxy::QueryMrAsync(device, in, *reinterpret_cast<abi::QueryMrOut*>(output.data()),
                                    overlapped);
 }
 
 Status ProxyReregMem(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::ReregMemIn>(input);
+  const auto in = LoadProxyIn<abi::ReregMemIn>(input);
   return user::proxy::ReregMemAsync(device, in, *reinterpret_cast<abi::ReregMemOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyRegShared(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::RegSharedIn>(input);
+  const auto in = LoadProxyIn<abi::RegSharedIn>(input);
   return user::proxy::RegSharedAsync(
       device, in, *reinterpret_cast<abi::RegSharedOut*>(output.data()), overlapped);
 }
 
 Status ProxyDeregMr(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DeregMrIn>(input);
+  const auto in = LoadProxyIn<abi::DeregMrIn>(input);
   return user::proxy::DeregMrAsync(device, in, overlapped);
 }
 
 Status ProxyCreateMw(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CreateMwIn>(input);
+  const auto in = LoadProxyIn<abi::CreateMwIn>(input);
   return user::proxy::CreateMwAsync(device, in, *reinterpret_cast<abi::CreateMwOut*>(output.data()),
                                     overlapped);
 }
 
 Status ProxyQueryMw(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryMwIn>(input);
+  const auto in = LoadProxyIn<abi::QueryMwIn>(input);
   return user::proxy::QueryMwAsync(device, in, *reinterpret_cast<abi::QueryMwOut*>(output.data()),
                                    overlapped);
 }
 
 Status ProxyDestroyMw(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DestroyMwIn>(input);
+  const auto in = LoadProxyIn<abi::DestroyMwIn>(input);
   return user::proxy::DestroyMwAsync(device, in, overlapped);
 }
 
 Status ProxyAttachMcast(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::AttachMcastIn>(input);
+  const auto in = LoadProxyIn<abi::AttachMcastIn>(input);
   return user::proxy::AttachMcastAsync(
       device, in, *reinterpret_cast<abi::AttachMcastOut*>(output.data()), overlapped);
 }
 
 Status ProxyDetachMcast(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DetachMcastIn>(input);
+  const auto in = LoadProxyIn<abi::DetachMcastIn>(input);
   return user::proxy::DetachMcastAsync(device, in, overlapped);
 }
 
 Status ProxyRegisterPnp(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::RegisterPnpIn>(input);
+  const auto in = LoadProxyIn<abi::RegisterPnpIn>(input);
   return user::proxy::RegisterPnpAsync(
       device, in, *reinterpret_cast<abi::RegisterPnpOut*>(output.data()), overlapped);
 }
 
 Status ProxyDeregisterPnp(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                           [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DeregisterPnpIn>(input);
+  const auto in = LoadProxyIn<abi::DeregisterPnpIn>(input);
   return user::proxy::DeregisterPnpAsync(device, in, overlapped);
 }
 
 Status ProxyCreateMadPool(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                           [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CreateMadPoolIn>(input);
+  const auto in = LoadProxyIn<abi::CreateMadPoolIn>(input);
   return user::proxy::CreateMadPoolAsync(
       device, in, *reinterpret_cast<abi::CreateMadPoolOut*>(output.data()), overlapped);
 }
 
 Status ProxyDestroyMadPool(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                            [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DestroyMadPoolIn>(input);
+  const auto in = LoadProxyIn<abi::DestroyMadPoolIn>(input);
   return user::proxy::DestroyMadPoolAsync(device, in, overlapped);
 }
 
 Status ProxyRegMadSvc(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::RegMadSvcIn>(input);
+  const auto in = LoadProxyIn<abi::RegMadSvcIn>(input);
   return user::proxy::RegMadSvcAsync(
       device, in, *reinterpret_cast<abi::RegMadSvcOut*>(output.data()), overlapped);
 }
 
 Status ProxyDeregMadSvc(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DeregMadSvcIn>(input);
+  const auto in = LoadProxyIn<abi::DeregMadSvcIn>(input);
   return user::proxy::DeregMadSvcAsync(device, in, overlapped);
 }
 
 Status ProxySendMad(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                     [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::SendMadIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::SendMadIn));
+  const auto in = LoadProxyIn<abi::SendMadIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::SendMadIn));
   return user::proxy::SendMadAsync(device, in, std::span<const uint8_t>(elems),
                                    *reinterpret_cast<abi::SendMadOut*>(output.data()), overlapped);
 }
 
 Status ProxyCancelMad(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CancelMadIn>(input);
+  const auto in = LoadProxyIn<abi::CancelMadIn>(input);
   return user::proxy::CancelMadAsync(device, in, overlapped);
 }
 
 Status ProxyGetMadEvent(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetMadEventIn>(input);
+  const auto in = LoadProxyIn<abi::GetMadEventIn>(input);
   return user::proxy::GetMadEventAsync(device, in, output.data(),
                                        static_cast<uint32_t>(output.size()), overlapped);
 }
 
 Status ProxySendSaRequest(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                           [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::SendSaRequestIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::SendSaRequestIn));
+  const auto in = LoadProxyIn<abi::SendSaRequestIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::SendSaRequestIn));
   return user::proxy::SendSaRequestAsync(device, in, std::span<const uint8_t>(elems),
                                          *reinterpret_cast<abi::SendSaRequestOut*>(output.data()),
                                          overlapped);
@@ -363,136 +363,136 @@ Status ProxySendSaRequest(DeviceHandle device, [[maybe_unused]] std::span<const 
 
 Status ProxyGetSaResponse(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                           [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetSaResponseIn>(input);
+  const auto in = LoadProxyIn<abi::GetSaResponseIn>(input);
   return user::proxy::GetSaResponseAsync(device, in, output.data(),
                                          static_cast<uint32_t>(output.size()), overlapped);
 }
 
 Status ProxyCancelSaRequest(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                             [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CancelSaRequestIn>(input);
+  const auto in = LoadProxyIn<abi::CancelSaRequestIn>(input);
   return user::proxy::CancelSaRequestAsync(device, in, overlapped);
 }
 
 Status ProxyRegisterService(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                             [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::RegisterServiceIn>(input);
+  const auto in = LoadProxyIn<abi::RegisterServiceIn>(input);
   return user::proxy::RegisterServiceAsync(
       device, in, *reinterpret_cast<abi::RegisterServiceOut*>(output.data()), overlapped);
 }
 
 Status ProxyDeregisterService(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                               [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DeregisterServiceIn>(input);
+  const auto in = LoadProxyIn<abi::DeregisterServiceIn>(input);
   return user::proxy::DeregisterServiceAsync(device, in, overlapped);
 }
 
 Status ProxyJoinMcast(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::JoinMcastIn>(input);
+  const auto in = LoadProxyIn<abi::JoinMcastIn>(input);
   return user::proxy::JoinMcastAsync(
       device, in, *reinterpret_cast<abi::JoinMcastOut*>(output.data()), overlapped);
 }
 
 Status ProxyLeaveMcast(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::LeaveMcastIn>(input);
+  const auto in = LoadProxyIn<abi::LeaveMcastIn>(input);
   return user::proxy::LeaveMcastAsync(device, in, overlapped);
 }
 
 Status ProxyCreateCep(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CreateCepIn>(input);
+  const auto in = LoadProxyIn<abi::CreateCepIn>(input);
   return user::proxy::CreateCepAsync(
       device, in, *reinterpret_cast<abi::CreateCepOut*>(output.data()), overlapped);
 }
 
 Status ProxyDestroyCep(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::DestroyCepIn>(input);
+  const auto in = LoadProxyIn<abi::DestroyCepIn>(input);
   return user::proxy::DestroyCepAsync(device, in, overlapped);
 }
 
 Status ProxyCepListen(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepListenIn>(input);
+  const auto in = LoadProxyIn<abi::CepListenIn>(input);
   return user::proxy::CepListenAsync(device, in, overlapped);
 }
 
 Status ProxyCepSendReq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendReqIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendReqIn));
+  const auto in = LoadProxyIn<abi::CepSendReqIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendReqIn));
   return user::proxy::CepSendReqAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendRep(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendRepIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendRepIn));
+  const auto in = LoadProxyIn<abi::CepSendRepIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendRepIn));
   return user::proxy::CepSendRepAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendRtu(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendRtuIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendRtuIn));
+  const auto in = LoadProxyIn<abi::CepSendRtuIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendRtuIn));
   return user::proxy::CepSendRtuAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendRej(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendRejIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendRejIn));
+  const auto in = LoadProxyIn<abi::CepSendRejIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendRejIn));
   return user::proxy::CepSendRejAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendMra(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendMraIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendMraIn));
+  const auto in = LoadProxyIn<abi::CepSendMraIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendMraIn));
   return user::proxy::CepSendMraAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendLap(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendLapIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendLapIn));
+  const auto in = LoadProxyIn<abi::CepSendLapIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendLapIn));
   return user::proxy::CepSendLapAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendApr(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendAprIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendAprIn));
+  const auto in = LoadProxyIn<abi::CepSendAprIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendAprIn));
   return user::proxy::CepSendAprAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendDreq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendDreqIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendDreqIn));
+  const auto in = LoadProxyIn<abi::CepSendDreqIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendDreqIn));
   return user::proxy::CepSendDreqAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendDrep(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendDrepIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendDrepIn));
+  const auto in = LoadProxyIn<abi::CepSendDrepIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendDrepIn));
   return user::proxy::CepSendDrepAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendSidrReq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                            [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendSidrReqIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendSidrReqIn));
+  const auto in = LoadProxyIn<abi::CepSendSidrReqIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendSidrReqIn));
   return user::proxy::CepSendSidrReqAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
 Status ProxyCepSendSidrRep(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                            [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepSendSidrRepIn>(input);
-  const auto elems = LoadElems<uint8_t>(input, sizeof(abi::CepSendSidrRepIn));
+  const auto in = LoadProxyIn<abi::CepSendSidrRepIn>(input);
+  const auto elems = LoadProxyElems<uint8_t>(input, sizeof(abi::CepSendSidrRepIn));
   return user::proxy::CepSendSidrRepAsync(device, in, std::span<const uint8_t>(elems), overlapped);
 }
 
@@ -500,7 +500,7 @@ Status ProxyCepGetRtrAttributes(DeviceHandle device,
                                 [[maybe_unused]] std::span<const uint8_t> input,
                                 [[maybe_unused]] std::span<uint8_t> output,
                                 Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepGetRtrAttributesIn>(input);
+  const auto in = LoadProxyIn<abi::CepGetRtrAttributesIn>(input);
   return user::proxy::CepGetRtrAttributesAsync(
       device, in, *reinterpret_cast<abi::CepGetRtrAttributesOut*>(output.data()), overlapped);
 }
@@ -509,84 +509,84 @@ Status ProxyCepGetRtsAttributes(DeviceHandle device,
                                 [[maybe_unused]] std::span<const uint8_t> input,
                                 [[maybe_unused]] std::span<uint8_t> output,
                                 Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepGetRtsAttributesIn>(input);
+  const auto in = LoadProxyIn<abi::CepGetRtsAttributesIn>(input);
   return user::proxy::CepGetRtsAttributesAsync(
       device, in, *reinterpret_cast<abi::CepGetRtsAttributesOut*>(output.data()), overlapped);
 }
 
 Status ProxyCepGetEvent(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CepGetEventIn>(input);
+  const auto in = LoadProxyIn<abi::CepGetEventIn>(input);
   return user::proxy::CepGetEventAsync(
       device, in, *reinterpret_cast<abi::CepGetEventOut*>(output.data()), overlapped);
 }
 
 Status ProxyResolveCaDevice(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                             [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::ResolveCaDeviceIn>(input);
+  const auto in = LoadProxyIn<abi::ResolveCaDeviceIn>(input);
   return user::proxy::ResolveCaDeviceAsync(
       device, in, *reinterpret_cast<abi::ResolveCaDeviceOut*>(output.data()), overlapped);
 }
 
 Status ProxyMapCqRing(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::MapCqRingIn>(input);
+  const auto in = LoadProxyIn<abi::MapCqRingIn>(input);
   return user::proxy::MapCqRingAsync(
       device, in, *reinterpret_cast<abi::MapCqRingOut*>(output.data()), overlapped);
 }
 
 Status ProxyMapQpRings(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::MapQpRingsIn>(input);
+  const auto in = LoadProxyIn<abi::MapQpRingsIn>(input);
   return user::proxy::MapQpRingsAsync(
       device, in, *reinterpret_cast<abi::MapQpRingsOut*>(output.data()), overlapped);
 }
 
 Status ProxyMapSrqRing(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::MapSrqRingIn>(input);
+  const auto in = LoadProxyIn<abi::MapSrqRingIn>(input);
   return user::proxy::MapSrqRingAsync(
       device, in, *reinterpret_cast<abi::MapSrqRingOut*>(output.data()), overlapped);
 }
 
 Status ProxyGetAsyncEvent(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                           [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetAsyncEventIn>(input);
+  const auto in = LoadProxyIn<abi::GetAsyncEventIn>(input);
   return user::proxy::GetAsyncEventAsync(
       device, in, *reinterpret_cast<abi::GetAsyncEventOut*>(output.data()), overlapped);
 }
 
 Status ProxyGetCompletionEvent(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                                [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetCompletionEventIn>(input);
+  const auto in = LoadProxyIn<abi::GetCompletionEventIn>(input);
   return user::proxy::GetCompletionEventAsync(
       device, in, *reinterpret_cast<abi::GetCompletionEventOut*>(output.data()), overlapped);
 }
 
 Status ProxyGetPnpEvent(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetPnpEventIn>(input);
+  const auto in = LoadProxyIn<abi::GetPnpEventIn>(input);
   return user::proxy::GetPnpEventAsync(
       device, in, *reinterpret_cast<abi::GetPnpEventOut*>(output.data()), overlapped);
 }
 
 Status ProxyCancelPending(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                           [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::CancelPendingIn>(input);
+  const auto in = LoadProxyIn<abi::CancelPendingIn>(input);
   return user::proxy::CancelPendingAsync(
       device, in, *reinterpret_cast<abi::CancelPendingOut*>(output.data()), overlapped);
 }
 
 Status ProxyQueryObjectCounts(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                               [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::QueryObjectCountsIn>(input);
+  const auto in = LoadProxyIn<abi::QueryObjectCountsIn>(input);
   return user::proxy::QueryObjectCountsAsync(
       device, in, *reinterpret_cast<abi::QueryObjectCountsOut*>(output.data()), overlapped);
 }
 
 Status ProxyGetFileAl(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::GetFileAlIn>(input);
+  const auto in = LoadProxyIn<abi::GetFileAlIn>(input);
   return user::proxy::GetFileAlAsync(
       device, in, *reinterpret_cast<abi::GetFileAlOut*>(output.data()), overlapped);
 }

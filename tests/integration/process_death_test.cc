@@ -21,7 +21,7 @@ namespace softib::integration {
 namespace {
 
 constexpr int kObjectsPerType = 100;
-constexpr auto kLimit = std::chrono::seconds(15);
+constexpr auto kDeathTestLimit = std::chrono::seconds(15);
 
 std::string Describe(const abi::ObjectCounts& c) {
   std::ostringstream text;
@@ -60,7 +60,7 @@ class ProcessDeathTest : public ::testing::Test {
   // Polls (bounded) until the node's counts equal `baseline`.
   void ExpectBackTo(const abi::ObjectCounts& baseline) {
     std::string now = Describe(NodeCounts());
-    const auto deadline = std::chrono::steady_clock::now() + kLimit;
+    const auto deadline = std::chrono::steady_clock::now() + kDeathTestLimit;
     while (now != Describe(baseline) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       now = Describe(NodeCounts());
@@ -76,7 +76,7 @@ class ProcessDeathTest : public ::testing::Test {
              c.pending_requests >= baseline.pending_requests + kObjectsPerType;
     };
     abi::ObjectCounts now = NodeCounts();
-    const auto deadline = std::chrono::steady_clock::now() + kLimit;
+    const auto deadline = std::chrono::steady_clock::now() + kDeathTestLimit;
     while (!loaded(now) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       now = NodeCounts();
@@ -85,7 +85,7 @@ class ProcessDeathTest : public ::testing::Test {
   }
   void Kill(Process& hog) {
     ASSERT_TRUE(hog.Signal(SIGKILL));
-    EXPECT_EQ(hog.Wait(kLimit), 128 + SIGKILL);
+    EXPECT_EQ(hog.Wait(kDeathTestLimit), 128 + SIGKILL);
   }
 
   SoftibdInstance daemon_;
@@ -99,7 +99,7 @@ TEST_F(ProcessDeathTest, ObjectCountsReturnToBaseline) {
   ASSERT_TRUE(
       hog.Start({SOFTIB_VERBS_CLIENT, daemon_.run_dir(), "hog", std::to_string(kObjectsPerType)}));
   std::string line;
-  ASSERT_TRUE(hog.ReadLine(&line, std::chrono::seconds(60))) << hog.ReadAllStderr(kLimit);
+  ASSERT_TRUE(hog.ReadLine(&line, std::chrono::seconds(60))) << hog.ReadAllStderr(kDeathTestLimit);
   ASSERT_EQ(line, "holding");
   ExpectLoaded(baseline);
   Kill(hog);
@@ -130,7 +130,7 @@ TEST_F(ProcessDeathTest, SpeedPathPeerQpGoesToError) {
   ASSERT_TRUE(hog.Start(
       {SOFTIB_VERBS_CLIENT, daemon_.run_dir(), "hog-peer", std::to_string(kObjectsPerType)}));
   std::string line;
-  ASSERT_TRUE(hog.ReadLine(&line, std::chrono::seconds(60))) << hog.ReadAllStderr(kLimit);
+  ASSERT_TRUE(hog.ReadLine(&line, std::chrono::seconds(60))) << hog.ReadAllStderr(kDeathTestLimit);
   std::istringstream victim(line);
   std::string word;
   unsigned victim_lid = 0, victim_qpn = 0;
@@ -146,12 +146,12 @@ TEST_F(ProcessDeathTest, SpeedPathPeerQpGoesToError) {
             user::Status::SUCCESS);
   ASSERT_TRUE(
       hog.WriteStdin("peer " + std::to_string(lid) + " " + std::to_string(peer.qpn()) + "\n"));
-  ASSERT_TRUE(hog.ReadLine(&line, kLimit));
+  ASSERT_TRUE(hog.ReadLine(&line, kDeathTestLimit));
   ASSERT_EQ(line, "holding");
 
   // The victim's SEND arrived: the connection worked while it lived.
   abi::WorkCompletion wc{};
-  ASSERT_EQ(peer.PollOne(&wc, kLimit), user::Status::SUCCESS);
+  ASSERT_EQ(peer.PollOne(&wc, kDeathTestLimit), user::Status::SUCCESS);
   EXPECT_EQ(wc.status, abi::WcStatus::SUCCESS);
   EXPECT_EQ(wc.opcode, abi::WcOpcode::RECV);
   EXPECT_EQ(wc.length, 16u);
@@ -165,7 +165,7 @@ TEST_F(ProcessDeathTest, SpeedPathPeerQpGoesToError) {
   std::memcpy(buffer.data() + 2048, "anyone there?", 14);
   ASSERT_EQ(peer.PostSend(SendWr(9, abi::WrType::SEND, buffer.data() + 2048, 14, lkey)),
             user::Status::SUCCESS);
-  ASSERT_EQ(peer.PollOne(&wc, kLimit), user::Status::SUCCESS);
+  ASSERT_EQ(peer.PollOne(&wc, kDeathTestLimit), user::Status::SUCCESS);
   EXPECT_EQ(wc.wr_id, 9u);
   EXPECT_EQ(wc.status, abi::WcStatus::RETRY_EXC_ERR) << abi::ToString(wc.status);
   abi::QpState state = abi::QpState::RESET;

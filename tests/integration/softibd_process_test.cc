@@ -18,7 +18,7 @@ namespace softib::integration {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr auto kLimit = std::chrono::seconds(15);
+constexpr auto kDaemonTestLimit = std::chrono::seconds(15);
 
 TEST(SoftibdProcessTest, BadCommandLineExitsTwoWithOneErrorLine) {
   const std::vector<std::vector<std::string>> bad = {
@@ -28,8 +28,8 @@ TEST(SoftibdProcessTest, BadCommandLineExitsTwoWithOneErrorLine) {
     argv.insert(argv.end(), args.begin(), args.end());
     Process process;
     ASSERT_TRUE(process.Start(argv));
-    const std::string err = process.ReadAllStderr(kLimit);
-    EXPECT_EQ(process.Wait(kLimit), 2) << args[0];
+    const std::string err = process.ReadAllStderr(kDaemonTestLimit);
+    EXPECT_EQ(process.Wait(kDaemonTestLimit), 2) << args[0];
     EXPECT_EQ(err.rfind("softibd: error: ", 0), 0u) << err;
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   }
@@ -73,8 +73,8 @@ TEST(SoftibdProcessTest, SecondDaemonOnTheSameRunDirIsRefused) {
   ASSERT_TRUE(first.Start(SOFTIBD_BINARY));
   Process second;
   ASSERT_TRUE(second.Start({SOFTIBD_BINARY, "--run-dir", first.run_dir()}));
-  const std::string err = second.ReadAllStderr(kLimit);
-  EXPECT_EQ(second.Wait(kLimit), 1);
+  const std::string err = second.ReadAllStderr(kDaemonTestLimit);
+  EXPECT_EQ(second.Wait(kDaemonTestLimit), 1);
   EXPECT_NE(err.find("another softibd"), std::string::npos) << err;
   // The first one still serves.
   user::AlFile al;
@@ -108,7 +108,7 @@ TEST(SoftibdProcessTest, ShutdownCompletesAPendingInvertedCall) {
   ASSERT_EQ(user::proxy::GetAsyncEventAsync(al.device, in, out, &overlapped),
             user::Status::PENDING);
   EXPECT_EQ(daemon.Stop(SIGTERM), 0);
-  ASSERT_TRUE(event.WaitFor(std::chrono::milliseconds(kLimit)));
+  ASSERT_TRUE(event.WaitFor(std::chrono::milliseconds(kDaemonTestLimit)));
   const user::Status status = user::GetOverlappedResult(al.device, &overlapped, nullptr, true);
   // Cancelled by the kernel, or cut off with the channel: never a result.
   EXPECT_TRUE(status == user::Status::CANCELED || status == user::kChannelBroken)

@@ -11,7 +11,7 @@
 namespace softib::integration {
 namespace {
 
-constexpr auto kLimit = std::chrono::seconds(60);  // qemu-i386 is slow
+constexpr auto kClientLimit = std::chrono::seconds(60);  // qemu-i386 is slow
 
 struct ClientRun {
   int exit_code = -1;
@@ -32,9 +32,9 @@ ClientRun RunClient(std::vector<std::string> command, const char* mode) {
     ADD_FAILURE() << "cannot start " << command[0];
     return run;
   }
-  run.transcript = client.ReadAllStdout(kLimit);
+  run.transcript = client.ReadAllStdout(kClientLimit);
   const std::string err = client.ReadAllStderr(std::chrono::seconds(1));
-  run.exit_code = client.Wait(kLimit);
+  run.exit_code = client.Wait(kClientLimit);
   EXPECT_EQ(daemon.Stop(), 0);
   EXPECT_EQ(err, "");
   return run;

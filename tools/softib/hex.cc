@@ -76,4 +76,10 @@ std::string Dump(std::span<const uint8_t> bytes, int indent) {
   return s;
 }
 
+std::string Number(uint64_t value, int digits) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(value));
+  return buf;
+}
+
 }  // namespace softib::hex

@@ -41,12 +41,6 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
-std::string Hex(uint64_t v, int digits) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
-  return buf;
-}
-
 const FieldDesc* FieldNamed(const FormatDesc& desc, std::string_view name) {
   for (const FieldDesc& f : desc.fields)
     if (f.name == name) return &f;
@@ -73,15 +67,15 @@ std::optional<uint64_t> ParseNumber(std::string_view text) {
 
 std::string ClassName(uint8_t mgmt_class) {
   const codec::MadClassDesc* c = codec::FindMadClass(mgmt_class);
-  return c == nullptr ? "class " + Hex(mgmt_class, 2)
-                      : std::string(c->name) + " (" + Hex(mgmt_class, 2) + ")";
+  return c == nullptr ? "class " + hex::Number(mgmt_class, 2)
+                      : std::string(c->name) + " (" + hex::Number(mgmt_class, 2) + ")";
 }
 
 std::string MethodName(uint8_t mgmt_class, uint8_t method) {
   if (const codec::MadClassDesc* c = codec::FindMadClass(mgmt_class))
     for (const auto& m : c->methods)
-      if (m.value == method) return std::string(m.name) + " (" + Hex(method, 2) + ")";
-  return "method " + Hex(method, 2);
+      if (m.value == method) return std::string(m.name) + " (" + hex::Number(method, 2) + ")";
+  return "method " + hex::Number(method, 2);
 }
 
 // One "Name:....value" line.
@@ -118,7 +112,7 @@ void PrintClassHeader(std::ostream& os, const ClassLayout& layout, std::span<con
                                                       "ClassSpecific", "AttributeID"};
     if (f.kind == FieldKind::kUInt &&
         std::find(std::begin(kHexFields), std::end(kHexFields), f.name) != std::end(kHexFields)) {
-      PrintLine(os, indent, v.name, Hex(v.value, static_cast<int>((f.bit_width + 3) / 4)));
+      PrintLine(os, indent, v.name, hex::Number(v.value, static_cast<int>((f.bit_width + 3) / 4)));
       continue;
     }
     PrintLine(os, indent, v.name, codec::FormatFieldValue(v));
@@ -234,15 +228,16 @@ void DecodeMad(std::ostream& os, std::span<const uint8_t> mad, int indent, Error
 
   os << pad << "MAD " << ClassName(mgmt_class) << ", " << MethodName(mgmt_class, method)
      << ", attribute "
-     << (attribute != nullptr ? std::string(attribute->name) + " (" + Hex(attribute_id, 4) + ")"
-                              : Hex(attribute_id, 4))
+     << (attribute != nullptr
+             ? std::string(attribute->name) + " (" + hex::Number(attribute_id, 4) + ")"
+             : hex::Number(attribute_id, 4))
      << "\n";
   if (layout.format != nullptr) {
     os << pad << "-- " << layout.format->name << " --\n";
     PrintClassHeader(os, layout, mad, indent);
   }
   if (attribute == nullptr) {
-    errors->push_back("unknown attribute id " + Hex(attribute_id, 4) + " for class " +
+    errors->push_back("unknown attribute id " + hex::Number(attribute_id, 4) + " for class " +
                       ClassName(mgmt_class));
     return;
   }
@@ -253,7 +248,7 @@ void DecodeMad(std::ostream& os, std::span<const uint8_t> mad, int indent, Error
                       "-byte data area of " + ClassName(mgmt_class));
     return;
   }
-  os << pad << "-- " << attribute->name << " (" << Hex(attribute_id, 4) << ") --\n";
+  os << pad << "-- " << attribute->name << " (" << hex::Number(attribute_id, 4) << ") --\n";
   PrintLayout(os, *attribute, data, indent);
   for (const codec::Problem& p : codec::ValidateBytes(*attribute, data)) {
     // A zero enum field is "not set" in most requests; only real oddities are worth a line.
@@ -365,9 +360,9 @@ std::optional<std::vector<uint8_t>> Encode(const EncodeRequest& request, Errors*
 void ListLayouts(std::ostream& os) {
   os << "Management classes:\n";
   for (const codec::MadClassDesc* c : codec::AllMadClasses()) {
-    os << "  " << Hex(c->mgmt_class, 2) << "  " << c->name << " (version "
+    os << "  " << hex::Number(c->mgmt_class, 2) << "  " << c->name << " (version "
        << static_cast<int>(c->class_version) << "):";
-    for (const auto& m : c->methods) os << " " << m.name << "=" << Hex(m.value, 2);
+    for (const auto& m : c->methods) os << " " << m.name << "=" << hex::Number(m.value, 2);
     os << "\n";
   }
   std::map<std::string, const FormatDesc*> sorted[3];
@@ -380,10 +375,11 @@ void ListLayouts(std::ostream& os) {
     return a->attribute_id < b->attribute_id;
   });
   for (const FormatDesc* d : attrs) {
-    os << "  " << Hex(d->attribute_id, 4) << "  " << d->name << " (" << d->size << " bytes):";
+    os << "  " << hex::Number(d->attribute_id, 4) << "  " << d->name << " (" << d->size
+       << " bytes):";
     for (uint8_t c : d->mgmt_classes) {
       const codec::MadClassDesc* cls = codec::FindMadClass(c);
-      os << " " << (cls != nullptr ? std::string(cls->name) : Hex(c, 2));
+      os << " " << (cls != nullptr ? std::string(cls->name) : hex::Number(c, 2));
     }
     os << "\n";
   }
@@ -397,7 +393,7 @@ void ListLayouts(std::ostream& os) {
     os << "BTH opcodes:\n";
     for (const codec::OpcodeDesc& o : codec::AllOpcodes()) {
       if (o.name.empty()) continue;
-      os << "  " << Hex(o.opcode, 2) << "  " << o.name << ":";
+      os << "  " << hex::Number(o.opcode, 2) << "  " << o.name << ":";
       for (std::string_view h : o.headers) os << " " << h;
       if (o.payload) os << " payload";
       os << "\n";

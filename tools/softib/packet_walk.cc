@@ -19,12 +19,6 @@ constexpr uint8_t kUdSendOnly = 0x64;
 constexpr uint8_t kUdSendOnlyWithImmediate = 0x65;
 constexpr uint32_t kQp1QKey = 0x80010000;
 
-std::string Hex(uint64_t v, int digits) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::optional<uint64_t> Field(const FormatDesc& desc, std::span<const uint8_t> bytes,
                               std::string_view name, Errors* errors) {
   for (const codec::FieldDesc& f : desc.fields)
@@ -142,7 +136,7 @@ void DecodePacket(std::ostream& os, std::span<const uint8_t> packet, Errors* err
   if (!opcode || !pad || !dest_qp) return;
   const codec::OpcodeDesc* row = codec::FindOpcode(static_cast<uint8_t>(*opcode));
   if (row == nullptr) {
-    errors->push_back("unknown BTH opcode " + Hex(*opcode, 2));
+    errors->push_back("unknown BTH opcode " + hex::Number(*opcode, 2));
     PrintCrcs(os, packet);
     return;
   }

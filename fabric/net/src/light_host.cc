@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "softib/fabric/fabric_host.h"
 #include "softib/mad/mad_common.h"
 #include "softib/mad/mad_sm.h"
 #include "softib/smp/directed_route.h"
@@ -10,12 +11,6 @@
 namespace softib::fabric {
 
 namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 bool IsResponse(const uint8_t* mad) { return (mad[3] & 0x80) != 0; }
 
@@ -69,7 +64,7 @@ bool LightHost::LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
                          std::span<uint8_t, 256> response) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (port < 1 || port > hca_.config().num_ports) return false;
-  hca_.SetNow(NowNs());  // the M_Key lease period runs on the host's clock
+  hca_.SetNow(FabricHost::Now());  // the M_Key lease period runs on the host's clock
   return hca_.ProcessLocalMad(port, request, response) == hca::LocalMadResult::kReply;
 }
 
@@ -98,7 +93,7 @@ bool LightHost::SendFromAbove(uint8_t port, uint32_t qpn, hca::Hca::ManagementAd
     mad = smp;
   }
   if (qpn == hca::kSmiQpn) to.remote_qpn = 0, to.remote_qkey = 0;
-  hca_.SetNow(NowNs());
+  hca_.SetNow(FabricHost::Now());
   return hca_.SendManagement(port, qpn, to, mad);
 }
 
@@ -118,7 +113,7 @@ void LightHost::Answer() {
   to.sl = origin_.sl;
   to.pkey_index = origin_.pkey_index;
   std::array<uint8_t, 256> response{};
-  hca_.SetNow(NowNs());
+  hca_.SetNow(FabricHost::Now());
   if (origin_.qpn == hca::kSmiQpn) {
     // The SMI (the Access Layer's smi.cc does the same for a full node): the receive-side
     // directed-route rules, then the SMA, then the response back along the return path.

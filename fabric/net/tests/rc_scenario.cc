@@ -75,10 +75,10 @@ RcOverSwitches::RcOverSwitches(uint32_t seed) : fabric(seed) {
   cables[0] = fabric.Connect({K::kCaPort, a->ca_port, 0}, {K::kSwitch, 0, 1});
   cables[1] = fabric.Connect({K::kSwitch, 0, 2}, {K::kSwitch, 1, 2});
   cables[2] = fabric.Connect({K::kSwitch, 1, 1}, {K::kCaPort, b->ca_port, 0});
-  ProgramLft(fabric.switch_at(0), {{kLidA, 1}, {kLidB, 2}});
-  ProgramLft(fabric.switch_at(1), {{kLidA, 2}, {kLidB, 1}});
-  ActivatePorts(fabric.switch_at(0));
-  ActivatePorts(fabric.switch_at(1));
+  testing::ProgramLft(fabric.switch_at(0), {{kLidA, 1}, {kLidB, 2}});
+  testing::ProgramLft(fabric.switch_at(1), {{kLidA, 2}, {kLidB, 1}});
+  testing::ActivatePorts(fabric.switch_at(0));
+  testing::ActivatePorts(fabric.switch_at(1));
   EXPECT_EQ(Open(a->hca, ea, 1 << 20), abi::Status::SUCCESS);
   EXPECT_EQ(Open(b->hca, eb, 1 << 20), abi::Status::SUCCESS);
   EXPECT_EQ(Connect(a->hca, ea, kLidB, eb.qpn, 0xFFFF00, 0x000100), abi::Status::SUCCESS);

@@ -10,12 +10,6 @@
 namespace softib::fabric::test {
 namespace {
 
-constexpr uint16_t kNodeInfo = 0x0011;
-constexpr uint16_t kPortInfo = 0x0015;
-constexpr uint16_t kSwitchInfo = 0x0012;
-constexpr uint16_t kLft = 0x0019;
-constexpr uint16_t kMft = 0x001B;
-
 // The only transmit `out` holds, on `port`.
 std::vector<uint8_t> Single(const std::vector<Transmit>& out, uint8_t port) {
   EXPECT_EQ(out.size(), 1u);

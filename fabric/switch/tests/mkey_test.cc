@@ -7,8 +7,6 @@
 namespace softib::fabric::test {
 namespace {
 
-constexpr uint16_t kNodeInfo = 0x0011;
-constexpr uint16_t kPortInfo = 0x0015;
 constexpr uint64_t kKey = 0x1122334455667788ULL;
 constexpr uint64_t kWrong = 0x0000000000000001ULL;
 

@@ -9,19 +9,6 @@
 namespace softib::fabric::test {
 namespace {
 
-constexpr uint16_t kNodeDescription = 0x0010;
-constexpr uint16_t kNodeInfo = 0x0011;
-constexpr uint16_t kSwitchInfo = 0x0012;
-constexpr uint16_t kGuidInfo = 0x0014;
-constexpr uint16_t kPortInfo = 0x0015;
-constexpr uint16_t kPKeyTable = 0x0016;
-constexpr uint16_t kSlToVl = 0x0017;
-constexpr uint16_t kVlArb = 0x0018;
-constexpr uint16_t kLft = 0x0019;
-constexpr uint16_t kRft = 0x001A;
-constexpr uint16_t kMft = 0x001B;
-constexpr uint16_t kSmInfo = 0x0020;
-
 std::vector<uint8_t> Bytes(const Mad& mad, std::size_t from, std::size_t count) {
   return std::vector<uint8_t>(mad.begin() + from, mad.begin() + from + count);
 }

@@ -18,6 +18,11 @@ using Mad = std::array<uint8_t, 256>;
 inline constexpr uint8_t kGet = 0x01;
 inline constexpr uint8_t kSet = 0x02;
 inline constexpr uint8_t kGetResp = 0x81;
+// Attribute IDs (IBA 14.2.5).
+inline constexpr uint16_t kNodeDescription = 0x0010, kNodeInfo = 0x0011, kSwitchInfo = 0x0012,
+                          kGuidInfo = 0x0014, kPortInfo = 0x0015, kPKeyTable = 0x0016,
+                          kSlToVl = 0x0017, kVlArb = 0x0018, kLft = 0x0019, kRft = 0x001A,
+                          kMft = 0x001B, kSmInfo = 0x0020;
 
 // MAD offsets (IBA 13.4.3, 14.2.1).
 inline constexpr std::size_t kStatus = 4;

@@ -9,9 +9,6 @@
 namespace softib::fabric::test {
 namespace {
 
-constexpr uint16_t kPortInfo = 0x0015;
-constexpr uint16_t kSwitchInfo = 0x0012;
-constexpr uint16_t kPKeyTable = 0x0016;
 constexpr uint8_t kTrapRepress = 0x07;
 constexpr uint64_t kMs = 1'000'000;
 

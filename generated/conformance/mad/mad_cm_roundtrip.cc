@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/mad/mad_cm.h"
 
-namespace softib::mad {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::mad::mad_cm_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -2535,4 +2536,4 @@ TEST(CmaIpPrivateDataCodec, TextRoundTrip) {
 }
 
 }  // namespace
-}  // namespace softib::mad
+}  // namespace softib::mad::mad_cm_roundtrip

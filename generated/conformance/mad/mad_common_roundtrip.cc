@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/mad/mad_common.h"
 
-namespace softib::mad {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::mad::mad_common_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -2027,4 +2028,4 @@ TEST(ClassPortInfoCodec, TextRoundTrip) {
 }
 
 }  // namespace
-}  // namespace softib::mad
+}  // namespace softib::mad::mad_common_roundtrip

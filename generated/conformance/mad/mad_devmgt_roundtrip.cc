@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/mad/mad_devmgt.h"
 
-namespace softib::mad {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::mad::mad_devmgt_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -593,4 +594,4 @@ TEST(ServiceEntriesCodec, TextRoundTrip) {
 }
 
 }  // namespace
-}  // namespace softib::mad
+}  // namespace softib::mad::mad_devmgt_roundtrip

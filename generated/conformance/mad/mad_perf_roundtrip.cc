@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/mad/mad_perf.h"
 
-namespace softib::mad {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::mad::mad_perf_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -931,4 +932,4 @@ TEST(PortCountersExtendedCodec, TextRoundTrip) {
 }
 
 }  // namespace
-}  // namespace softib::mad
+}  // namespace softib::mad::mad_perf_roundtrip

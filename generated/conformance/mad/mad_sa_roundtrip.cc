@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/mad/mad_sa.h"
 
-namespace softib::mad {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::mad::mad_sa_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -3929,4 +3930,4 @@ TEST(MultiPathRecordCodec, TextRoundTrip) {
 }
 
 }  // namespace
-}  // namespace softib::mad
+}  // namespace softib::mad::mad_sa_roundtrip

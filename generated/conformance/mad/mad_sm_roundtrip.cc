@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/mad/mad_sm.h"
 
-namespace softib::mad {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::mad::mad_sm_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -3150,4 +3151,4 @@ TEST(Trap144DetailsCodec, TextRoundTrip) {
 }
 
 }  // namespace
-}  // namespace softib::mad
+}  // namespace softib::mad::mad_sm_roundtrip

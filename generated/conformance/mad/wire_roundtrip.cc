@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/wire/wire.h"
 
-namespace softib::wire {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::wire::wire_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -1381,4 +1382,4 @@ TEST(IETHCodec, RejectsShortBuffers) {
 TEST(IETHCodec, TextRoundTrip) { t::CheckTextRoundTrip(IETH::Desc(), t::Seed(IETH::kName) + 5); }
 
 }  // namespace
-}  // namespace softib::wire
+}  // namespace softib::wire::wire_roundtrip

@@ -8,7 +8,8 @@
 #include "conformance_support.h"
 #include "softib/abi/rings.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::rings_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::RingHeaderLine& v, Rng& r) {
@@ -291,4 +292,4 @@ TEST(RingsAbi, RingControl) {
   Count("struct RingControl", n);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::rings_abi

@@ -9,7 +9,8 @@
 #include "softib/abi/runtime_ioctls.h"
 #include "softib/abi/types.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::runtime_ioctls_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::RingMapping& v, Rng& r) {
@@ -987,4 +988,4 @@ TEST(RuntimeIoctlsAbi, GetFileAlCodes) {
   Count("GetFileAl", 6);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::runtime_ioctls_abi

@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/runtime_ioctls.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::runtime_ioctls_dispatch {
 namespace {
 constexpr uint64_t kInvalidCountScopeValues[] = {2u, 4294967295u};
 constexpr std::span<const uint64_t> kInvalidCountScope(kInvalidCountScopeValues);
@@ -213,4 +214,4 @@ TEST(RuntimeIoctlsDispatch, GetFileAl) {
   Count("GetFileAl", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::runtime_ioctls_dispatch

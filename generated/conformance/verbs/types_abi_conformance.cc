@@ -8,7 +8,8 @@
 #include "conformance_support.h"
 #include "softib/abi/types.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::types_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::LocalDataSegment& v, Rng& r) {
@@ -1590,4 +1591,4 @@ TEST(TypesAbi, CmRepParams) {
   Count("struct CmRepParams", n);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::types_abi

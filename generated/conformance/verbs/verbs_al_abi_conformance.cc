@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_al.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_al_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::OpenAlIn& v, Rng& r) { v.interface_version = r.Int<uint32_t>(); }
@@ -1291,4 +1292,4 @@ TEST(VerbsAlAbi, LeaveMcastCodes) {
   Count("LeaveMcast", 6);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_al_abi

@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_al.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_al_dispatch {
 namespace {
 constexpr uint64_t kInvalidMadSvcTypeValues[] = {3u, 4294967295u};
 constexpr std::span<const uint64_t> kInvalidMadSvcType(kInvalidMadSvcTypeValues);
@@ -445,4 +446,4 @@ TEST(VerbsAlDispatch, LeaveMcast) {
   Count("LeaveMcast", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_al_dispatch

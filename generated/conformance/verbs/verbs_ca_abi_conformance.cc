@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_ca.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_ca_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::GetCaGuidsIn& v, Rng& r) { v.al.value = r.Int<uint64_t>(); }
@@ -854,4 +855,4 @@ TEST(VerbsCaAbi, LocalMadCodes) {
   Count("LocalMad", 6);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_ca_abi

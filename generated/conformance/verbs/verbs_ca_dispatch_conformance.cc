@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_ca.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_ca_dispatch {
 namespace {
 
 constexpr VerbCase kGetCaGuids{"GetCaGuids",
@@ -237,4 +238,4 @@ TEST(VerbsCaDispatch, LocalMad) {
   Count("LocalMad", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_ca_dispatch

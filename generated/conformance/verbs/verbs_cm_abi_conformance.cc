@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_cm.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_cm_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::CreateCepIn& v, Rng& r) {
@@ -1282,4 +1283,4 @@ TEST(VerbsCmAbi, CepGetEventCodes) {
   Count("CepGetEvent", 6);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_cm_abi

@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_cm.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_cm_dispatch {
 namespace {
 constexpr uint64_t kInvalidCmFailoverValues[] = {3u, 255u};
 constexpr std::span<const uint64_t> kInvalidCmFailover(kInvalidCmFailoverValues);
@@ -437,4 +438,4 @@ TEST(VerbsCmDispatch, CepGetEvent) {
   Count("CepGetEvent", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_cm_dispatch

@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_cq.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_cq_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::CreateCqIn& v, Rng& r) {
@@ -532,4 +533,4 @@ TEST(VerbsCqAbi, RearmNCqCodes) {
   Count("RearmNCq", 2);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_cq_abi

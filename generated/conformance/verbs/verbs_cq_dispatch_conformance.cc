@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_cq.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_cq_dispatch {
 namespace {
 
 constexpr VerbCase kCreateCq{"CreateCq",
@@ -112,4 +113,4 @@ TEST(VerbsCqDispatch, DestroyCq) {
   Count("DestroyCq", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_cq_dispatch

@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_mcast.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_mcast_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::Gid& v, Rng& r) {
@@ -144,4 +145,4 @@ TEST(VerbsMcastAbi, DetachMcastCodes) {
   Count("DetachMcast", 6);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_mcast_abi

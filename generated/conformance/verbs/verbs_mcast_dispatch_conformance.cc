@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_mcast.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_mcast_dispatch {
 namespace {
 
 constexpr VerbCase kAttachMcast{"AttachMcast",
@@ -62,4 +63,4 @@ TEST(VerbsMcastDispatch, DetachMcast) {
   Count("DetachMcast", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_mcast_dispatch

@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_mr_mw.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_mr_mw_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::MrRegion& v, Rng& r) {
@@ -917,4 +918,4 @@ TEST(VerbsMrMwAbi, BindMwCodes) {
   Count("BindMw", 2);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_mr_mw_abi

@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_mr_mw.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_mr_mw_dispatch {
 namespace {
 constexpr uint64_t kInvalidMwTypeValues[] = {4u, 4294967295u};
 constexpr std::span<const uint64_t> kInvalidMwType(kInvalidMwTypeValues);
@@ -262,4 +263,4 @@ TEST(VerbsMrMwDispatch, DestroyMw) {
   Count("DestroyMw", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_mr_mw_dispatch

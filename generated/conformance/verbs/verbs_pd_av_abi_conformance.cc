@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_pd_av.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_pd_av_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::AllocPdIn& v, Rng& r) {
@@ -409,4 +410,4 @@ TEST(VerbsPdAvAbi, DestroyAvCodes) {
   Count("DestroyAv", 6);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_pd_av_abi

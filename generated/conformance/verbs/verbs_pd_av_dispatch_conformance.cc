@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_pd_av.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_pd_av_dispatch {
 namespace {
 constexpr uint64_t kInvalidPdTypeValues[] = {4u, 4294967295u};
 constexpr std::span<const uint64_t> kInvalidPdType(kInvalidPdTypeValues);
@@ -168,4 +169,4 @@ TEST(VerbsPdAvDispatch, DestroyAv) {
   Count("DestroyAv", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_pd_av_dispatch

@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_qp.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_qp_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::QpCaps& v, Rng& r) {
@@ -837,4 +838,4 @@ TEST(VerbsQpAbi, PostRecvCodes) {
   Count("PostRecv", 2);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_qp_abi

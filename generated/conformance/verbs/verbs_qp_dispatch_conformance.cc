@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_qp.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_qp_dispatch {
 namespace {
 constexpr uint64_t kInvalidApmStateValues[] = {3u, 255u};
 constexpr std::span<const uint64_t> kInvalidApmState(kInvalidApmStateValues);
@@ -164,4 +165,4 @@ TEST(VerbsQpDispatch, DestroyQp) {
   Count("DestroyQp", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_qp_dispatch

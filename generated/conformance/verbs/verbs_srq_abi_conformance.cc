@@ -9,7 +9,8 @@
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_srq.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_srq_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::SrqAttributes& v, Rng& r) {
@@ -369,4 +370,4 @@ TEST(VerbsSrqAbi, PostSrqRecvCodes) {
   Count("PostSrqRecv", 2);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_srq_abi

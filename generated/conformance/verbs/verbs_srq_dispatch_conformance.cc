@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/verbs_srq.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::verbs_srq_dispatch {
 namespace {
 
 constexpr VerbCase kCreateSrq{"CreateSrq",
@@ -114,4 +115,4 @@ TEST(VerbsSrqDispatch, DestroySrq) {
   Count("DestroySrq", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::verbs_srq_dispatch

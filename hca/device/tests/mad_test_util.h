@@ -13,6 +13,12 @@ namespace softib::hca::testing {
 
 using MadBytes = std::array<uint8_t, 256>;
 
+// Management classes, methods (IBA 13.4.4, 13.4.5) and attribute IDs (14.2.5, 16.1.3).
+inline constexpr uint8_t kLid = 0x01, kDr = 0x81, kPerf = 0x04, kGet = 0x01, kSet = 0x02;
+inline constexpr uint16_t kClassPortInfo = 0x0001, kNodeDescription = 0x0010, kNodeInfo = 0x0011,
+                          kSwitchInfo = 0x0012, kGuidInfo = 0x0014, kPortInfo = 0x0015,
+                          kPKeyTable = 0x0016, kSlToVl = 0x0017, kVlArb = 0x0018, kSmInfo = 0x0020;
+
 inline void PutBe(MadBytes& m, std::size_t at, uint64_t value, unsigned bytes) {
   for (unsigned i = 0; i < bytes; ++i)
     m[at + i] = static_cast<uint8_t>(value >> (8 * (bytes - 1 - i)));

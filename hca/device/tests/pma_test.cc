@@ -15,9 +15,11 @@ using testing::Mad;
 using testing::MadBytes;
 using testing::Process;
 
-constexpr uint8_t kPerf = 0x04, kGet = 0x01, kSet = 0x02;
-constexpr uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010, kPortCounters = 0x0012,
-                   kPortCountersExt = 0x001D;
+using testing::kClassPortInfo;
+using testing::kGet;
+using testing::kPerf;
+using testing::kSet;
+constexpr uint16_t kPortSamplesControl = 0x0010, kPortCounters = 0x0012, kPortCountersExt = 0x001D;
 
 MadBytes Counters(uint16_t attribute, uint8_t method, uint8_t port_select,
                   uint32_t counter_select = 0, uint32_t counter_select2 = 0) {

@@ -13,19 +13,12 @@
 #include "capture_file.h"
 #include "hca/device/packet.h"
 #include "hca/device/tests/mad_test_util.h"
+#include "hca/device/tests/tshark_util.h"
 
 namespace softib::hca {
 namespace {
 
-std::string RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
-  pclose(pipe);
-  return out;
-}
+using testing::RunCommand;
 
 std::vector<uint8_t> SmpPacket(const testing::MadBytes& mad) {
   PacketHeaders hdr;

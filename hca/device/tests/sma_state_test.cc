@@ -19,8 +19,9 @@ using testing::MadBytes;
 using testing::Process;
 using testing::PutBe;
 
-constexpr uint8_t kGet = 0x01, kSet = 0x02;
-constexpr uint16_t kPortInfo = 0x0015;
+using testing::kGet;
+using testing::kPortInfo;
+using testing::kSet;
 
 // PortInfo byte offsets (IBA 14.2.5.6).
 constexpr unsigned kLidAt = 16, kSmLidAt = 18, kLeaseAt = 26, kStateAt = 32, kPhysAt = 33,

@@ -18,10 +18,19 @@ using testing::Process;
 using testing::PutBe;
 using testing::SetData;
 
-constexpr uint8_t kLid = 0x01, kDr = 0x81, kGet = 0x01, kSet = 0x02;
-constexpr uint16_t kNodeDescription = 0x0010, kNodeInfo = 0x0011, kSwitchInfo = 0x0012,
-                   kGuidInfo = 0x0014, kPortInfo = 0x0015, kPKeyTable = 0x0016, kSlToVl = 0x0017,
-                   kVlArb = 0x0018, kSmInfo = 0x0020;
+using testing::kDr;
+using testing::kGet;
+using testing::kGuidInfo;
+using testing::kLid;
+using testing::kNodeDescription;
+using testing::kNodeInfo;
+using testing::kPKeyTable;
+using testing::kPortInfo;
+using testing::kSet;
+using testing::kSlToVl;
+using testing::kSmInfo;
+using testing::kSwitchInfo;
+using testing::kVlArb;
 
 HcaConfig TwoPorts() {
   HcaConfig c;

@@ -25,7 +25,7 @@ void Record(Hca& hca, std::vector<Event>* events) {
   hca.async_events = [events](const DeviceEvent& e) { events->emplace_back(e.type, e.object); };
 }
 
-void Fill(std::vector<uint8_t>& buffer, uint64_t offset, uint32_t length, uint8_t value) {
+void FillWithByte(std::vector<uint8_t>& buffer, uint64_t offset, uint32_t length, uint8_t value) {
   std::fill(buffer.begin() + offset, buffer.begin() + offset + length, value);
 }
 
@@ -34,7 +34,7 @@ TEST(Sqd, DrainCompletesWhatIsInFlightThenReportsSqDrainedOnce) {
   std::vector<Event> events;
   Record(p.a.hca, &events);
   for (uint32_t i = 0; i < 3; ++i) {
-    Fill(p.a.buffer, i * 4096, 2000, static_cast<uint8_t>(0x10 + i));
+    FillWithByte(p.a.buffer, i * 4096, 2000, static_cast<uint8_t>(0x10 + i));
     ASSERT_EQ(p.a.hca.PostSend(p.a.qpn, p.Wr(WrType::RDMA_WRITE, i * 4096, 2000, i * 4096, i)),
               abi::Status::SUCCESS);
   }
@@ -49,7 +49,7 @@ TEST(Sqd, DrainCompletesWhatIsInFlightThenReportsSqDrainedOnce) {
   EXPECT_TRUE(events.empty());
 
   // Posted during the drain: accepted, not started.
-  Fill(p.a.buffer, 3 * 4096, 2000, 0x77);
+  FillWithByte(p.a.buffer, 3 * 4096, 2000, 0x77);
   ASSERT_EQ(p.a.hca.PostSend(p.a.qpn, p.Wr(WrType::RDMA_WRITE, 3 * 4096, 2000, 3 * 4096, 3)),
             abi::Status::SUCCESS);
   while (p.cable.Pump() != 0) {

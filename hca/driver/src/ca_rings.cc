@@ -21,6 +21,7 @@
 #include "hca/driver/src/soft_ca.h"
 #include "softib/rings/entry_checks.h"
 #include "softib/rings/ring_layout.h"
+#include "steady_now.h"
 
 namespace softib::hca {
 
@@ -34,12 +35,6 @@ constexpr uint32_t kMoveBatch = 32;
 // under the lock; the delivery thread needs the same lock for the ACKs, and without a bound
 // it would wait out a whole ring of large writes while the data it should deliver piles up.
 constexpr uint64_t kSendBytesPerHold = 256 * 1024;
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 abi::WcOpcode WcOpcodeOf(abi::WrType type) {
   switch (type) {
@@ -301,7 +296,7 @@ void SoftCa::ShutDownRingsLocked() {
 bool SoftCa::ServeRings(std::vector<RingWatch>* watches) {
   Locked locked(this);
   if (locked.gone()) return false;
-  hca_.Tick(NowNs());  // what the work starts is timed from now
+  hca_.Tick(SteadyNowNs());  // what the work starts is timed from now
   bool worked = false;
   for (auto& [number, ring] : ring_srqs_) {
     worked |= ServeSrqLocked(number, ring);

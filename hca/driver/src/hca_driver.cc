@@ -17,21 +17,15 @@ namespace softib::hca {
 
 using kernel::Status;
 
-namespace {
-
-constexpr uint32_t kFileDeviceInfiniband = 0x3B;
-
-struct CaExtension {
-  SoftCa* ca;  // the device's reference
-};
-
-// The far end of a cabled port.
+// What HcaDriver holds per CA: outside the anonymous namespace, as HcaDriver (declared in
+// the public header) is. The far end of a cabled port:
 struct PeerPort {
   uint64_t guid = 0;  // 0: not cabled; kExternalPeer: plugged into a fabric's cable
   uint8_t port = 0;
 };
-constexpr uint64_t kExternalPeer = ~uint64_t{0};
+inline constexpr uint64_t kExternalPeer = ~uint64_t{0};
 
+// One CA of the driver:
 struct CaEntry {
   SoftCa* ca = nullptr;
   kernel::DeviceObject* device = nullptr;
@@ -39,6 +33,14 @@ struct CaEntry {
   // an external cable (a fabric's delivers into it).
   std::vector<std::shared_ptr<PortLink>> links;
   std::vector<PeerPort> peers;  // index: port - 1
+};
+
+namespace {
+
+constexpr uint32_t kFileDeviceInfiniband = 0x3B;
+
+struct CaExtension {
+  SoftCa* ca;  // the device's reference
 };
 
 SoftCa* CaOf(kernel::DeviceObject* device) {

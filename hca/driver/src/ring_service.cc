@@ -9,6 +9,7 @@
 #include "hca/driver/src/port_link.h"
 #include "hca/driver/src/soft_ca.h"
 #include "softib/rings/doorbell.h"
+#include "steady_now.h"
 
 namespace softib::hca {
 
@@ -23,12 +24,6 @@ inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 uint32_t Load(uint32_t& word) {
@@ -165,9 +160,9 @@ void RingService::Run() {
     // Idle: watch the rings without locks for a while, then sleep on their doorbells. A
     // wake-up that found nothing (a timeout) goes back to sleep at once.
     const uint32_t kick_seen = Load(kick_.doorbell.wake_seq);
-    const int64_t spin_until = NowNs() + (slept ? 0 : options_.spin_ns);
+    const uint64_t spin_until = SteadyNowNs() + (slept ? 0 : options_.spin_ns);
     bool work = false;
-    for (uint32_t round = 1; !stop_.load() && NowNs() < spin_until; ++round) {
+    for (uint32_t round = 1; !stop_.load() && SteadyNowNs() < spin_until; ++round) {
       if (AnyWork(watches) || Load(kick_.doorbell.wake_seq) != kick_seen) {
         work = true;
         break;

@@ -9,6 +9,7 @@
 
 #include "hca/driver/src/port_link.h"
 #include "softib/kernel/verb_support.h"
+#include "steady_now.h"
 
 namespace softib::hca {
 
@@ -17,11 +18,6 @@ using kernel::Status;
 namespace {
 constexpr std::chrono::nanoseconds kTickPeriod = std::chrono::milliseconds(1);
 
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 }  // namespace
 
 std::string ci::CaDeviceName(uint64_t node_guid) {
@@ -149,7 +145,7 @@ void SoftCa::TickDpc(kernel::Kdpc*, void* context, void*, void*) {
   Locked locked(self);
   self->tick_armed_ = false;
   if (locked.gone()) return;
-  self->hca_.Tick(NowNs());
+  self->hca_.Tick(SteadyNowNs());
   for (const uint32_t qpn : self->rc_qps_) {
     QueuePair* qp = self->hca_.Qp(qpn);
     if (qp != nullptr && !qp->rc.req.wqes.empty()) {
@@ -169,7 +165,7 @@ void SoftCa::SetPortLink(uint8_t port, Link* link) {
 void SoftCa::DeliverPackets(std::span<const InboundPacket> packets) {
   Locked locked(this, Locked::Path::kPacket);
   if (locked.gone()) return;
-  hca_.Tick(NowNs());  // timers are armed relative to the last time the core saw
+  hca_.Tick(SteadyNowNs());  // timers are armed relative to the last time the core saw
   for (const InboundPacket& packet : packets) {
     if (!ring_qps_.empty()) ServeReceiverLocked(packet.port, packet.bytes);
     hca_.Receive(packet.port, packet.bytes);
@@ -220,7 +216,7 @@ Status SoftCa::LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
   Locked locked(this);
   if (locked.gone()) return Status::CA_REMOVED;
   if (port < 1 || port > config_.num_ports) return Status::INVALID_PORT;
-  hca_.SetNow(NowNs());  // the M_Key lease period runs on the host's clock
+  hca_.SetNow(SteadyNowNs());  // the M_Key lease period runs on the host's clock
   switch (hca_.ProcessLocalMad(port, request, response)) {
     case LocalMadResult::kReply:
       return Status::SUCCESS;
@@ -439,7 +435,7 @@ Status SoftCa::PostSend(uint32_t qpn, std::span<const abi::SendWorkRequest> wrs,
   Locked locked(this);
   *num_posted = 0;
   if (locked.gone()) return Status::CA_REMOVED;
-  hca_.SetNow(NowNs());  // the ACK timer of what this posts starts now
+  hca_.SetNow(SteadyNowNs());  // the ACK timer of what this posts starts now
   for (const abi::SendWorkRequest& wr : wrs) {
     const Status status = hca_.PostSend(qpn, wr);
     if (status != Status::SUCCESS) return status;

@@ -321,4 +321,40 @@ inline std::unique_ptr<stack::NodeStack> BootDefault(const char* name) {
   return node;
 }
 
+// An IRP a kernel client hands to a direct call, and the event its completion sets.
+struct PendingCall {
+  PendingCall() : irp(kernel::IoAllocateIrp(1)) {
+    kernel::IoSetCompletionRoutine(irp, &Done, this, true, true, true);
+  }
+  ~PendingCall() { kernel::IoFreeIrp(irp); }
+  PendingCall(const PendingCall&) = delete;
+  PendingCall& operator=(const PendingCall&) = delete;
+  bool WaitDone() {
+    return kernel::KeWaitForSingleObject(&done, std::chrono::seconds(10)) == Status::SUCCESS;
+  }
+  static kernel::CompletionAction Done(kernel::DeviceObject*, kernel::Irp* irp, void* context) {
+    auto* self = static_cast<PendingCall*>(context);
+    self->status = irp->IoStatus.Status;
+    kernel::KeSetEvent(&self->done);
+    return kernel::CompletionAction::kMoreProcessingRequired;  // ours to free
+  }
+  kernel::Irp* irp;
+  kernel::KEvent done{kernel::EventType::kNotification};
+  std::atomic<Status> status{Status::PENDING};
+};
+
+// The next PnP record of registration `reg`, waiting for it if none is queued.
+inline abi::PnpEventRecord NextPnp(Client& client, uint64_t reg) {
+  PendingCall call;
+  abi::GetPnpEventOut out{};
+  const Status s = kernel::IbGetPnpEvent(client.al(), {{reg}}, out, call.irp);
+  if (s == Status::PENDING) {
+    EXPECT_TRUE(call.WaitDone());
+    EXPECT_EQ(call.status.load(), Status::SUCCESS);
+  } else {
+    EXPECT_EQ(s, Status::SUCCESS);
+  }
+  return out.record;
+}
+
 }  // namespace softib::testing

@@ -9,6 +9,9 @@
 
 namespace softib::testing {
 
+// Where the data of a vendor-class MAD with RMPP starts: common header 24 + RMPP 12 + OUI 4.
+inline constexpr uint32_t kVendorRmppHeader = 40;
+
 struct MadEnd {
   uint64_t ca = 0, pd = 0, cq = 0, qp = 0, pool = 0, svc = 0;
   uint16_t lid = 0;

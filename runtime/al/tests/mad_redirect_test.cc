@@ -8,7 +8,6 @@ namespace softib::testing {
 namespace {
 
 constexpr uint8_t kClass = 0x31;  // vendor range 2: OUI header, RMPP allowed
-constexpr uint32_t kHeader = 40;  // common 24 + RMPP 12 + OUI 4: where ClassPortInfo starts
 // A MAD QP that answers QP1 needs QP1's Q_Key: a send's controlled Q_Key (high bit set)
 // is replaced by the sending QP's own (IBA 10.2.5).
 constexpr uint32_t kGsiQkey = 0x80010000;
@@ -38,11 +37,11 @@ struct Redirect {
 std::vector<uint8_t> RedirectResponse(std::vector<uint8_t> m, const Redirect& r, bool info) {
   m[3] = 0x81;
   m[5] = 0x02;  // Status bit 1: redirect required
-  std::fill(m.begin() + kHeader, m.end(), 0);
+  std::fill(m.begin() + kVendorRmppHeader, m.end(), 0);
   if (!info) return m;
   m[16] = kClassPortInfo >> 8;
   m[17] = kClassPortInfo & 0xFF;
-  uint8_t* cpi = m.data() + kHeader;
+  uint8_t* cpi = m.data() + kVendorRmppHeader;
   cpi[0] = 1;  // BaseVersion
   cpi[1] = 1;  // ClassVersion
   if (r.gid) {
@@ -342,8 +341,9 @@ TEST(MadRedirect, RmppTransfersFollowTheRedirectAndRunOverTheMadQp) {
   // A 10 KiB request: reassembled by QP1's agent, which answers with a single-MAD redirect.
   constexpr uint32_t kData = 10 * 1024;
   auto transfer = Request(0x5001);
-  transfer.resize(kHeader + kData);
-  for (uint32_t i = 0; i < kData; ++i) transfer[kHeader + i] = static_cast<uint8_t>(i * 7 + 3);
+  transfer.resize(kVendorRmppHeader + kData);
+  for (uint32_t i = 0; i < kData; ++i)
+    transfer[kVendorRmppHeader + i] = static_cast<uint8_t>(i * 7 + 3);
   abi::SendMadIn in =
       SendTo(rig.requester.svc, 2, static_cast<uint32_t>(transfer.size()), 2000, 3, true, 0x5001);
   in.params.rmpp_version = 1;
@@ -358,11 +358,13 @@ TEST(MadRedirect, RmppTransfersFollowTheRedirectAndRunOverTheMadQp) {
   // The whole transfer again, to the MAD QP, and a 10 KiB response from it.
   auto resent = rig.Receive(rig.mad_qp.svc, kAttr);
   ASSERT_EQ(resent.size(), transfer.size());
-  EXPECT_TRUE(std::equal(transfer.begin() + kHeader, transfer.end(), resent.begin() + kHeader));
+  EXPECT_TRUE(std::equal(transfer.begin() + kVendorRmppHeader, transfer.end(),
+                         resent.begin() + kVendorRmppHeader));
   auto response = resent;
   response[3] = 0x81;
   std::fill(response.begin() + 24, response.begin() + 36, 0);
-  for (uint32_t i = 0; i < kData; ++i) response[kHeader + i] = static_cast<uint8_t>(i * 11 + 5);
+  for (uint32_t i = 0; i < kData; ++i)
+    response[kVendorRmppHeader + i] = static_cast<uint8_t>(i * 11 + 5);
   abi::SendMadIn back =
       SendTo(rig.mad_qp.svc, 1, static_cast<uint32_t>(response.size()), 2000, 3, false, 0);
   back.params.rmpp_version = 1;
@@ -376,7 +378,8 @@ TEST(MadRedirect, RmppTransfersFollowTheRedirectAndRunOverTheMadQp) {
   EXPECT_EQ(answer.out.event.send_id, id);
   EXPECT_EQ(answer.out.event.remote_qpn, rig.mad_qpn);
   ASSERT_EQ(answer.mad.size(), response.size());
-  EXPECT_TRUE(std::equal(response.begin() + kHeader, response.end(), answer.mad.begin() + kHeader));
+  EXPECT_TRUE(std::equal(response.begin() + kVendorRmppHeader, response.end(),
+                         answer.mad.begin() + kVendorRmppHeader));
   ASSERT_NO_FATAL_FAILURE(rig.ExpectCompleted(id, abi::WcStatus::SUCCESS));
 }
 

@@ -7,17 +7,17 @@ namespace softib::testing {
 namespace {
 
 constexpr uint8_t kVendorRmppClass = 0x31;  // vendor range 2: OUI header, RMPP allowed
-constexpr uint32_t kHeader = 40;            // common 24 + RMPP 12 + OUI 4
 constexpr uint32_t kBig = 128 * 1024;
 
 std::vector<uint8_t> Transfer(uint8_t method, uint64_t tid, uint32_t data_bytes, uint8_t seed) {
   std::vector<uint8_t> t = MakeMad(kVendorRmppClass, method, tid, 0x0020);
-  t.resize(kHeader + data_bytes);
+  t.resize(kVendorRmppHeader + data_bytes);
   std::fill(t.begin() + 24, t.begin() + 36, 0);
   t[37] = 0x14;  // OUI 00:14:05
   t[38] = 0x05;
   t[39] = 0x00;
-  for (uint32_t i = 0; i < data_bytes; ++i) t[kHeader + i] = static_cast<uint8_t>(i * 13 + seed);
+  for (uint32_t i = 0; i < data_bytes; ++i)
+    t[kVendorRmppHeader + i] = static_cast<uint8_t>(i * 13 + seed);
   return t;
 }
 
@@ -54,8 +54,8 @@ TEST(MadRmpp, TenKibRequestAndTenKibResponseBetweenTwoCas) {
   EXPECT_EQ(got.out.event.kind, abi::MadEventKind::RECEIVED);
   EXPECT_EQ(got.out.event.send_id, 0u);
   EXPECT_EQ(got.out.event.remote_lid, 1u);
-  ASSERT_EQ(got.out.mad_length, kHeader + 10240);
-  ASSERT_EQ(got.mad.size(), kHeader + 10240);
+  ASSERT_EQ(got.out.mad_length, kVendorRmppHeader + 10240);
+  ASSERT_EQ(got.mad.size(), kVendorRmppHeader + 10240);
   EXPECT_EQ(got.mad[1], kVendorRmppClass);
   EXPECT_EQ(got.mad[3], 0x02);
   EXPECT_EQ(TidOf(got.mad) & 0xFFFFFFFF, 0xABCDu);
@@ -79,7 +79,7 @@ TEST(MadRmpp, TenKibRequestAndTenKibResponseBetweenTwoCas) {
   EXPECT_EQ(answer.out.event.kind, abi::MadEventKind::RECEIVED);
   EXPECT_EQ(answer.out.event.send_id, send_id);
   EXPECT_EQ(answer.out.event.send_context, 11u);
-  ASSERT_EQ(answer.mad.size(), kHeader + 10240);
+  ASSERT_EQ(answer.mad.size(), kVendorRmppHeader + 10240);
   EXPECT_EQ(answer.mad[3], 0x81);
   EXPECT_TRUE(std::equal(response.begin() + 36, response.end(), answer.mad.begin() + 36));
   MadEvent done;
@@ -117,10 +117,10 @@ TEST(MadRmpp, TooSmallGetMadEventBufferKeepsTheReassembledMad) {
     if (s == Status::CANCELED) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(s, Status::INSUFFICIENT_MEMORY);
-  EXPECT_EQ(small.out.mad_length, kHeader + 3000);
+  EXPECT_EQ(small.out.mad_length, kVendorRmppHeader + 3000);
   MadEvent got;
   ASSERT_TRUE(NextMadEvent(client, b.svc, &got, kBig));
-  ASSERT_EQ(got.mad.size(), kHeader + 3000);
+  ASSERT_EQ(got.mad.size(), kVendorRmppHeader + 3000);
   EXPECT_TRUE(std::equal(request.begin() + 36, request.end(), got.mad.begin() + 36));
 }
 

@@ -8,27 +8,11 @@
 namespace softib::testing {
 namespace {
 
-struct Waiter {
-  Waiter() : irp(kernel::IoAllocateIrp(1)) {
-    kernel::IoSetCompletionRoutine(irp, &Done, this, true, true, true);
-  }
-  ~Waiter() { kernel::IoFreeIrp(irp); }
-  static kernel::CompletionAction Done(kernel::DeviceObject*, kernel::Irp* irp, void* context) {
-    auto* self = static_cast<Waiter*>(context);
-    self->status = irp->IoStatus.Status;
-    kernel::KeSetEvent(&self->done);
-    return kernel::CompletionAction::kMoreProcessingRequired;
-  }
-  kernel::Irp* irp;
-  kernel::KEvent done{kernel::EventType::kNotification};
-  std::atomic<Status> status{Status::PENDING};
-};
-
 // Every record queued for `reg` now (a wait that would pend is cancelled and ends it).
 std::vector<abi::PnpEventRecord> Drain(Client& client, uint64_t reg) {
   std::vector<abi::PnpEventRecord> records;
   for (;;) {
-    Waiter waiter;
+    PendingCall waiter;
     abi::GetPnpEventOut out{};
     const Status s = kernel::IbGetPnpEvent(client.al(), {{reg}}, out, waiter.irp);
     if (s == Status::SUCCESS) {

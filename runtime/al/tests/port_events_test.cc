@@ -10,38 +10,6 @@
 namespace softib::testing {
 namespace {
 
-struct PendingCall {
-  PendingCall() : irp(kernel::IoAllocateIrp(1)) {
-    kernel::IoSetCompletionRoutine(irp, &Done, this, true, true, true);
-  }
-  ~PendingCall() { kernel::IoFreeIrp(irp); }
-  bool WaitDone() {
-    return kernel::KeWaitForSingleObject(&done, std::chrono::seconds(10)) == Status::SUCCESS;
-  }
-  static kernel::CompletionAction Done(kernel::DeviceObject*, kernel::Irp* irp, void* context) {
-    auto* self = static_cast<PendingCall*>(context);
-    self->status = irp->IoStatus.Status;
-    kernel::KeSetEvent(&self->done);
-    return kernel::CompletionAction::kMoreProcessingRequired;
-  }
-  kernel::Irp* irp;
-  kernel::KEvent done{kernel::EventType::kNotification};
-  std::atomic<Status> status{Status::PENDING};
-};
-
-abi::PnpEventRecord NextPnp(Client& client, uint64_t reg) {
-  PendingCall call;
-  abi::GetPnpEventOut out{};
-  const Status s = kernel::IbGetPnpEvent(client.al(), {{reg}}, out, call.irp);
-  if (s == Status::PENDING) {
-    EXPECT_TRUE(call.WaitDone());
-    EXPECT_EQ(call.status.load(), Status::SUCCESS);
-  } else {
-    EXPECT_EQ(s, Status::SUCCESS);
-  }
-  return out.record;
-}
-
 abi::AsyncEventRecord NextAsync(Client& client, uint64_t al) {
   PendingCall call;
   abi::GetAsyncEventOut out{};

@@ -5,22 +5,6 @@
 namespace softib::testing {
 namespace {
 
-struct Waiter {
-  Waiter() : irp(kernel::IoAllocateIrp(1)) {
-    kernel::IoSetCompletionRoutine(irp, &Done, this, true, true, true);
-  }
-  ~Waiter() { kernel::IoFreeIrp(irp); }
-  static kernel::CompletionAction Done(kernel::DeviceObject*, kernel::Irp* irp, void* context) {
-    auto* self = static_cast<Waiter*>(context);
-    self->status = irp->IoStatus.Status;
-    kernel::KeSetEvent(&self->done);
-    return kernel::CompletionAction::kMoreProcessingRequired;
-  }
-  kernel::Irp* irp;
-  kernel::KEvent done{kernel::EventType::kNotification};
-  std::atomic<Status> status{Status::PENDING};
-};
-
 TEST(SqdEvent, DrainingAnRcQpReportsSqDrainedToItsOwner) {
   auto node = BootDefault("sqd-event");
   ASSERT_TRUE(node);
@@ -36,7 +20,7 @@ TEST(SqdEvent, DrainingAnRcQpReportsSqDrainedToItsOwner) {
     uint32_t posted = 0;
     ASSERT_EQ(kernel::IbPostSend(client.al(), a.qp, {&wr, 1}, &posted), Status::SUCCESS);
   }
-  Waiter waiter;
+  PendingCall waiter;
   abi::GetAsyncEventOut out{};
   ASSERT_EQ(kernel::IbGetAsyncEvent(client.al(), {{client.al_handle()}}, out, waiter.irp),
             Status::PENDING);

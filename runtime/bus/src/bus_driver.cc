@@ -19,14 +19,15 @@ namespace softib::bus {
 
 using kernel::Status;
 
-namespace {
-
-// The PDOs enumerated for one CA.
+// The PDOs enumerated for one CA (outside the anonymous namespace, as BusDriver, which
+// holds them and is declared in the public header, is).
 struct CaChildren {
   uint64_t guid = 0;
   std::vector<kernel::DeviceObject*> ports;  // index: port - 1
   kernel::DeviceObject* iou = nullptr;
 };
+
+namespace {
 
 std::string GuidHex(uint64_t guid) {
   char text[17];

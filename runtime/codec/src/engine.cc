@@ -11,15 +11,6 @@
 namespace softib::codec {
 namespace {
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
 bool IsByteKind(FieldKind kind) {
   return kind == FieldKind::kGid || kind == FieldKind::kBytes || kind == FieldKind::kString;
 }

@@ -1,6 +1,6 @@
-// String building without operator+ chains: GCC 12 at -O3 reports a false
-// -Wrestrict on `"literal" + std::string&&` (GCC PR 105329), which -Werror
-// turns into a build failure.
+// Small string helpers shared by the codec's sources. StrCat builds strings without
+// operator+ chains: GCC 12 at -O3 reports a false -Wrestrict on
+// `"literal" + std::string&&` (GCC PR 105329), which -Werror turns into a build failure.
 #pragma once
 
 #include <initializer_list>
@@ -16,6 +16,15 @@ inline std::string StrCat(std::initializer_list<std::string_view> parts) {
   out.reserve(size);
   for (std::string_view part : parts) out.append(part);
   return out;
+}
+
+// ASCII-only: field, table and enum member names are ASCII.
+inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
 }
 
 }  // namespace softib::codec

@@ -25,21 +25,6 @@ namespace softib::user {
 
 namespace {
 
-// One request in flight. A synchronous one lives on its caller's stack; an overlapped one
-// on the heap, deleted by whoever completes it.
-struct Request {
-  uint64_t id = 0;
-  void* output = nullptr;
-  uint32_t output_length = 0;
-  Overlapped* overlapped = nullptr;
-  // Synchronous only:
-  std::condition_variable cv;  // done, or the receiver role is free
-  bool done = false;
-  Status status = Status::SUCCESS;
-  uint32_t information = 0;
-  std::vector<int>* fds = nullptr;  // where received fds go (else they are closed)
-};
-
 std::atomic_ref<Status> InternalOf(Overlapped* overlapped) {
   return std::atomic_ref<Status>(overlapped->Internal);
 }
@@ -59,6 +44,21 @@ class DeviceFile {
   void Close();
 
  private:
+  // One request in flight. A synchronous one lives on its caller's stack; an overlapped one
+  // on the heap, deleted by whoever completes it.
+  struct Request {
+    uint64_t id = 0;
+    void* output = nullptr;
+    uint32_t output_length = 0;
+    Overlapped* overlapped = nullptr;
+    // Synchronous only:
+    std::condition_variable cv;  // done, or the receiver role is free
+    bool done = false;
+    Status status = Status::SUCCESS;
+    uint32_t information = 0;
+    std::vector<int>* fds = nullptr;  // where received fds go (else they are closed)
+  };
+
   void Background();
   // Holding the receiver role: reads one response (mutex_ released meanwhile), dispatches
   // it, gives the role up and wakes whoever should take it next. `lock` holds mutex_.

@@ -23,7 +23,7 @@ void Put32(MadBytes& m, std::size_t at, uint32_t v) {
     m[at + static_cast<std::size_t>(i)] = static_cast<uint8_t>(v);
 }
 
-constexpr uint32_t kQKeyGsi = 0x80010000;
+using sa::kQKeyGsi;
 constexpr uint8_t kRmppActiveFirstLast = 0x7;
 using sa::kRmppNoRespTime;
 using sa::kRmppTypeData;

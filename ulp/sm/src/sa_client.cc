@@ -35,7 +35,7 @@ const std::map<std::string, std::string>& ShortNames() {
   return names;
 }
 
-void Put16(MadBytes& m, std::size_t at, uint16_t v) {
+void PutBe16(MadBytes& m, std::size_t at, uint16_t v) {
   m[at] = static_cast<uint8_t>(v >> 8);
   m[at + 1] = static_cast<uint8_t>(v);
 }
@@ -95,7 +95,7 @@ std::string BuildSaRequest(const SaClientRequest& request, MadBytes& mad,
   mad[1] = kClassSubnAdm;
   mad[2] = kSaClassVersion;
   mad[3] = request.method;
-  Put16(mad, 16, desc->attribute_id);
+  PutBe16(mad, 16, desc->attribute_id);
   uint64_t mask = 0;
   auto data = std::span<uint8_t>(mad).subspan(kSaHeaderBytes, kSaDataBytes);
   for (const auto& [field, value] : request.fields) {

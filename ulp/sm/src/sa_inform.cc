@@ -13,7 +13,7 @@ constexpr uint16_t kTrapGidInService = 64;
 constexpr uint16_t kTrapGidOutOfService = 65;
 constexpr uint8_t kNoticeTypeInformational = 4;
 constexpr uint32_t kProducerClassManager = 4;
-constexpr uint32_t kQKeyGsi = 0x80010000;
+using sa::kQKeyGsi;
 
 bool SameSubscription(const mad::InformInfo& a, const mad::InformInfo& b) {
   return a.GID == b.GID && a.LIDRangeBegin == b.LIDRangeBegin && a.LIDRangeEnd == b.LIDRangeEnd &&

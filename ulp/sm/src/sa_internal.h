@@ -49,6 +49,7 @@ bool SelectorAccepts(uint8_t selector, unsigned value, unsigned wanted);
 inline constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
 
 // The RMPP header of a GetTable answer (IBA 13.6.2.1): version 1, DATA, no response time.
+inline constexpr uint32_t kQKeyGsi = 0x80010000;  // the well-known GSI Q_Key
 inline constexpr uint8_t kRmppVersion = 1;
 inline constexpr uint8_t kRmppTypeData = 1;
 inline constexpr uint8_t kRmppNoRespTime = 0x1F;

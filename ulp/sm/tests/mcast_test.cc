@@ -11,9 +11,12 @@
 #include "fabric/topology/generators.h"
 #include "softib/sm/lids.h"
 #include "softib/sm/mcast_routing.h"
+#include "subnet_fixtures.h"
 
 namespace softib::sm {
 namespace {
+
+using testing::WithLids;
 
 // Floods one packet from `from` through the tree's masks. Returns the end ports it reached
 // (with counts); `switch_visits` counts how often each switch received it.
@@ -84,12 +87,6 @@ std::vector<EndPort> SomeMembers(const Subnet& subnet, unsigned seed) {
   return out;
 }
 
-// The subnet of `topology` with LIDs; every CA port as members, then five random subsets.
-Subnet WithLids(const fabric::Topology& topology) {
-  Subnet subnet = SubnetFromTopology(topology);
-  EXPECT_TRUE(AssignLids(subnet, 0, nullptr).ok());
-  return subnet;
-}
 void ExpectAllAndSubsetsDelivered(const fabric::Topology& topology) {
   const Subnet subnet = WithLids(topology);
   ExpectTreeDelivers(subnet, CaPorts(subnet));

@@ -13,24 +13,13 @@
 #include "fabric/topology/generators.h"
 #include "softib/sm/lids.h"
 #include "softib/sm/routing.h"
+#include "subnet_fixtures.h"
 
 namespace softib::sm {
 namespace {
 
-Subnet WithLids(const fabric::Topology& topology, uint8_t lmc = 0) {
-  Subnet subnet = SubnetFromTopology(topology);
-  EXPECT_TRUE(AssignLids(subnet, lmc, nullptr).ok());
-  return subnet;
-}
-
-fabric::Topology FatTree2(unsigned leaves, unsigned hosts, unsigned spines, unsigned uplinks = 1) {
-  fabric::FatTreeShape shape;
-  shape.leaves = leaves;
-  shape.hosts_per_leaf = hosts;
-  shape.spines = spines;
-  shape.uplinks = uplinks;
-  return *fabric::GenerateFatTree(shape).topology;
-}
+using testing::FatTree2;
+using testing::WithLids;
 
 fabric::Topology FatTree3() {
   fabric::FatTreeShape shape;

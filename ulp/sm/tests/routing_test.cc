@@ -8,27 +8,13 @@
 #include "fabric/topology/generators.h"
 #include "softib/sm/lids.h"
 #include "softib/sm/routing.h"
+#include "subnet_fixtures.h"
 
 namespace softib::sm {
 namespace {
 
-Subnet Routed(const fabric::Topology& topology, uint8_t lmc = 0) {
-  Subnet subnet = SubnetFromTopology(topology);
-  EXPECT_TRUE(AssignLids(subnet, lmc, nullptr).ok());
-  const RoutingReport report = ComputeMinHopRoutes(subnet);
-  EXPECT_TRUE(report.ok()) << report.error;
-  EXPECT_EQ(report.unreachable, 0u);
-  return subnet;
-}
-
-fabric::Topology FatTree2(unsigned leaves, unsigned hosts, unsigned spines, unsigned uplinks = 1) {
-  fabric::FatTreeShape shape;
-  shape.leaves = leaves;
-  shape.hosts_per_leaf = hosts;
-  shape.spines = spines;
-  shape.uplinks = uplinks;
-  return *fabric::GenerateFatTree(shape).topology;
-}
+using testing::FatTree2;
+using testing::Routed;
 
 uint64_t EndPortCount(const Subnet& s) { return s.EndPorts().size(); }
 

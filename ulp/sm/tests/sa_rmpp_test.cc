@@ -9,16 +9,12 @@
 #include "softib/sm/routing.h"
 #include "softib/sm/sa.h"
 #include "softib/sm/sa_client.h"
+#include "subnet_fixtures.h"
 
 namespace softib::sm {
 namespace {
 
-Subnet Routed(const fabric::Topology& topology) {
-  Subnet subnet = SubnetFromTopology(topology);
-  EXPECT_TRUE(AssignLids(subnet, 0, nullptr).ok());
-  EXPECT_TRUE(ComputeMinHopRoutes(subnet).ok());
-  return subnet;
-}
+using testing::Routed;
 
 struct Answer {
   SaOutgoing out;

@@ -12,16 +12,12 @@
 #include "softib/sm/lids.h"
 #include "softib/sm/routing.h"
 #include "softib/sm/sa.h"
+#include "subnet_fixtures.h"
 
 namespace softib::sm {
 namespace {
 
-Subnet Routed(const fabric::Topology& topology, uint8_t lmc = 0) {
-  Subnet subnet = SubnetFromTopology(topology);
-  EXPECT_TRUE(AssignLids(subnet, lmc, nullptr).ok());
-  EXPECT_TRUE(ComputeMinHopRoutes(subnet).ok());
-  return subnet;
-}
+using testing::Routed;
 
 // The CA end ports of the subnet, in node order.
 std::vector<EndPort> Hosts(const Subnet& s) {

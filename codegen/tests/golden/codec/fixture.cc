@@ -88,14 +88,6 @@ constinit const FormatDesc kFixImmFormat = {
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
-namespace {
-
-void Append(std::vector<codec::Problem>& problems, std::vector<codec::Problem> more) {
-  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-}
-
-}  // namespace
 
 // ---- FixHeader
 
@@ -141,7 +133,7 @@ std::vector<codec::Problem> FixHeader::Validate() const {
   codec::CheckFits(problems, "Reserved1", Reserved1, 4);
   codec::CheckFits(problems, "Kind", Kind, 4);
   for (std::size_t i = 0; i < 6; ++i) codec::CheckFits(problems, "Lanes", i, Lanes[i], 4);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -182,7 +174,7 @@ std::vector<codec::Problem> FixInfo::Validate() const {
   std::vector<codec::Problem> problems;
   codec::CheckFits(problems, "Enabled", Enabled, 1);
   codec::CheckFits(problems, "Reserved", Reserved, 7);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -223,7 +215,7 @@ std::vector<codec::Problem> FixBth::Validate() const {
   codec::CheckFits(problems, "SE", SE, 1);
   codec::CheckFits(problems, "PadCnt", PadCnt, 3);
   codec::CheckFits(problems, "DestQP", DestQP, 24);
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 
@@ -254,7 +246,7 @@ std::array<uint8_t, FixImm::kSize> FixImm::Pack() const {
 
 std::vector<codec::Problem> FixImm::Validate() const {
   std::vector<codec::Problem> problems;
-  Append(problems, codec::ValidateBytes(Desc(), Pack()));
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
   return problems;
 }
 

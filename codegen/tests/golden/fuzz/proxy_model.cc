@@ -15,14 +15,14 @@ using user::Overlapped;
 using user::Status;
 
 template <typename T>
-T LoadIn(std::span<const uint8_t> input) {
+T LoadProxyIn(std::span<const uint8_t> input) {
   T value{};
   if (!input.empty()) std::memcpy(&value, input.data(), std::min(sizeof(T), input.size()));
   return value;
 }
 
 template <typename T>
-std::vector<T> LoadElems(std::span<const uint8_t> input, std::size_t fixed) {
+std::vector<T> LoadProxyElems(std::span<const uint8_t> input, std::size_t fixed) {
   const std::size_t n = input.size() > fixed ? (input.size() - fixed) / sizeof(T) : 0;
   std::vector<T> out(n);
   if (n != 0) std::memcpy(out.data(), input.data() + fixed, n * sizeof(T));
@@ -31,14 +31,14 @@ std::vector<T> LoadElems(std::span<const uint8_t> input, std::size_t fixed) {
 
 Status ProxyFixCreateCq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                         [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::FixCreateCqIn>(input);
+  const auto in = LoadProxyIn<abi::FixCreateCqIn>(input);
   return user::proxy::FixCreateCqAsync(
       device, in, *reinterpret_cast<abi::FixCreateCqOut*>(output.data()), overlapped);
 }
 
 Status ProxyFixDestroyCq(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                          [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
-  const auto in = LoadIn<abi::FixDestroyCqIn>(input);
+  const auto in = LoadProxyIn<abi::FixDestroyCqIn>(input);
   return user::proxy::FixDestroyCqAsync(device, in, overlapped);
 }
 

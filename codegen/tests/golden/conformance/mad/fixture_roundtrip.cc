@@ -9,7 +9,8 @@
 #include "codec_test_support.h"
 #include "softib/mad/fixture.h"
 
-namespace softib::mad {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::mad::fixture_roundtrip {
 namespace {
 
 namespace t = codec::testing;
@@ -548,4 +549,4 @@ TEST(FixImmCodec, TextRoundTrip) {
 }
 
 }  // namespace
-}  // namespace softib::mad
+}  // namespace softib::mad::fixture_roundtrip

@@ -8,7 +8,8 @@
 #include "conformance_support.h"
 #include "softib/abi/fixture.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::fixture_abi {
 namespace {
 
 [[maybe_unused]] void Fill(abi::FixSge& v, Rng& r) {
@@ -256,4 +257,4 @@ TEST(FixtureAbi, FixPollCqCodes) {
   Count("FixPollCq", 2);
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::fixture_abi

@@ -8,7 +8,8 @@
 #include "dispatch_support.h"
 #include "softib/abi/fixture.h"
 
-namespace softib::conformance {
+// A namespace per module: a unity build may compile several modules' files as one.
+namespace softib::conformance::fixture_dispatch {
 namespace {
 
 constexpr VerbCase kFixCreateCq{"FixCreateCq",
@@ -64,4 +65,4 @@ TEST(FixtureDispatch, FixDestroyCq) {
   Count("FixDestroyCq", c.cases());
 }
 
-}  // namespace softib::conformance
+}  // namespace softib::conformance::fixture_dispatch

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,11 @@ struct Problem {
   std::string field;
   std::string message;
 };
+
+inline void AppendProblems(std::vector<Problem>& problems, std::vector<Problem> more) {
+  problems.insert(problems.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+}
 
 // The decoded value of one field, or of one element of a repeated field.
 struct FieldValue {
