@@ -2295,7 +2295,7 @@ constexpr abi::Status kQueryObjectCountsStatuses[] = {
     abi::Status::SUCCESS, abi::Status::INVALID_AL_HANDLE, abi::Status::INVALID_PARAMETER};
 
 // GetFileAl
-constexpr FieldInfo kGetFileAlFields[] = {R(0, 8)};
+constexpr FieldInfo kGetFileAlFields[] = {I(0, 8, "dma_address_offset")};
 constexpr abi::Status kGetFileAlStatuses[] = {abi::Status::SUCCESS, abi::Status::INVALID_AL_HANDLE,
                                               abi::Status::INVALID_PARAMETER};
 

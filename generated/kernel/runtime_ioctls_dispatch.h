@@ -117,7 +117,8 @@ class RuntimeIoctlsVerbHandlers {
                                    Irp* irp) = 0;
 
   /// The handle of the calling file's implicit Al object (every open of the AL device or of
-  /// a CA device carries one), which the other requests of the file name.
+  /// a CA device carries one), which the other requests of the file name. The runtime sends
+  /// it once per open, and states here how the process's addresses reach its memory.
   virtual Status GetFileAl(const CallContext& ctx, const abi::GetFileAlIn& in,
                            abi::GetFileAlOut& out, Irp* irp) = 0;
 };

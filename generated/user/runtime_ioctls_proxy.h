@@ -87,7 +87,8 @@ Status QueryObjectCountsAsync(DeviceHandle device, const abi::QueryObjectCountsI
                               abi::QueryObjectCountsOut& out, Overlapped* overlapped);
 
 /// The handle of the calling file's implicit Al object (every open of the AL device or of
-/// a CA device carries one), which the other requests of the file name.
+/// a CA device carries one), which the other requests of the file name. The runtime sends
+/// it once per open, and states here how the process's addresses reach its memory.
 Status GetFileAl(DeviceHandle device, const abi::GetFileAlIn& in, abi::GetFileAlOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
 // completes.

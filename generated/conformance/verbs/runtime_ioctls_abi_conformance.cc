@@ -410,12 +410,15 @@ namespace {
   return n;
 }
 
-[[maybe_unused]] void Fill(abi::GetFileAlIn&, Rng&) {}
+[[maybe_unused]] void Fill(abi::GetFileAlIn& v, Rng& r) {
+  v.dma_address_offset = r.Int<uint64_t>();
+}
 
 [[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::GetFileAlIn& v,
                            const abi::GetFileAlIn& w) {
   int n = 0;
-  n += ExpectField(buf, base + 0, v.reserved0, w.reserved0, "GetFileAlIn.reserved0");
+  n += ExpectField(buf, base + 0, v.dma_address_offset, w.dma_address_offset,
+                   "GetFileAlIn.dma_address_offset");
   return n;
 }
 
@@ -852,7 +855,7 @@ TEST(RuntimeIoctlsAbi, QueryObjectCountsOut) {
 
 TEST(RuntimeIoctlsAbi, GetFileAlIn) {
   static constexpr FieldOffset kFields[] = {
-      {"reserved0", offsetof(abi::GetFileAlIn, reserved0), 0},
+      {"dma_address_offset", offsetof(abi::GetFileAlIn, dma_address_offset), 0},
   };
   int n = ExpectLayout("GetFileAlIn", sizeof(abi::GetFileAlIn), 8, kFields);
   Rng r("GetFileAlIn");

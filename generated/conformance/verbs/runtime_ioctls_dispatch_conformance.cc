@@ -126,7 +126,6 @@ constexpr HandleField kQueryObjectCountsHandles[] = {
 
 constexpr VerbCase kGetFileAl{
     "GetFileAl", 0x0F09, abi::kIoctlGetFileAl, abi::kPathProxy, false, 8, 8, 0, 0, 0, 0, false};
-constexpr ByteRange kGetFileAlReserved[] = {{0, 8, false}};
 constexpr OutputMask kGetFileAlMasks[] = {{0, 8}};
 
 }  // namespace
@@ -209,7 +208,6 @@ TEST(RuntimeIoctlsDispatch, QueryObjectCounts) {
 TEST(RuntimeIoctlsDispatch, GetFileAl) {
   DispatchCases c(kGetFileAl);
   c.Lengths();
-  c.Reserved(kGetFileAlReserved);
   c.Paths(kGetFileAlMasks);
   Count("GetFileAl", c.cases());
 }

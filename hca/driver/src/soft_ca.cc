@@ -261,14 +261,22 @@ Status SoftCa::BindAhHandle(uint32_t ah, uint64_t handle) {
   return hca_.BindAhHandle(ah, handle);
 }
 
+std::shared_ptr<DmaAccessor> SoftCa::AccessorOf(ci::MemoryOwner owner) const {
+  return owner.pid == 0 ? kernel_dma_
+                        : std::make_shared<ProcessVmDma>(static_cast<pid_t>(owner.pid));
+}
+
 Status SoftCa::RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
-                          int32_t pid, uint32_t* key) {
+                          ci::MemoryOwner owner, uint32_t* key) {
+  // Where the region's bytes are for the DMA engine; the device checks keys and bounds
+  // against vaddr (Hca::RegisterMr: iova vs addr) and that addr + length does not wrap.
+  const uint64_t addr = vaddr + owner.address_offset;
+  if (addr < vaddr) return Status::INVALID_PARAMETER;
   // The accessor is made before taking the lock (allocation).
-  std::shared_ptr<DmaAccessor> dma =
-      pid == 0 ? kernel_dma_ : std::make_shared<ProcessVmDma>(static_cast<pid_t>(pid));
+  std::shared_ptr<DmaAccessor> dma = AccessorOf(owner);
   Locked locked(this);
   if (locked.gone()) return Status::CA_REMOVED;
-  return hca_.RegisterMr(pd, vaddr, length, vaddr, access, std::move(dma), key);
+  return hca_.RegisterMr(pd, vaddr, length, addr, access, std::move(dma), key);
 }
 
 Status SoftCa::DeregisterMr(uint32_t key) {
@@ -280,18 +288,21 @@ Status SoftCa::DeregisterMr(uint32_t key) {
 // ---- MR reregistration -------------------------------------------------------------------
 
 Status SoftCa::ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
-                            uint64_t length, abi::AccessFlags access, int32_t pid,
+                            uint64_t length, abi::AccessFlags access, ci::MemoryOwner owner,
                             uint32_t* new_key) {
   // A new translation needs the accessor of the memory's owner, made before the lock as in
   // RegisterMr; without TRANSLATION the device keeps the region's own.
   const bool translation = abi::HasAny(what, abi::MrReregFlags::TRANSLATION);
   std::shared_ptr<DmaAccessor> dma;
+  uint64_t addr = 0;
   if (translation) {
-    dma = pid == 0 ? kernel_dma_ : std::make_shared<ProcessVmDma>(static_cast<pid_t>(pid));
+    addr = vaddr + owner.address_offset;
+    if (addr < vaddr) return Status::INVALID_PARAMETER;
+    dma = AccessorOf(owner);
   }
   Locked locked(this);
   if (locked.gone()) return Status::CA_REMOVED;
-  return hca_.ReregisterMr(key, what, pd, vaddr, length, vaddr, access, std::move(dma), new_key);
+  return hca_.ReregisterMr(key, what, pd, vaddr, length, addr, access, std::move(dma), new_key);
 }
 
 // ---- CQ ----------------------------------------------------------------------------------

@@ -50,11 +50,11 @@ class SoftCa final : public ci::CaInterface {
   Status CreateAh(uint32_t pd, const abi::AddressVector& av, uint32_t* ah) override;
   Status DestroyAh(uint32_t ah) override;
   Status RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
-                    int32_t pid, uint32_t* key) override;
+                    ci::MemoryOwner owner, uint32_t* key) override;
   Status DeregisterMr(uint32_t key) override;
   // MR reregistration
   Status ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
-                      uint64_t length, abi::AccessFlags access, int32_t pid,
+                      uint64_t length, abi::AccessFlags access, ci::MemoryOwner owner,
                       uint32_t* new_key) override;
   Status CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size) override;
   Status ResizeCq(uint32_t cq, uint32_t* size) override;
@@ -150,6 +150,8 @@ class SoftCa final : public ci::CaInterface {
   Status NewRegion(const char* name, const rings::RegionLayout& layout,
                    std::shared_ptr<RingRegion>* region);
   Status DupFd(const RingRegion& region, uint32_t* shm_id, int* fd);
+  // The DMA engine's way into `owner`'s memory (allocates: call before taking the lock).
+  std::shared_ptr<DmaAccessor> AccessorOf(ci::MemoryOwner owner) const;
   bool has_rings() const { return !ring_qps_.empty() || !ring_cqs_.empty() || !ring_srqs_.empty(); }
   // Completes waiting IRPs with queued news; never with the lock held.
   void FlushEvents();

@@ -133,7 +133,7 @@ class RingFixture : public ::testing::Test {
     const auto access = abi::AccessFlags::LOCAL_WRITE | abi::AccessFlags::REMOTE_WRITE |
                         abi::AccessFlags::REMOTE_READ;
     ASSERT_EQ(s.ci->RegisterMr(s.pd, reinterpret_cast<uintptr_t>(s.buffer.data()), s.buffer.size(),
-                               access, getpid(), &s.key),
+                               access, {getpid()}, &s.key),
               Status::SUCCESS);
     uint32_t actual = 0;
     ASSERT_EQ(s.ci->CreateCq(cq_size, &s.cq, &actual), Status::SUCCESS);

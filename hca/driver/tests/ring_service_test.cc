@@ -363,7 +363,7 @@ TEST_F(RingFixture, SrqRingFeedsItsQps) {
   // B receives from a mapped SRQ.
   ASSERT_EQ(b.ci->AllocPd(&b.pd), Status::SUCCESS);
   ASSERT_EQ(b.ci->RegisterMr(b.pd, reinterpret_cast<uintptr_t>(b.buffer.data()), b.buffer.size(),
-                             abi::AccessFlags::LOCAL_WRITE, getpid(), &b.key),
+                             abi::AccessFlags::LOCAL_WRITE, {getpid()}, &b.key),
             Status::SUCCESS);
   uint32_t actual = 0, srq = 0;
   ASSERT_EQ(b.ci->CreateCq(32, &b.cq, &actual), Status::SUCCESS);

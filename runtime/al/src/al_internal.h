@@ -111,8 +111,11 @@ class Instance {
 
   AccessLayer* const al;
   kernel::FileObject* const file;
-  kernel::IbAl* ib_al = nullptr;         // a kernel client's instance
-  const int32_t pid;                     // the user process (0: kernel)
+  kernel::IbAl* ib_al = nullptr;  // a kernel client's instance
+  const int32_t pid;              // the user process (0: kernel)
+  // What the process stated in GetFileAl (qemu's guest base under qemu-i386): regions it
+  // registers from then on are reached at their addresses + this.
+  std::atomic<uint64_t> dma_address_offset{0};
   const std::shared_ptr<AlCa> bound_ca;  // CA files: the CA of the filter device
   std::shared_ptr<FileState> state = std::make_shared<FileState>();
   kernel::ObjectHandleTable table;
@@ -122,6 +125,8 @@ class Instance {
   kernel::KSpinLock waitables_lock;
   std::set<kernel::KernelObject*> waitables;
 
+  // Whose memory the regions this file registers now are.
+  hca::ci::MemoryOwner memory_owner() const { return {pid, dma_address_offset.load()}; }
   kernel::Status CreateImplicitAl();
   std::size_t CancelPendingIrps(uint32_t function, uint64_t object_id);
   void Cleanup();  // IRP_MJ_CLEANUP: pending IRPs cancelled, every object destroyed

@@ -1,5 +1,6 @@
 // Memory regions and memory windows. The HCA reaches a user region through the opening
-// process's pid (process_vm_readv/writev), a kernel region by memcpy.
+// process's pid (process_vm_readv/writev, at the registered address + the offset the file
+// stated in GetFileAl), a kernel region by memcpy.
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/mr_rereg.h"
 
@@ -10,15 +11,15 @@ using kernel::Status;
 
 namespace {
 
-Status Register(const kernel::CallContext& ctx, PdObj* pd, const abi::MrRegion& region, int32_t pid,
-                uint32_t* lkey, uint32_t* rkey, uint64_t* handle) {
+Status Register(const kernel::CallContext& ctx, PdObj* pd, const abi::MrRegion& region,
+                hca::ci::MemoryOwner memory, uint32_t* lkey, uint32_t* rkey, uint64_t* handle) {
   uint32_t key = 0;
   if (const Status s = pd->ca_obj->ca->ci->RegisterMr(pd->pd, region.vaddr, region.length,
-                                                      region.access, pid, &key);
+                                                      region.access, memory, &key);
       s != Status::SUCCESS) {
     return s == Status::INVALID_PARAMETER ? Status::INVALID_SETTING : s;
   }
-  auto* object = new MrObj(InstanceOf(ctx), pd, key, region, pid);
+  auto* object = new MrObj(InstanceOf(ctx), pd, key, region, memory);
   if (!Adopt(object, pd)) {
     kernel::DereferenceObject(object);
     return Status::INVALID_PD_HANDLE;
@@ -32,8 +33,8 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
  public:
   Status RegMem(const kernel::CallContext& ctx, const abi::RegMemIn& in, kernel::RegMemRefs& refs,
                 abi::RegMemOut& out, Irp*) override {
-    return Register(ctx, As<PdObj>(refs.pd), in.region, InstanceOf(ctx)->pid, &out.lkey, &out.rkey,
-                    &out.mr.value);
+    return Register(ctx, As<PdObj>(refs.pd), in.region, InstanceOf(ctx)->memory_owner(), &out.lkey,
+                    &out.rkey, &out.mr.value);
   }
 
   Status RegPhys(const kernel::CallContext& ctx, const abi::RegPhysIn& in,
@@ -49,7 +50,7 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
     region.length = in.length;
     region.access = in.access;
     out.iova = region.vaddr;
-    return Register(ctx, As<PdObj>(refs.pd), region, 0, &out.lkey, &out.rkey, &out.mr.value);
+    return Register(ctx, As<PdObj>(refs.pd), region, {}, &out.lkey, &out.rkey, &out.mr.value);
   }
 
   Status QueryMr(const kernel::CallContext&, const abi::QueryMrIn&, kernel::QueryMrRefs& refs,
@@ -107,7 +108,7 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
     }
     region.access = in.access;
     out.vaddr = region.vaddr;
-    return Register(ctx, As<PdObj>(refs.pd), region, mr->pid, &out.lkey, &out.rkey,
+    return Register(ctx, As<PdObj>(refs.pd), region, mr->memory, &out.lkey, &out.rkey,
                     &out.shared_mr.value);
   }
 

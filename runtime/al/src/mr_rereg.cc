@@ -89,7 +89,7 @@ Status ReregisterRegion(MrObj* mr, abi::MrReregFlags flags, PdObj* new_pd, uint6
   uint32_t new_key = 0;
   const Status status =
       mr->ca->ci->ReregisterMr(old_key, flags, move ? new_pd->pd : old_pd->pd, region.vaddr,
-                               region.length, region.access, mr->pid, &new_key);
+                               region.length, region.access, mr->memory, &new_key);
   if (status != Status::SUCCESS) {
     // The device's "malformed range or flags" is the verb's INVALID_SETTING.
     return status == Status::INVALID_PARAMETER ? Status::INVALID_SETTING : status;

@@ -93,10 +93,10 @@ AvObj::AvObj(Instance* owner, PdObj* pd, uint32_t ah_in, const abi::AddressVecto
 void AvObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyAh(ah); }
 
 MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& region_in,
-             int32_t pid_in)
+             hca::ci::MemoryOwner memory_in)
     : AlObject(abi::ObjectType::Mr, owner),
       ca(pd->ca_obj->ca.get()),
-      pid(pid_in),
+      memory(memory_in),
       key(key_in),
       region(region_in),
       pd_obj(pd) {}

@@ -126,10 +126,16 @@ class RuntimeVerbs final : public kernel::RuntimeIoctlsVerbHandlers {
     return Status::SUCCESS;
   }
 
-  Status GetFileAl(const kernel::CallContext& ctx, const abi::GetFileAlIn&, abi::GetFileAlOut& out,
-                   Irp*) override {
-    out.al.value = InstanceOf(ctx)->al_handle;
-    return out.al.value != 0 ? Status::SUCCESS : Status::INVALID_AL_HANDLE;
+  Status GetFileAl(const kernel::CallContext& ctx, const abi::GetFileAlIn& in,
+                   abi::GetFileAlOut& out, Irp*) override {
+    Instance* instance = InstanceOf(ctx);
+    // A kernel client's regions are its own memory (memcpy): nothing to offset.
+    if (instance->pid == 0 && in.dma_address_offset != 0) return Status::INVALID_PARAMETER;
+    out.al.value = instance->al_handle;
+    if (out.al.value == 0) return Status::INVALID_AL_HANDLE;
+    // Only the stating process's own transfers can go astray (ProcessVmDma targets its pid).
+    instance->dma_address_offset.store(in.dma_address_offset);
+    return Status::SUCCESS;
   }
 };
 

@@ -41,7 +41,7 @@ Status SpecialQp::Start() {
   s = ci->CreateCq(kRecvDepth + kSendSlots, &cq_, &size);
   if (s != Status::SUCCESS) return s;
   s = ci->RegisterMr(pd_, reinterpret_cast<uint64_t>(memory_.data()), memory_.size(),
-                     abi::AccessFlags::LOCAL_WRITE, 0, &key_);
+                     abi::AccessFlags::LOCAL_WRITE, {}, &key_);
   if (s != Status::SUCCESS) return s;
   if (type_ == abi::QpType::MAD) return StartMadQp();
   abi::QpCreateParams params{};

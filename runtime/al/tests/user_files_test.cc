@@ -73,11 +73,13 @@ class UserFile {
     return kernel::IoDeviceIoControlFile(file_, kCodeOf<In>, &in, sizeof(in), nullptr, 0,
                                          kernel::ProcessorMode::kUserMode, &information);
   }
+  // Every GetFileAl states the process's DMA address offset (0 natively).
   uint64_t Al() {
     abi::GetFileAlOut out{};
-    EXPECT_EQ(Ioctl(abi::GetFileAlIn{}, &out), Status::SUCCESS);
+    EXPECT_EQ(Ioctl(abi::GetFileAlIn{dma_address_offset}, &out), Status::SUCCESS);
     return out.al.value;
   }
+  uint64_t dma_address_offset = 0;
   abi::ObjectCounts Counts(abi::CountScope scope) {
     abi::QueryObjectCountsOut out{};
     EXPECT_EQ(Ioctl(abi::QueryObjectCountsIn{{Al()}, scope, 0}, &out), Status::SUCCESS);
@@ -116,8 +118,11 @@ struct PendingIoctl {
   kernel::KEvent done{kernel::EventType::kNotification};
 };
 
-TEST(UserFiles, RedirectedCaFileRunsVerbsOnTheProcessMemory) {
-  auto node = BootDefault("uf-verbs");
+// `offset`: what the CA file states in GetFileAl (a process under qemu-i386: its guest
+// base). The process registers its memory at addresses `offset` below where this test's
+// memory is, and the HCA must reach it there.
+void RunVerbsOnProcessMemory(const char* node_name, uint64_t offset) {
+  auto node = BootDefault(node_name);
   ASSERT_TRUE(node);
   const auto guids = node->ca_guids();
   UserFile al_file(node->node(), al::kAlDeviceName);
@@ -135,6 +140,7 @@ TEST(UserFiles, RedirectedCaFileRunsVerbsOnTheProcessMemory) {
 
   UserFile ca_file(node->node(), path);
   ASSERT_EQ(ca_file.open_status(), Status::SUCCESS);
+  ca_file.dma_address_offset = offset;
   const uint64_t ca_al = ca_file.Al();
   EXPECT_NE(ca_al, al);
   abi::OpenCaOut ca{};
@@ -148,9 +154,10 @@ TEST(UserFiles, RedirectedCaFileRunsVerbsOnTheProcessMemory) {
   abi::CreateCqOut cq{};
   ASSERT_EQ(ca_file.Ioctl(abi::CreateCqIn{{ca.ca.value}, 64, 0, 0}, &cq), Status::SUCCESS);
   std::vector<uint8_t> memory(8192, 0);
+  const uint64_t registered = reinterpret_cast<uint64_t>(memory.data()) - offset;
   abi::RegMemIn reg{};
   reg.pd = pd.pd;
-  reg.region.vaddr = reinterpret_cast<uint64_t>(memory.data());
+  reg.region.vaddr = registered;
   reg.region.length = memory.size();
   reg.region.access = abi::AccessFlags::LOCAL_WRITE | abi::AccessFlags::REMOTE_WRITE;
   abi::RegMemOut mr{};
@@ -206,7 +213,7 @@ TEST(UserFiles, RedirectedCaFileRunsVerbsOnTheProcessMemory) {
   Pattern(k.buffer, 0, 3000, 3);
   abi::SendWorkRequest wr = Write(k, 0, 3000, k, 0, 42);
   wr.rkey = mr.rkey;
-  wr.remote_addr = reinterpret_cast<uint64_t>(memory.data()) + 1000;
+  wr.remote_addr = registered + 1000;
   uint32_t posted = 0;
   ASSERT_EQ(kernel::IbPostSend(kernel_client.al(), k.qp, {&wr, 1}, &posted), Status::SUCCESS);
   const auto done = kernel_client.PollN(k.cq, 1);
@@ -228,6 +235,55 @@ TEST(UserFiles, RedirectedCaFileRunsVerbsOnTheProcessMemory) {
   const abi::ObjectCounts after = al_file.Counts(abi::CountScope::NODE);
   EXPECT_EQ(after.qp + after.cq + after.mr + after.pd + after.ca, 0u);
   EXPECT_EQ(after.al, 1u);
+}
+
+TEST(UserFiles, RedirectedCaFileRunsVerbsOnTheProcessMemory) {
+  RunVerbsOnProcessMemory("uf-verbs", 0);
+}
+
+TEST(UserFiles, StatedDmaAddressOffsetMovesTransfersNotKeysOrBounds) {
+  RunVerbsOnProcessMemory("uf-offset", 0x10000);
+}
+
+TEST(UserFiles, DmaAddressOffsetThatWrapsIsRefusedAndKernelFilesStateNone) {
+  auto node = BootDefault("uf-offset-bad");
+  ASSERT_TRUE(node);
+  const auto guids = node->ca_guids();
+  UserFile ca_file(node->node(), node->ca_device_name(guids[0]));
+  ASSERT_EQ(ca_file.open_status(), Status::SUCCESS);
+  ca_file.dma_address_offset = ~0ull - 0xfff;  // any region above 4 KiB would wrap
+  const uint64_t ca_al = ca_file.Al();
+  abi::OpenCaOut ca{};
+  ASSERT_EQ(ca_file.Ioctl(abi::OpenCaIn{{ca_al}, htobe64(guids[0]), 0}, &ca), Status::SUCCESS);
+  abi::AllocPdOut pd{};
+  ASSERT_EQ(ca_file.Ioctl(abi::AllocPdIn{{ca.ca.value}, abi::PdType{}, 0, 0}, &pd),
+            Status::SUCCESS);
+  std::vector<uint8_t> memory(4096, 0);
+  abi::RegMemIn reg{};
+  reg.pd = pd.pd;
+  reg.region.vaddr = reinterpret_cast<uint64_t>(memory.data());
+  reg.region.length = memory.size();
+  reg.region.access = abi::AccessFlags::LOCAL_WRITE;
+  abi::RegMemOut mr{};
+  EXPECT_EQ(ca_file.Ioctl(reg, &mr), Status::INVALID_SETTING);
+  EXPECT_EQ(ca_file.Counts(abi::CountScope::FILE).mr, 0u);
+
+  // A file opened in kernel mode: its regions are the kernel's own memory, nothing to offset
+  // (the user-mode request gets past the dispatcher's proxy-only rule).
+  kernel::FileObject* kernel_file = nullptr;
+  ASSERT_EQ(kernel::IoCreateFile(node->node(), al::kAlDeviceName,
+                                 kernel::ProcessorMode::kKernelMode, &kernel_file),
+            Status::SUCCESS);
+  for (const uint64_t offset : {0x1000ull, 0ull}) {
+    abi::GetFileAlOut out{};
+    uint64_t information = 0;
+    const abi::GetFileAlIn in{offset};
+    EXPECT_EQ(kernel::IoDeviceIoControlFile(kernel_file, abi::GetFileAlVerb::kIoctlCode, &in,
+                                            sizeof(in), &out, sizeof(out),
+                                            kernel::ProcessorMode::kUserMode, &information),
+              offset == 0 ? Status::SUCCESS : Status::INVALID_PARAMETER);
+  }
+  kernel::IoCloseFile(kernel_file);
 }
 
 TEST(UserFiles, KernelOnlyVerbsAreRefusedAndUnsupportedFamiliesSaySo) {

@@ -19,8 +19,17 @@ std::string DefaultRunDir() {
   return "/tmp/softib-" + std::to_string(getuid());
 }
 
+uint64_t DmaAddressOffset() {
+  if constexpr (sizeof(void*) != 4) return 0;
+  const char* base = std::getenv("QEMU_GUEST_BASE");
+  if (base == nullptr || *base == '\0') return 0;
+  // qemu's own reading of it (strtol, base 0, trailing text ignored), so both agree.
+  return static_cast<uint64_t>(std::strtoll(base, nullptr, 0));
+}
+
 Status QueryFileAl(DeviceHandle device, abi::Handle<abi::ObjectType::Al>* al) {
   abi::GetFileAlIn in{};
+  in.dma_address_offset = DmaAddressOffset();
   abi::GetFileAlOut out{};
   const Status status = proxy::GetFileAl(device, in, out);
   if (status == Status::SUCCESS) *al = out.al;

@@ -73,5 +73,26 @@ TEST(AccessLayerTest, NoNodeListeningIsNotFound) {
   std::filesystem::remove_all(dir);
 }
 
+// qemu's reading of $QEMU_GUEST_BASE (hex or decimal); a 64-bit build never takes it.
+TEST(AccessLayerTest, DmaAddressOffsetIsQemusGuestBaseIn32BitBuildsOnly) {
+  const uint64_t expected = sizeof(void*) == 4 ? 0x100000000ull : 0;
+  {
+    ScopedEnv base("QEMU_GUEST_BASE", "0x100000000");
+    EXPECT_EQ(DmaAddressOffset(), expected);
+  }
+  {
+    ScopedEnv base("QEMU_GUEST_BASE", "4294967296");
+    EXPECT_EQ(DmaAddressOffset(), expected);
+  }
+  {
+    ScopedEnv base("QEMU_GUEST_BASE", "");
+    EXPECT_EQ(DmaAddressOffset(), 0u);
+  }
+  {
+    ScopedEnv base("QEMU_GUEST_BASE", nullptr);
+    EXPECT_EQ(DmaAddressOffset(), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace softib::user

@@ -165,19 +165,20 @@ bool KernelRuns(const std::string& binary) {
 
 }  // namespace
 
-bool M32RunsNatively(const std::string& binary) { return M32Command(binary).size() == 1; }
-
 std::vector<std::string> M32Command(const std::string& binary) {
-  // Natively whenever the kernel can: the speed path needs it, because the HCA reaches the
-  // process's memory at the addresses the process registered (process_vm_readv/writev),
-  // and under qemu-i386 the guest's addresses are not the host process's.
+  // Natively whenever the kernel can (fastest). Under qemu-i386 the guest's addresses are
+  // host addresses minus qemu's guest base: the HCA reaches the process's memory
+  // (process_vm_readv/writev) only when it knows that base, so qemu gets a fixed one by the
+  // environment, which it also hands on to the guest (runtime/user: DmaAddressOffset).
   const char* emulator = std::getenv("SOFTIB_M32_EMULATOR");
   if (emulator == nullptr) {
     emulator =
         !KernelRuns(binary) && access("/usr/bin/qemu-i386", X_OK) == 0 ? "/usr/bin/qemu-i386" : "";
   }
   std::vector<std::string> command;
-  if (*emulator != '\0') command.push_back(emulator);
+  if (*emulator != '\0') {
+    command = {"/usr/bin/env", std::string("QEMU_GUEST_BASE=") + kM32GuestBase, emulator};
+  }
   command.push_back(binary);
   return command;
 }

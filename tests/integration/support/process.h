@@ -50,11 +50,12 @@ class Process {
 };
 
 // This build's m32 emulator rule: a 32-bit binary runs under qemu-i386 only when the kernel
-// cannot exec it ($SOFTIB_M32_EMULATOR overrides; empty: exec directly). The speed path's
-// transfers need native execution (under qemu the process's addresses are the guest's).
+// cannot exec it ($SOFTIB_M32_EMULATOR overrides; empty: exec directly). Under the emulator
+// it gets the fixed guest base kM32GuestBase through $QEMU_GUEST_BASE, which the process's
+// user library reads and states to the kernel, so the HCA reaches its memory.
 std::vector<std::string> M32Command(const std::string& binary);
-// Whether M32Command runs `binary` natively (the kernel has IA32 emulation and no emulator
-// is forced).
-bool M32RunsNatively(const std::string& binary);
+// Page aligned, with 4 GiB of host address space above it that nothing else maps (x86-64
+// processes load far higher). The m32 test preset sets the same (CMakePresets.json).
+inline constexpr char kM32GuestBase[] = "0x100000000";
 
 }  // namespace softib::integration

@@ -401,17 +401,18 @@ inline bool IsValid(const QueryObjectCountsOut&) { return true; }
 
 /// Input of verb GetFileAl.
 struct GetFileAlIn {
-  uint64_t reserved0;  // reserved: must be zero
+  /// Added to every address of a region this file registers from now on, to reach the
+  /// process's memory (process_vm_readv/writev): 0 natively; qemu's guest base for a
+  /// 32-bit process under qemu-i386. Bounds and keys stay in the registered addresses.
+  /// Non-zero from a kernel client: INVALID_PARAMETER.
+  uint64_t dma_address_offset;
 };
 static_assert(sizeof(GetFileAlIn) == 8);
-static_assert(offsetof(GetFileAlIn, reserved0) == 0);
+static_assert(offsetof(GetFileAlIn, dma_address_offset) == 0);
 static_assert(std::is_standard_layout_v<GetFileAlIn> && std::is_trivially_copyable_v<GetFileAlIn>);
 
 // Reserved and pad bytes zero, enum values declared, flag bits within their mask.
-inline bool IsValid(const GetFileAlIn& v) {
-  if (!AllZero(&v.reserved0, sizeof(v.reserved0))) return false;
-  return true;
-}
+inline bool IsValid(const GetFileAlIn&) { return true; }
 
 /// Output of verb GetFileAl.
 struct GetFileAlOut {
@@ -673,7 +674,8 @@ static_assert(kIoctlGetFileAl == 0x003B6324);
 inline constexpr uint32_t kOrdinalGetFileAl = 0x0F09;
 
 /// The handle of the calling file's implicit Al object (every open of the AL device or of
-/// a CA device carries one), which the other requests of the file name.
+/// a CA device carries one), which the other requests of the file name. The runtime sends
+/// it once per open, and states here how the process's addresses reach its memory.
 struct GetFileAlVerb {
   static constexpr const char* kName = "GetFileAl";
   static constexpr uint32_t kOrdinal = 0x0F09;

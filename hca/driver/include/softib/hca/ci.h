@@ -36,6 +36,14 @@ inline constexpr uint32_t kIoctlCiQueryInterface = 0x0022E000;
 // the CA is gone, CANCELED when cancelled.
 inline constexpr uint32_t kIoctlCiWaitEvents = 0x0022E004;
 
+// Whose memory a region is, and how the addresses it is registered at reach that memory.
+struct MemoryOwner {
+  int32_t pid = 0;  // the user process; 0: kernel memory (this process's, by memcpy)
+  // Added to a registered address to reach the process's own (process_vm_readv/writev): 0
+  // natively, qemu's guest base for a 32-bit process under qemu-i386 (GetFileAl).
+  uint64_t address_offset = 0;
+};
+
 enum class CaEventKind : uint32_t {
   kCompletion = 1,  // `object`: CQ number whose arming fired
   kAsync = 2,       // `type` about `object` (CQ, QP, SRQ or port number)
@@ -99,19 +107,20 @@ class CaInterface {
   virtual Status FreePd(uint32_t pd) = 0;
   virtual Status CreateAh(uint32_t pd, const abi::AddressVector& av, uint32_t* ah) = 0;
   virtual Status DestroyAh(uint32_t ah) = 0;
-  // `pid`: the user process whose memory [vaddr, vaddr+length) is; 0 for kernel memory.
+  // `owner`: whose memory [vaddr, vaddr+length) is. Keys and bounds stay in vaddr; the
+  // HCA moves bytes at vaddr + owner.address_offset (INVALID_PARAMETER if that wraps).
   virtual Status RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
-                            int32_t pid, uint32_t* key) = 0;
+                            MemoryOwner owner, uint32_t* key) = 0;
   virtual Status DeregisterMr(uint32_t key) = 0;
 
   // --- MR reregistration -----------------------------------------------------------------
   // Changes what `what` selects of region `key` in place (TRANSLATION: vaddr/length, in the
-  // memory of `pid` as RegisterMr; PD: moves it to `pd`; ACCESS: its rights): the same
+  // memory of `owner` as RegisterMr; PD: moves it to `pd`; ACCESS: its rights): the same
   // table index, a new key (*new_key), the old key dead at once. RESOURCE_BUSY while
   // windows are bound to it; INVALID_MR_HANDLE, INVALID_PD_HANDLE, INVALID_PERMISSION,
   // INVALID_PARAMETER (no flag, a zero or wrapping range); on any error nothing changes.
   virtual Status ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
-                              uint64_t length, abi::AccessFlags access, int32_t pid,
+                              uint64_t length, abi::AccessFlags access, MemoryOwner owner,
                               uint32_t* new_key) = 0;
 
   // --- CQ --------------------------------------------------------------------------------

@@ -49,7 +49,16 @@ Status OpenCaByGuid(const AlFile& al, uint64_t ca_guid, uint64_t context, CaFile
 // created on the CA still exist.
 Status CloseCaFile(CaFile* ca);
 
-// The implicit Al of an open file (GetFileAl).
+// The implicit Al of an open file (GetFileAl), which also tells the kernel
+// DmaAddressOffset(): every open of the AL and of a CA comes through here.
 Status QueryFileAl(DeviceHandle device, abi::Handle<abi::ObjectType::Al>* al);
+
+// What the HCA adds to this process's addresses to reach its memory. Under qemu-i386 (a
+// 32-bit process on a kernel without IA32 emulation) they are guest addresses, at host
+// address + qemu's guest base: qemu takes that base from $QEMU_GUEST_BASE and hands its
+// environment on to the guest, so the process reads it there (qemu's -B is invisible to it).
+// 0 otherwise, and always in a 64-bit build (never a qemu-i386 guest; a variable meant for
+// a 32-bit child must not move its transfers).
+uint64_t DmaAddressOffset();
 
 }  // namespace softib::user
