@@ -27,6 +27,7 @@ class FabricHost::HostLink final : public hca::Link {
       (void)host_->fabric_.ca_link(fabric_index_).Transmit(std::move(packet));
       host_->pending_ = true;
       sleeping = host_->sleeping_;
+      host_->sleeping_ = false;  // one eventfd write wakes it: the SM's window is one burst
     }
     host_->work_hint_.store(true, std::memory_order_release);
     if (sleeping) host_->Kick();
@@ -125,6 +126,7 @@ void FabricHost::Wake() {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_ = true;
     sleeping = sleeping_;
+    sleeping_ = false;  // the first write wakes it; more would be system calls for nothing
   }
   if (sleeping) Kick();
 }
