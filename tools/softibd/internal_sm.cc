@@ -88,7 +88,10 @@ class LightHostMadPort final : public sm::MadPort {
   void Push(sm::ReceivedMad&& in) {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(in));
-    if (waiting_) arrived_.notify_one();
+    if (waiting_) {
+      waiting_ = false;  // one wake-up: what arrives before it runs joins the same batch
+      arrived_.notify_one();
+    }
   }
   void Flush() {
     for (const Outgoing& o : outbox_) {
