@@ -151,13 +151,14 @@ RouteResult Switch::RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> pack
     if (!crcs.well_formed || !crcs.icrc_ok() || !crcs.vcrc_ok())
       return Drop(SwitchDrop::kBadCrc, ingress);
   }
-  std::vector<uint8_t> bytes(packet.begin(), packet.end());
-  const std::span<uint8_t> mad = MadOf(bytes);
-  if (mad::MadHeaderConstView(mad).MgmtClass() != mad::kSubnMgtDRClass) {
+  if (mad::MadHeaderConstView(packet.subspan(kMadOffset, smp::kSmpBytes)).MgmtClass() !=
+      mad::kSubnMgtDRClass) {
     RouteResult result;
-    result.egress.push_back(0);  // a LID-routed SMP for this switch's SMA
+    result.egress.push_back(0);  // a LID-routed SMP for this switch's SMA, as it came
     return result;
   }
+  std::vector<uint8_t> bytes(packet.begin(), packet.end());  // the relay rewrites it
+  const std::span<uint8_t> mad = MadOf(bytes);
   const smp::Decision decision = smp::OnArrival(mad, shape(), ingress);
   switch (decision.verdict) {
     case smp::Verdict::kLocal: {
