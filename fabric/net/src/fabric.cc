@@ -198,7 +198,9 @@ void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool in
     if (const Deliver& deliver = ca_ports_[at.index].deliver) deliver(packet);
     return;
   }
-  for (Transmit& out : switches_[at.index]->Receive(at.port, packet, intact))
+  transmits_.clear();
+  switches_[at.index]->Receive(at.port, packet, intact, &transmits_);
+  for (Transmit& out : transmits_)
     Send(CableEnd{CableEnd::Kind::kSwitch, at.index, out.port}, std::move(out.bytes), out.intact);
 }
 

@@ -205,6 +205,11 @@ std::vector<Transmit> Switch::Receive(uint8_t ingress, std::span<const uint8_t> 
   return out;
 }
 
+void Switch::Receive(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
+                     std::vector<Transmit>* out) {
+  Emit(ingress, packet, intact, out, 0);
+}
+
 void Switch::Emit(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
                   std::vector<Transmit>* out, int depth) {
   RouteResult result = route(ingress, packet, intact);

@@ -134,6 +134,7 @@ class Fabric {
   void NotifyEnd(const CableEnd& end, bool up);
 
   std::vector<std::unique_ptr<Switch>> switches_;
+  std::vector<Transmit> transmits_;                  // Arrive's, reused: what a switch sends on
   std::vector<std::vector<int64_t>> switch_cables_;  // [switch][port] -> cable or -1
   std::vector<CaPort> ca_ports_;
   std::vector<Cable> cables_;

@@ -109,6 +109,9 @@ class Switch {
   // packet, a tunnel's, one a fault may have touched) is checked.
   std::vector<Transmit> Receive(uint8_t ingress, std::span<const uint8_t> packet,
                                 bool intact = false);
+  // The same, appended to `out` (a caller's vector, reused from packet to packet).
+  void Receive(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
+               std::vector<Transmit>* out);
 
   // The SMA on its own: one SMP (256 bytes) arriving on `in_port`, already past the
   // directed-route rules. Returns the response MAD, or nothing when none is due.
