@@ -16,6 +16,7 @@ namespace {
 
 constexpr uint8_t kDirectedRouteClass = 0x81;
 constexpr uint8_t kLidRoutedClass = 0x01;
+constexpr unsigned kInternalSmWindow = 256;
 
 // Received MADs wait here between the fabric's thread (which appends under the light
 // host's lock) and the SM's thread (which takes the whole queue at once).
@@ -87,7 +88,10 @@ class LightHostMadPort final : public sm::MadPort {
   void Push(sm::ReceivedMad&& in) {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(in));
-    if (waiting_) arrived_.notify_one();
+    if (waiting_) {
+      waiting_ = false;  // one wake-up: what arrives before it runs joins the same batch
+      arrived_.notify_one();
+    }
   }
   void Flush() {
     for (const Outgoing& o : outbox_) {
@@ -147,6 +151,9 @@ void InternalSm::Run() {
   sm::SmOptions options;
   options.verify_lfts = options_.verify_lfts;
   options.lid_routed_activation = true;  // softib's switches forward them through Armed ports
+  // No sockets and no other process between the SM and the fabric: a wider window means
+  // fewer hand-overs between the two threads per SMP (each wake-up carries more).
+  options.tx.window = kInternalSmWindow;
   sm::SubnetManager manager(*port_, options);
   sm::SweepReport report = manager.Sweep();
   manager.Announce(stdout, report, "first sweep");

@@ -137,14 +137,14 @@ bool Fabric::Outbound(const CableEnd& from, uint32_t* cable, int* direction) con
   return true;
 }
 
-void Fabric::Send(const CableEnd& from, std::vector<uint8_t> packet) {
+void Fabric::Send(const CableEnd& from, std::vector<uint8_t> packet, bool intact) {
   uint32_t cable = 0;
   int direction = 0;
   if (!Outbound(from, &cable, &direction)) return;  // an uncabled port: lost
-  Enqueue(cables_[cable], direction, std::move(packet));
+  Enqueue(cables_[cable], direction, std::move(packet), intact);
 }
 
-void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet) {
+void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, bool intact) {
   Direction& d = cable.dir[direction];
   if (!cable.up) {
     ++d.counters.dropped_down;
@@ -153,7 +153,7 @@ void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet) {
   const LinkFaults& f = d.faults;
   const uint64_t due = now_ns_ + f.delay_ns;
   if (f.loss == 0 && f.corrupt == 0 && f.duplicate == 0 && f.reorder == 0) {
-    d.queue.push_back({due, std::move(packet)});
+    d.queue.push_back({due, std::move(packet), intact});
     ++queued_;
     List(cable, direction);
     return;
@@ -169,20 +169,21 @@ void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet) {
   if (corrupt < f.corrupt && !packet.empty()) {
     ++d.counters.corrupted;
     packet[where % packet.size()] ^= 0x5A;
+    intact = false;  // the next switch checks its CRCs (and drops it)
   }
   if (dup < f.duplicate) {
     ++d.counters.duplicated;
-    d.queue.push_back({due, packet});
+    d.queue.push_back({due, packet, intact});
     ++queued_;
   }
   ++queued_;
   List(cable, direction);
   if (reorder < f.reorder && !d.queue.empty()) {
     ++d.counters.reordered;
-    d.queue.insert(d.queue.end() - 1, {due, std::move(packet)});  // overtakes the last one
+    d.queue.insert(d.queue.end() - 1, {due, std::move(packet), intact});  // overtakes the last
     return;
   }
-  d.queue.push_back({due, std::move(packet)});
+  d.queue.push_back({due, std::move(packet), intact});
 }
 
 void Fabric::List(Cable& cable, int direction) {
@@ -192,13 +193,15 @@ void Fabric::List(Cable& cable, int direction) {
   ready_.push_back(static_cast<uint32_t>(&cable - cables_.data()) * 2 + direction);
 }
 
-void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet) {
+void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool intact) {
   if (at.kind == CableEnd::Kind::kCaPort) {
     if (const Deliver& deliver = ca_ports_[at.index].deliver) deliver(packet);
     return;
   }
-  for (Transmit& out : switches_[at.index]->Receive(at.port, packet))
-    Send(CableEnd{CableEnd::Kind::kSwitch, at.index, out.port}, std::move(out.bytes));
+  transmits_.clear();
+  switches_[at.index]->Receive(at.port, packet, intact, &transmits_);
+  for (Transmit& out : transmits_)
+    Send(CableEnd{CableEnd::Kind::kSwitch, at.index, out.port}, std::move(out.bytes), out.intact);
 }
 
 std::size_t Fabric::Pump() {
@@ -206,7 +209,7 @@ std::size_t Fabric::Pump() {
   // The switches' traps that are due go out first (their SMAs have no clock of their own).
   for (uint32_t i = 0; i < switches_.size(); ++i)
     for (Transmit& out : switches_[i]->PollTraps(now_ns_))
-      Send(CableEnd{CableEnd::Kind::kSwitch, i, out.port}, std::move(out.bytes));
+      Send(CableEnd{CableEnd::Kind::kSwitch, i, out.port}, std::move(out.bytes), out.intact);
   for (bool progress = true; progress;) {
     progress = false;
     // One packet per direction per round keeps the directions interleaved fairly; what the
@@ -226,6 +229,7 @@ std::size_t Fabric::Pump() {
         continue;
       }
       std::vector<uint8_t> packet = std::move(d.queue.front().bytes);
+      const bool intact = d.queue.front().intact;
       d.queue.pop_front();
       --queued_;
       if (d.queue.empty()) {
@@ -235,7 +239,7 @@ std::size_t Fabric::Pump() {
       }
       ++d.counters.carried;
       if (cable.capturing) cable.captured.emplace_back(now_ns_, packet);
-      Arrive(cable.end[1 - direction], packet);
+      Arrive(cable.end[1 - direction], packet, intact);
       ++delivered;
       progress = true;
     }

@@ -22,11 +22,11 @@ class FabricHost::HostLink final : public hca::Link {
   HostLink(FabricHost* host, uint32_t fabric_index) : host_(host), fabric_index_(fabric_index) {}
   std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) override {
     bool sleeping;
-    {  // one lock hold per packet: queue it, mark work, see whether the thread sleeps
-      std::lock_guard<std::mutex> lock(host_->mutex_);
-      (void)host_->fabric_.ca_link(fabric_index_).Transmit(std::move(packet));
-      host_->pending_ = true;
+    {  // one lock hold per packet: queue it, see whether the thread sleeps
+      std::lock_guard<std::mutex> lock(host_->inbox_mutex_);
+      host_->inbox_.emplace_back(fabric_index_, std::move(packet));
       sleeping = host_->sleeping_;
+      host_->sleeping_ = false;  // one eventfd write wakes it: the SM's window is one burst
     }
     host_->work_hint_.store(true, std::memory_order_release);
     if (sleeping) host_->Kick();
@@ -124,7 +124,9 @@ void FabricHost::Wake() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_ = true;
+    std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);
     sleeping = sleeping_;
+    sleeping_ = false;  // the first write wakes it; more would be system calls for nothing
   }
   if (sleeping) Kick();
 }
@@ -149,7 +151,7 @@ bool FabricHost::ServeSources(std::vector<pollfd>& fds) {
 }
 
 void FabricHost::Run() {
-  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> arrivals;
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> arrivals, inbound;
   std::vector<std::shared_ptr<hca::Link>> targets;
   std::vector<std::shared_ptr<Tap>> taps;
   std::vector<std::function<void()>> tasks;
@@ -173,8 +175,10 @@ void FabricHost::Run() {
     std::unique_lock<std::mutex> lock(mutex_);
     due = std::min(due, fabric_.next_due());
     const uint64_t now = NowNs();
-    if (!polled && !pending_ && !stop_ && due > now) {
+    std::unique_lock<std::mutex> inbox_lock(inbox_mutex_);
+    if (!polled && !pending_ && !stop_ && due > now && inbox_.empty()) {
       sleeping_ = true;
+      inbox_lock.unlock();
       lock.unlock();
       timespec wait{};
       if (due != UINT64_MAX) {
@@ -186,11 +190,16 @@ void FabricHost::Run() {
       (void)!read(wake_fd_, &count, sizeof count);
       polled = true;
       lock.lock();
+      inbox_lock.lock();
       sleeping_ = false;
     }
     if (stop_) return;
     pending_ = false;
     work_hint_.store(false, std::memory_order_relaxed);
+    inbound.swap(inbox_);
+    inbox_lock.unlock();
+    for (auto& [index, bytes] : inbound) (void)fabric_.ca_link(index).Transmit(std::move(bytes));
+    inbound.clear();
     fabric_.AdvanceTo(NowNs());
     fabric_.Pump();
     arrivals.swap(outbox_);

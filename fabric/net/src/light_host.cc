@@ -113,7 +113,6 @@ void LightHost::Answer() {
   to.sl = origin_.sl;
   to.pkey_index = origin_.pkey_index;
   std::array<uint8_t, 256> response{};
-  hca_.SetNow(FabricHost::Now());
   if (origin_.qpn == hca::kSmiQpn) {
     // The SMI (the Access Layer's smi.cc does the same for a full node): the receive-side
     // directed-route rules, then the SMA, then the response back along the return path.
@@ -123,6 +122,8 @@ void LightHost::Answer() {
       if (above_) above_(origin_, mad_);
       return;
     }
+    hca_.SetNow(
+        FabricHost::Now());  // for the SMA's M_Key lease; an SM's answers above need no clock
     if (hca_.ProcessLocalMad(port, mad_, response) != hca::LocalMadResult::kReply) return;
     if (directed) {
       const smp::Decision d = smp::Respond(response, shape, origin_.slid);
@@ -143,6 +144,7 @@ void LightHost::Answer() {
     if (above_) above_(origin_, mad_);
     return;
   }
+  hca_.SetNow(FabricHost::Now());
   if (hca_.ProcessLocalMad(port, mad_, response) != hca::LocalMadResult::kReply) return;
   to.remote_qpn = origin_.src_qp;
   to.remote_qkey = hca::kGsiQkey;

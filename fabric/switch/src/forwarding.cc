@@ -66,7 +66,7 @@ std::optional<uint8_t> Switch::UnicastPort(uint16_t dlid, SwitchDrop* why) const
   return port;
 }
 
-RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet) {
+RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet, bool intact) {
   if (ingress > config_.num_ports) return Drop(SwitchDrop::kMalformed, ingress);
   if (packet.size() < wire::LRH::kSize + ibcrc::kVcrcBytes)
     return Drop(SwitchDrop::kMalformed, ingress);
@@ -91,7 +91,7 @@ RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet) {
     const wire::BTHConstView bth(packet.subspan(bth_offset));
     if (bth.OpCode() != static_cast<uint8_t>(wire::BthOpcode::UD_SEND_ONLY) || bth.DestQP() != 0)
       return Drop(SwitchDrop::kVl15NotSmp, ingress);
-    if (dlid == kPermissiveLid || IsOwnLid(dlid)) return RouteSmpToSmi(ingress, packet);
+    if (dlid == kPermissiveLid || IsOwnLid(dlid)) return RouteSmpToSmi(ingress, packet, intact);
     return RouteByLid(ingress, dlid, true, {});
   }
 
@@ -143,24 +143,26 @@ RouteResult Switch::RouteByLid(uint8_t ingress, uint16_t dlid, bool vl15,
   return result;
 }
 
-RouteResult Switch::RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> packet) {
+RouteResult Switch::RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> packet, bool intact) {
   // The switch consumes or rewrites this packet: check its CRCs first, so that a corrupted
-  // SMP is not given fresh ones.
-  const ibcrc::CrcCheck crcs = ibcrc::CheckCrcs(packet);
-  if (!crcs.well_formed || !crcs.icrc_ok() || !crcs.vcrc_ok())
-    return Drop(SwitchDrop::kBadCrc, ingress);
-  std::vector<uint8_t> bytes(packet.begin(), packet.end());
-  const std::span<uint8_t> mad = MadOf(bytes);
-  if (mad::MadHeaderConstView(mad).MgmtClass() != mad::kSubnMgtDRClass) {
+  // SMP is not given fresh ones — unless they were built over these very bytes (Receive).
+  if (!intact) {
+    const ibcrc::CrcCheck crcs = ibcrc::CheckCrcs(packet);
+    if (!crcs.well_formed || !crcs.icrc_ok() || !crcs.vcrc_ok())
+      return Drop(SwitchDrop::kBadCrc, ingress);
+  }
+  if (mad::MadHeaderConstView(packet.subspan(kMadOffset, smp::kSmpBytes)).MgmtClass() !=
+      mad::kSubnMgtDRClass) {
     RouteResult result;
-    result.egress.push_back(0);  // a LID-routed SMP for this switch's SMA
+    result.egress.push_back(0);  // a LID-routed SMP for this switch's SMA, as it came
     return result;
   }
+  std::vector<uint8_t> bytes(packet.begin(), packet.end());  // the relay rewrites it
+  const std::span<uint8_t> mad = MadOf(bytes);
   const smp::Decision decision = smp::OnArrival(mad, shape(), ingress);
   switch (decision.verdict) {
     case smp::Verdict::kLocal: {
-      RebuildCrcs(bytes);
-      RouteResult result;
+      RouteResult result;  // for the SMA only: its answer gets CRCs (AnswerSmp)
       result.egress.push_back(0);
       result.rewritten = std::move(bytes);
       return result;
@@ -196,25 +198,40 @@ RouteResult Switch::RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> pack
   return Drop(SwitchDrop::kDirectedRoute, ingress);
 }
 
-std::vector<Transmit> Switch::Receive(uint8_t ingress, std::span<const uint8_t> packet) {
+std::vector<Transmit> Switch::Receive(uint8_t ingress, std::span<const uint8_t> packet,
+                                      bool intact) {
   std::vector<Transmit> out;
-  Emit(ingress, packet, &out, 0);
+  Emit(ingress, packet, intact, &out, 0);
   return out;
 }
 
-void Switch::Emit(uint8_t ingress, std::span<const uint8_t> packet, std::vector<Transmit>* out,
-                  int depth) {
-  RouteResult result = route(ingress, packet);
+void Switch::Receive(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
+                     std::vector<Transmit>* out) {
+  Emit(ingress, packet, intact, out, 0);
+}
+
+void Switch::Emit(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
+                  std::vector<Transmit>* out, int depth) {
+  RouteResult result = route(ingress, packet, intact);
   if (result.drop) return;
+  const bool rewritten = !result.rewritten.empty();
   const std::span<const uint8_t> bytes =
-      result.rewritten.empty() ? packet : std::span<const uint8_t>(result.rewritten);
-  for (uint8_t port : result.egress) {
+      rewritten ? std::span<const uint8_t>(result.rewritten) : packet;
+  // Rewritten bytes carry CRCs built here; unchanged ones are as intact as they came.
+  const bool built = rewritten || intact;
+  for (std::size_t i = 0; i < result.egress.size(); ++i) {
+    const uint8_t port = result.egress[i];
     if (port == 0) {
       AnswerSmp(ingress, bytes, out, depth);
       continue;
     }
     ++counters_[port].xmit_packets;
-    out->push_back({port, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+    // The common case, one egress of a rewritten packet: hand its buffer on, no copy.
+    if (rewritten && result.egress.size() == 1) {
+      out->push_back({port, std::move(result.rewritten), true});
+      return;
+    }
+    out->push_back({port, std::vector<uint8_t>(bytes.begin(), bytes.end()), built});
   }
 }
 
@@ -246,7 +263,7 @@ void Switch::AnswerSmp(uint8_t ingress, std::span<const uint8_t> request,
           return;
         }
         ++counters_[decision.port].xmit_packets;
-        out->push_back({decision.port, std::move(packet)});
+        out->push_back({decision.port, std::move(packet), true});
         return;
       case smp::Verdict::kLocal:
         ++drops_[static_cast<std::size_t>(SwitchDrop::kNoSm)];
@@ -267,7 +284,7 @@ void Switch::AnswerSmp(uint8_t ingress, std::span<const uint8_t> request,
   RebuildCrcs(packet);
   // LID-routed from the management port; a response that comes back to this switch (its
   // own LID) is bounded by the depth.
-  if (depth < 4) Emit(0, packet, out, depth + 1);
+  if (depth < 4) Emit(0, packet, true, out, depth + 1);
 }
 
 }  // namespace softib::fabric

@@ -80,7 +80,7 @@ std::vector<Transmit> Switch::PollTraps(uint64_t now_ns) {
   bth.set_DestQP(0);
   ibcrc::AppendCrcs(packet);
   ++traps_sent_;
-  Emit(0, packet, &out, 0);
+  Emit(0, packet, true, &out, 0);  // CRCs built just above
   return out;
 }
 

@@ -82,6 +82,30 @@ TEST(SwitchForwarding, DirectedRouteThroughThreeSwitches) {
   EXPECT_EQ(c.s1.total_drops() + c.s2.total_drops() + c.s3.total_drops(), 0u);
 }
 
+// What a switch rewrote carries CRCs it built, marked intact; the next switch checks a
+// relayed SMP's CRCs unless it is told the bytes are those very ones (Switch::Receive).
+TEST(SwitchForwarding, OnlyIntactRelayedSmpsSkipTheCrcCheck) {
+  Chain c;
+  Mad request = DrSmp(kGet, kNodeInfo, 0, {1, 2, 3});
+  request[kHopPointer] = 1;
+  const std::vector<Transmit> out = c.s1.Receive(1, SmpPacket(request));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].intact);
+  EXPECT_TRUE(CrcsGood(out[0].bytes));
+
+  std::vector<uint8_t> corrupted = out[0].bytes;
+  corrupted[kMadInPacket + 40] ^= 1;  // as a cable's corruption fault would
+  EXPECT_TRUE(c.s2.Receive(5, corrupted).empty());
+  EXPECT_EQ(c.s2.drops(SwitchDrop::kBadCrc), 1u);
+
+  const std::vector<uint8_t> checked = Single(c.s2.Receive(5, out[0].bytes), 3);
+  const std::vector<Transmit> trusted = c.s2.Receive(5, out[0].bytes, true);
+  ASSERT_EQ(trusted.size(), 1u);
+  EXPECT_EQ(trusted[0].bytes, checked) << "the same relay, byte for byte";
+  EXPECT_TRUE(CrcsGood(trusted[0].bytes));
+  EXPECT_TRUE(trusted[0].intact);
+}
+
 // The SM programs S1 by directed route (LID, LFT), then talks to it LID-routed.
 TEST(SwitchForwarding, LidRoutedSmpAfterProgramming) {
   Switch s1(TestConfig(0x1100, 8));

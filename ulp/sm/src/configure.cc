@@ -39,8 +39,13 @@ class Configurator {
         for (const EndPort& e : subnet_.EndPorts()) SetPort(e.node, e.port, 0, &report_.lid_sets);
         break;
       case ConfigurePhase::kForwarding:
-        for (NodeId n = 0; n < subnet_.nodes().size(); ++n)
-          if (subnet_.node(n).is_switch()) ProgramSwitch(n);
+        // One switch's blocks at a time, as the window drains (not all 337 k up front).
+        tx_.set_feeder([this, n = NodeId{0}]() mutable {
+          while (n < subnet_.nodes().size() && !subnet_.node(n).is_switch()) ++n;
+          if (n == subnet_.nodes().size()) return false;
+          ProgramSwitch(n++);
+          return true;
+        });
         break;
       case ConfigurePhase::kArm:
       case ConfigurePhase::kActivate: {

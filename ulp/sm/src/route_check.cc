@@ -25,9 +25,11 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
   const uint16_t top = subnet.TopLid();
   const std::size_t count = subnet.nodes().size();
   // Per destination LID, per switch: 0 unknown, 1 on the current walk, 2 delivers (hops in
-  // `dist`), 3 fails.
+  // `dist`), 3 fails. A state belongs to the LID in `stamp` (unknown for any other LID), so
+  // nothing is cleared between LIDs (ft-k36: 13 k LIDs x 13 k nodes).
   std::vector<uint8_t> state(count);
   std::vector<uint16_t> dist(count);
+  std::vector<uint16_t> stamp(count, 0);
   std::vector<NodeId> walk;
   // The switch each end port's traffic enters (a switch's port 0: the switch itself), with
   // how many end ports enter there; end ports cabled to no switch are `stranded`.
@@ -51,6 +53,25 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
     for (NodeId n = 0; n < count; ++n)
       if (sources[n] != 0) by_entry.emplace_back(n, sources[n]);
   }
+  // Each switch port's peer, flat (the walks below take ~20 M hops on ft-k36, and a
+  // node's port records are too large and too far apart to read for each).
+  struct Hop {
+    NodeId peer = kNoNode;
+    uint8_t peer_port = 0;
+    bool to_switch = false;
+  };
+  std::vector<std::size_t> first_hop(count, 0);
+  std::vector<Hop> hops;
+  for (NodeId n = 0; n < count; ++n) {
+    const SmNode& node = subnet.node(n);
+    first_hop[n] = hops.size();
+    if (!node.is_switch()) continue;
+    for (uint8_t p = 0; p <= node.num_ports; ++p) {
+      const SmPort& port = node.ports[p];
+      hops.push_back(
+          {port.peer, port.peer_port, port.linked() && subnet.node(port.peer).is_switch()});
+    }
+  }
   auto problem = [&](std::string text) {
     if (report.problems.size() < 10) report.problems.push_back(std::move(text));
   };
@@ -58,8 +79,15 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
   for (unsigned lid = 1; lid <= top; ++lid) {
     const auto owner = subnet.Owner(static_cast<uint16_t>(lid));
     if (!owner) continue;
-    std::fill(state.begin(), state.end(), 0);
     const NodeId owner_entry = OwnerEntry(subnet, *owner);
+    // The state of node `n` for this LID.
+    auto known = [&](NodeId n) -> uint8_t& {
+      if (stamp[n] != lid) {
+        stamp[n] = static_cast<uint16_t>(lid);
+        state[n] = 0;
+      }
+      return state[n];
+    };
     // Resolves switch `start` for this LID: follows the LFT until a delivery, a failure or a
     // switch already resolved, then writes the outcome back along the walk.
     auto resolve = [&](NodeId start) {
@@ -69,38 +97,39 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
       uint16_t tail_hops = 0;
       bool loop = false;
       while (true) {
-        if (state[at] == 2 || state[at] == 3) {
-          outcome = state[at];
+        if (known(at) == 2 || known(at) == 3) {
+          outcome = known(at);
           tail_hops = dist[at];
           break;
         }
-        if (state[at] == 1) {
+        if (known(at) == 1) {
           outcome = 3;
           loop = true;
           break;
         }
-        state[at] = 1;
+        known(at) = 1;
         walk.push_back(at);
         const SmNode& sw = subnet.node(at);
         if (owner->node == at) {  // the switch's own port 0
           outcome = 2;
           tail_hops = 0;
           walk.pop_back();
-          state[at] = 2;
+          known(at) = 2;
           dist[at] = 0;
           break;
         }
         const uint8_t out = lid < sw.lft.size() ? sw.lft[lid] : kNoPort;
-        if (out == kNoPort || out == 0 || out > sw.num_ports || !sw.ports[out].linked()) {
+        const Hop* hop = out > sw.num_ports ? nullptr : &hops[first_hop[at] + out];
+        if (out == kNoPort || out == 0 || hop == nullptr || hop->peer == kNoNode) {
           problem(
               "switch " + sw.description + ": LID " + std::to_string(lid) +
               (out == kNoPort ? " has no LFT entry" : " goes to dead port " + std::to_string(out)));
           outcome = 3;
           break;
         }
-        const NodeId next = sw.ports[out].peer;
-        if (!subnet.node(next).is_switch()) {
-          if (next == owner->node && sw.ports[out].peer_port == owner->port) {
+        const NodeId next = hop->peer;
+        if (!hop->to_switch) {
+          if (next == owner->node && hop->peer_port == owner->port) {
             outcome = 2;
             tail_hops = 0;
           } else {
@@ -109,7 +138,7 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
             outcome = 3;
           }
           // The delivery hop to a CA is not a switch-to-switch hop.
-          state[at] = outcome;
+          known(at) = outcome;
           dist[at] = tail_hops;
           walk.pop_back();
           break;
@@ -124,7 +153,7 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
       // Write back: each earlier switch on the walk is one hop further.
       for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
         if (outcome == 2) ++tail_hops;
-        state[*it] = outcome;
+        known(*it) = outcome;
         dist[*it] = tail_hops;
       }
       return outcome == 2;
@@ -136,8 +165,8 @@ RouteCheckReport CheckRoutes(const Subnet& subnet) {
       if (entry == owner_entry) --n;  // the owner does not route to itself
       if (n == 0) continue;
       report.pairs += n;
-      if (state[entry] != 2 && state[entry] != 3) resolve(entry);
-      if (state[entry] == 2) {
+      if (known(entry) != 2 && known(entry) != 3) resolve(entry);
+      if (known(entry) == 2) {
         report.max_hops = std::max<unsigned>(report.max_hops, dist[entry]);
       } else {
         report.holes += n;

@@ -26,7 +26,7 @@ SubnetManager::SubnetManager(MadPort& port, SmOptions options)
 }
 
 void SubnetManager::Progress(bool force) {
-  if (!options_.log) return;
+  if (!options_.log || (!force && (++progress_calls_ & 255) != 0)) return;
   const double now = Now();
   if (!force && now - last_progress_ < options_.progress_interval_s) return;
   last_progress_ = now;

@@ -54,7 +54,12 @@ bool Transactions::SendOne(uint32_t tid, Pending& pending) {
 }
 
 bool Transactions::FillWindow() {
-  while (in_flight_.size() < options_.window && !queue_.empty()) {
+  while (in_flight_.size() < options_.window) {
+    if (queue_.empty()) {
+      if (!feeder_) break;
+      if (!feeder_() || queue_.empty()) feeder_ = nullptr;
+      continue;
+    }
     auto [tid, pending] = std::move(queue_.front());
     queue_.pop_front();
     auto [it, inserted] = in_flight_.emplace(tid, std::move(pending));
@@ -130,16 +135,21 @@ bool Transactions::ExpireOld() {
 }
 
 bool Transactions::Run() {
-  while (!queue_.empty() || !in_flight_.empty()) {
-    if (!FillWindow()) return false;
+  while (!queue_.empty() || !in_flight_.empty() || feeder_) {
+    if (!FillWindow()) {
+      feeder_ = nullptr;
+      return false;
+    }
     int wait_ms = 0;
     if (!expiries_.empty()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           expiries_.front().deadline - Clock::now());
       wait_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, options_.timeout_ms));
     }
-    if (!ReceiveOne(wait_ms)) return false;
-    if (!ExpireOld()) return false;
+    if (!ReceiveOne(wait_ms) || !ExpireOld()) {
+      feeder_ = nullptr;
+      return false;
+    }
   }
   expiries_.clear();
   return true;

@@ -71,6 +71,34 @@ TEST(Transactions, MatchesOnLowTidAndKeepsTheWindow) {
   EXPECT_EQ(tx.stats().retries, 0u);
 }
 
+// A feeder submits the next batch only when the window has room and nothing is queued; it
+// is driven until it says it has no more, in order, and the window still holds.
+TEST(Transactions, AFeederSubmitsBatchesAsTheWindowDrains) {
+  ScriptedPort port;
+  Transactions tx(port, {.window = 4, .timeout_ms = 5, .retries = 0});
+  std::vector<uint32_t> answered;
+  unsigned batches = 0, calls = 0;
+  tx.set_feeder([&] {
+    ++calls;
+    EXPECT_EQ(tx.pending(), tx.in_flight()) << "called with nothing queued";
+    if (batches == 3) return false;
+    for (uint32_t i = 0; i < 5; ++i) {
+      const uint32_t modifier = batches * 5 + i;
+      tx.Submit(MakeDrSmp(kMethodGet, kAttrPortInfo, modifier, {}), {},
+                [&answered](const TxResult& r) { answered.push_back(SmpModifier(r.response)); });
+    }
+    ++batches;
+    return true;
+  });
+  ASSERT_TRUE(tx.Run());
+  EXPECT_EQ(calls, 4u);
+  ASSERT_EQ(answered.size(), 15u);
+  for (uint32_t i = 0; i < 15; ++i) EXPECT_EQ(answered[i], i);
+  EXPECT_LE(port.max_outstanding, 4u);
+  ASSERT_TRUE(tx.Run()) << "the spent feeder is gone";
+  EXPECT_EQ(calls, 4u);
+}
+
 TEST(Transactions, RetriesLostAndBouncedSendsThenGivesUp) {
   ScriptedPort port;
   port.drop_first = 1;

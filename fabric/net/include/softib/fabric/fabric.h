@@ -100,6 +100,7 @@ class Fabric {
   struct Queued {
     uint64_t due_ns;
     std::vector<uint8_t> bytes;
+    bool intact = false;  // a switch built these bytes and nothing changed them (Switch::Receive)
   };
   struct Direction {
     std::deque<Queued> queue;
@@ -125,14 +126,15 @@ class Fabric {
 
   // Where (cable, direction) a packet sent from `from` goes; false if not cabled.
   bool Outbound(const CableEnd& from, uint32_t* cable, int* direction) const;
-  void Send(const CableEnd& from, std::vector<uint8_t> packet);
-  void Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet);
+  void Send(const CableEnd& from, std::vector<uint8_t> packet, bool intact = false);
+  void Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, bool intact);
   // Puts a direction that just got a packet on the ready list (once).
   void List(Cable& cable, int direction);
-  void Arrive(const CableEnd& at, std::span<const uint8_t> packet);
+  void Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool intact);
   void NotifyEnd(const CableEnd& end, bool up);
 
   std::vector<std::unique_ptr<Switch>> switches_;
+  std::vector<Transmit> transmits_;                  // Arrive's, reused: what a switch sends on
   std::vector<std::vector<int64_t>> switch_cables_;  // [switch][port] -> cable or -1
   std::vector<CaPort> ca_ports_;
   std::vector<Cable> cables_;

@@ -101,7 +101,12 @@ class FabricHost {
   std::vector<std::function<void()>> tasks_;                       // lock held
   bool pending_ = false;                                           // lock held
   bool stop_ = false;                                              // lock held
-  bool sleeping_ = false;        // lock held: the thread is (about to be) in poll()
+  // What the CA ports transmitted, fed into the fabric at the thread's next round: under a
+  // lock of its own, which the thread does not hold while it pumps, so a sender (the SM's
+  // window) is not held up by the packets already crossing. Lock order: mutex_, inbox_mutex_.
+  std::mutex inbox_mutex_;
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inbox_;  // inbox_mutex_
+  bool sleeping_ = false;        // inbox_mutex_: the thread is (about to be) in poll()
   int wake_fd_ = -1;             // eventfd: Wake() kicks the sleeping thread
   std::vector<Source> sources_;  // set before Start, then the thread's
   std::atomic<bool> work_hint_{false};

@@ -68,7 +68,9 @@ struct RouteResult {
   std::vector<uint8_t> egress;
   // The bytes to transmit when the switch had to rewrite the packet (a directed-route
   // SMP's hop pointer/return path, LRH LIDs of a LID-routed segment) with the ICRC and
-  // VCRC rebuilt; empty when the received bytes go on unchanged.
+  // VCRC rebuilt; empty when the received bytes go on unchanged. For the management port
+  // alone (a directed-route SMP that ends here) the CRCs are not rebuilt: the bytes go no
+  // further than this switch's SMA, whose answer gets its own.
   std::vector<uint8_t> rewritten;
   std::optional<SwitchDrop> drop;
 };
@@ -76,6 +78,9 @@ struct RouteResult {
 struct Transmit {
   uint8_t port = 0;
   std::vector<uint8_t> bytes;
+  // The switch built these bytes' CRCs itself (a rewritten or answered SMP, a trap), or
+  // passed on unchanged a packet that arrived `intact`: see Receive.
+  bool intact = false;
 };
 
 // Per-port counters (the PortCounters a PMA would report).
@@ -92,12 +97,21 @@ class Switch {
   explicit Switch(SwitchConfig config);
 
   // The relay's decision for `packet` (LRH through VCRC) arriving on `ingress` (0 = from
-  // the management port). Counts drops; never throws.
-  RouteResult route(uint8_t ingress, std::span<const uint8_t> packet);
+  // the management port). Counts drops; never throws. `intact`: see Receive.
+  RouteResult route(uint8_t ingress, std::span<const uint8_t> packet, bool intact = false);
 
   // route(), then the management port: SMPs for this switch are answered and the responses
   // routed. Returns everything to transmit, each on its port.
-  std::vector<Transmit> Receive(uint8_t ingress, std::span<const uint8_t> packet);
+  // `intact` says the bytes are exactly what a switch built (a Transmit marked intact) and
+  // nothing changed them on the way (an in-memory cable without a corruption fault, no
+  // tunnel): their CRCs were computed over these very bytes, so checking them again before
+  // a directed-route SMP is rewritten would compute the same values. Anything else (a CA's
+  // packet, a tunnel's, one a fault may have touched) is checked.
+  std::vector<Transmit> Receive(uint8_t ingress, std::span<const uint8_t> packet,
+                                bool intact = false);
+  // The same, appended to `out` (a caller's vector, reused from packet to packet).
+  void Receive(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
+               std::vector<Transmit>* out);
 
   // The SMA on its own: one SMP (256 bytes) arriving on `in_port`, already past the
   // directed-route rules. Returns the response MAD, or nothing when none is due.
@@ -170,15 +184,15 @@ class Switch {
   bool IsOwnLid(uint16_t lid) const;
   bool CanTransmit(uint8_t port, bool vl15) const;
   std::optional<uint8_t> UnicastPort(uint16_t dlid, SwitchDrop* why) const;
-  RouteResult RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> packet);
+  RouteResult RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> packet, bool intact);
   RouteResult RouteByLid(uint8_t ingress, uint16_t dlid, bool vl15, std::vector<uint8_t> bytes);
   // partitions.cc: IBA 10.9.2 partition enforcement on external ports.
   bool PKeyAllowed(uint8_t port, uint16_t pkey, bool inbound);
   RouteResult EnforceOutbound(RouteResult result, uint16_t pkey, uint8_t ingress);
   void AnswerSmp(uint8_t ingress, std::span<const uint8_t> packet, std::vector<Transmit>* out,
                  int depth);
-  void Emit(uint8_t ingress, std::span<const uint8_t> packet, std::vector<Transmit>* out,
-            int depth);
+  void Emit(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
+            std::vector<Transmit>* out, int depth);
 
   SwitchConfig config_;
   mad::SwitchInfo switch_info_;

@@ -125,6 +125,7 @@ class SubnetManager {
   unsigned traps_ = 0;
   double started_ = 0;
   double last_progress_ = 0;
+  unsigned progress_calls_ = 0;  // the clock is read every 256th completion, not each one
   const char* phase_ = "";
   uint64_t phase_submitted_ = 0;  // tx_.stats().submitted when the phase began
 };

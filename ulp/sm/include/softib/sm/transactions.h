@@ -59,6 +59,11 @@ class Transactions {
 
   // Requests from other nodes (SMInfo, traps) arrive here while Run/Poll drive the port.
   void set_request_handler(RequestHandler handler) { on_request_ = std::move(handler); }
+  // Submits more requests when the window has room and nothing is queued (the next Run
+  // drives it until it returns false, then drops it): a long series — 337 k LFT blocks on
+  // ft-k36 — is built as it is sent instead of held in memory all at once. It must submit
+  // at least one request each time it returns true.
+  void set_feeder(std::function<bool()> feeder) { feeder_ = std::move(feeder); }
   // Called after every completion; cheap hooks only (progress output).
   void set_progress(std::function<void()> progress) { progress_ = std::move(progress); }
 
@@ -99,6 +104,7 @@ class Transactions {
   TxStats stats_;
   RequestHandler on_request_;
   std::function<void()> progress_;
+  std::function<bool()> feeder_;
   std::string error_;
 };
 
