@@ -104,7 +104,7 @@ void RmppExchange(End& a, End& b) {
   send.params.context = 0xBEEF;
   send.params.remote_qpn = 1;
   send.params.remote_qkey = htobe32(0x80010000);
-  send.params.timeout_ms = 2000;
+  send.params.timeout_ms = 10000;  // generous: a loaded CI machine (ASan) is slow
   send.params.retry_count = 3;
   send.params.remote_lid = b.lid;
   send.params.response_expected = 1;
@@ -167,7 +167,7 @@ int Run(const char* run_dir) {
   send.params.context = 0xC0DE;
   send.params.remote_qpn = 1;
   send.params.remote_qkey = htobe32(0x80010000);
-  send.params.timeout_ms = 2000;
+  send.params.timeout_ms = 10000;  // generous: a loaded CI machine (ASan) is slow
   send.params.retry_count = 3;
   send.params.remote_lid = b.lid;
   send.params.response_expected = 1;
