@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds every preset that CI checks and runs every test in it.
-#   m32:     the user-side libraries, their tests and the 32-bit clients
+#   m32:     the user-side libraries, their tests and the 32-bit clients (unoptimised: they
+#            run under qemu-i386 on kernels without IA32 emulation, and -O0 compiles the
+#            generated conformance files three times faster)
 #   main:    the README's main job (scripts/main-job.sh) on the default preset: its
 #            binaries at -O2 (libraries and tools, so optimisation-only warnings fail
 #            here) and the job itself
 #   asan:    everything, and the whole suite (labels codegen, unit, conformance, interop,
 #            integration, bench) under AddressSanitizer + UBSan
-#   tsan:    the runtime and HCA folders under ThreadSanitizer
+#   tsan:    the runtime and HCA folders under ThreadSanitizer (not runtime/codec: no threads)
 # then every libFuzzer target briefly (scripts/fuzz.sh; SOFTIB_FUZZ_SECONDS in total,
 # default 20). `default` (everything at -O2 and the whole suite, as developers build it) is
 # not in CI's list: the asan phase runs the same tests; SOFTIB_PRESETS="default" runs it.
@@ -21,8 +23,10 @@ m32_channel_client="$PWD/build/m32/runtime/channel/channel_child_client"
 m32_verbs_client="$PWD/build/m32/tests/integration/softib_verbs_client"
 # What the tsan preset builds and runs: the runtime's and the HCA's folders (those that
 # exist in this tree: optional folders join the build as they are written).
-tsan_candidates="runtime/kernel runtime/channel runtime/bridge runtime/user runtime/codec
-  runtime/al runtime/bus runtime/stack hca hca/rings hca/uvp"
+# runtime/codec is left out: pure data transformations, no threads (its tests run in m32 and
+# asan).
+tsan_candidates="runtime/kernel runtime/channel runtime/bridge runtime/user runtime/al
+  runtime/bus runtime/stack hca hca/rings hca/uvp"
 
 phase_times=()
 for preset in $presets; do

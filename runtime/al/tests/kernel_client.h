@@ -343,17 +343,33 @@ struct PendingCall {
   std::atomic<Status> status{Status::PENDING};
 };
 
-// The next PnP record of registration `reg`, waiting for it if none is queued.
-inline abi::PnpEventRecord NextPnp(Client& client, uint64_t reg) {
+// Issues an event wait (`get(irp)` returns its direct call's status) and waits for it if it
+// pends: the event must come, successfully.
+template <typename Get>
+void WaitForEvent(Get get) {
   PendingCall call;
-  abi::GetPnpEventOut out{};
-  const Status s = kernel::IbGetPnpEvent(client.al(), {{reg}}, out, call.irp);
+  const Status s = get(call.irp);
   if (s == Status::PENDING) {
     EXPECT_TRUE(call.WaitDone());
     EXPECT_EQ(call.status.load(), Status::SUCCESS);
   } else {
     EXPECT_EQ(s, Status::SUCCESS);
   }
+}
+
+// The next PnP record of registration `reg`, waiting for it if none is queued.
+inline abi::PnpEventRecord NextPnp(Client& client, uint64_t reg) {
+  abi::GetPnpEventOut out{};
+  WaitForEvent(
+      [&](kernel::Irp* irp) { return kernel::IbGetPnpEvent(client.al(), {{reg}}, out, irp); });
+  return out.record;
+}
+
+// The next asynchronous event of AL handle `al`.
+inline abi::AsyncEventRecord NextAsync(Client& client, uint64_t al) {
+  abi::GetAsyncEventOut out{};
+  WaitForEvent(
+      [&](kernel::Irp* irp) { return kernel::IbGetAsyncEvent(client.al(), {{al}}, out, irp); });
   return out.record;
 }
 

@@ -39,27 +39,6 @@ struct LocalMadClient {
   }
 };
 
-abi::AsyncEventRecord NextAsync(Client& client) {
-  kernel::KEvent done{kernel::EventType::kNotification};
-  kernel::Irp* irp = kernel::IoAllocateIrp(1);
-  kernel::IoSetCompletionRoutine(
-      irp,
-      [](kernel::DeviceObject*, kernel::Irp*, void* e) {
-        kernel::KeSetEvent(static_cast<kernel::KEvent*>(e));
-        return kernel::CompletionAction::kMoreProcessingRequired;
-      },
-      &done, true, true, true);
-  abi::GetAsyncEventOut out{};
-  const Status s = kernel::IbGetAsyncEvent(client.al(), {{client.al_handle()}}, out, irp);
-  if (s == Status::PENDING) {
-    EXPECT_EQ(kernel::KeWaitForSingleObject(&done, std::chrono::seconds(10)), Status::SUCCESS);
-  } else {
-    EXPECT_EQ(s, Status::SUCCESS);
-  }
-  kernel::IoFreeIrp(irp);
-  return out.record;
-}
-
 TEST(LocalMad, PortInfoThroughTheVerbMovesTheLidAndClientsHearIt) {
   auto node = BootDefault("local-mad");
   ASSERT_TRUE(node);
@@ -100,7 +79,7 @@ TEST(LocalMad, PortInfoThroughTheVerbMovesTheLidAndClientsHearIt) {
   ASSERT_EQ(client.QueryCa(open.ca.value, &query, &ports), Status::SUCCESS);
   EXPECT_EQ(ports[0].lid, 0x0123);
   EXPECT_EQ(ports[0].link_state, 4);
-  const abi::AsyncEventRecord event = NextAsync(client);
+  const abi::AsyncEventRecord event = NextAsync(client, client.al_handle());
   EXPECT_EQ(event.code, abi::AsyncEventType::LID_CHANGE);
   EXPECT_EQ(event.port_num, 1);
   EXPECT_EQ(event.context, 0xC0u);

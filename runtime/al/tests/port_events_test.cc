@@ -10,19 +10,6 @@
 namespace softib::testing {
 namespace {
 
-abi::AsyncEventRecord NextAsync(Client& client, uint64_t al) {
-  PendingCall call;
-  abi::GetAsyncEventOut out{};
-  const Status s = kernel::IbGetAsyncEvent(client.al(), {{al}}, out, call.irp);
-  if (s == Status::PENDING) {
-    EXPECT_TRUE(call.WaitDone());
-    EXPECT_EQ(call.status.load(), Status::SUCCESS);
-  } else {
-    EXPECT_EQ(s, Status::SUCCESS);
-  }
-  return out.record;
-}
-
 uint64_t OpenCa(Client& client, uint64_t guid, uint64_t context) {
   abi::OpenCaOut ca{};
   EXPECT_EQ(client.OpenCa({{client.al_handle()}, htobe64(guid), context}, &ca), Status::SUCCESS);
