@@ -2,8 +2,9 @@
 # softib fabric against two softibd daemons joined by UDP tunnels (two_daemons.sh): the
 # control socket lists the cables, refuses bad requests clearly, stops traffic with
 # loss=1000 on the tunnel cables (counters move, SMPs to leaf-02 time out), flaps a tunnel
-# cable (the far daemon sees it go down and come back; softib-sm activates it again), and
-# captures a cable to an ERF file that softib mad decode reads.
+# cable (the far daemon sees it go down and come back; softib-sm activates it again),
+# flaps a host's cable (the host's port goes Down, comes back in Init, softib-sm activates
+# it), and captures a cable to an ERF file that softib mad decode reads.
 #
 #   fabric_control_test.sh SOFTIBD SOFTIB SOFTIB_SM
 softibd=$(realpath "$1")
@@ -74,6 +75,32 @@ out=$(sim "$softib_sm" --once) || fail "softib-sm after the flap: $(cat "$work/e
 # activates exactly those.
 grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the flap: $out"
 
+# A flap of a host's cable: the host's own port (its SMA, asked from an ibsim client at that
+# host) goes Down/Polling with the cable, comes back in Init, and softib-sm activates it
+# (and leaf-01's end) again.
+sim_at() {
+  local host=$1
+  shift
+  env -u LD_PRELOAD SIM_HOST="$host" IBSIM_SOCKNAME="$name" timeout 20 ibsim-run "$@" 2>"$work/err"
+}
+# host_port_is STATE PHYS: until host-0002's port 1 says so (bounded).
+host_port_is() {
+  for _ in $(seq 50); do
+    out=$(sim_at host-0002 smpquery -D portinfo 0) || fail "smpquery at host-0002: $(cat "$work/err")"
+    grep -q "^PortState:\.*$1\$" <<<"$out" && grep -q "^PhysLinkState:\.*$2\$" <<<"$out" && return 0
+    sleep 0.1
+  done
+  fail "host-0002 port 1 not $1/$2: $out"
+}
+host_port_is Active LinkUp
+ctl down host-0002:1
+host_port_is Down Polling
+ctl up host-0002:1
+host_port_is Initialize LinkUp
+out=$(sim "$softib_sm" --once) || fail "softib-sm after the host's flap: $(cat "$work/err")"
+grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the host's flap: $out"
+host_port_is Active LinkUp
+
 # Capture the tunnel cables; the files hold what the cables carried, and decode.
 ctl capture "${tunnels[0]}" cap0.erf
 ctl capture "${tunnels[1]}" cap1.erf
@@ -91,4 +118,4 @@ for i in 0 1; do
   fi
 done
 [[ $total -ge 2 ]] || fail "the SMP and its answer crossed the tunnels: $total packets captured"
-echo "PASS: softib fabric: links, refusals, loss and corruption on tunnel cables, a flap both daemons see, capture"
+echo "PASS: softib fabric: links, refusals, loss and corruption on tunnel cables, a flap both daemons see, a host port following its cable, capture"
