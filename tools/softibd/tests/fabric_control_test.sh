@@ -87,7 +87,7 @@ sim_at() {
 host_port_is() {
   for _ in $(seq 50); do
     out=$(sim_at host-0002 smpquery -D portinfo 0) || fail "smpquery at host-0002: $(cat "$work/err")"
-    grep -q "^PortState:\.*$1\$" <<<"$out" && grep -q "^PhysLinkState:\.*$2\$" <<<"$out" && return 0
+    grep -q "^LinkState:\.*$1\$" <<<"$out" && grep -q "^PhysLinkState:\.*$2\$" <<<"$out" && return 0
     sleep 0.1
   done
   fail "host-0002 port 1 not $1/$2: $out"

@@ -54,7 +54,7 @@ portinfo() {
 # port_is STATE: until host-0004's port 1 is in STATE (bounded).
 port_is() {
   for _ in $(seq 100); do
-    grep -q "^PortState:\.*$1\$" <<<"$(portinfo)" && return 0
+    grep -q "^LinkState:\.*$1\$" <<<"$(portinfo)" && return 0
     sleep 0.1
   done
   fail "host-0004 port 1 not $1: $(portinfo)"

@@ -63,7 +63,7 @@ host4_is() {
   for _ in $(seq 100); do
     out=$(env -u LD_PRELOAD SIM_HOST=host-0004 IBSIM_SOCKNAME="$name-d" timeout 20 ibsim-run \
       smpquery -D portinfo 0 2>"$work/err") || fail "smpquery at host-0004: $(cat "$work/err")"
-    grep -q "^PortState:\.*$1\$" <<<"$out" && grep -q "^PhysLinkState:\.*$2\$" <<<"$out" && return 0
+    grep -q "^LinkState:\.*$1\$" <<<"$out" && grep -q "^PhysLinkState:\.*$2\$" <<<"$out" && return 0
     sleep 0.1
   done
   fail "host-0004 port 1 not $1/$2: $out"
