@@ -78,28 +78,14 @@ grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the flap: $out"
 # A flap of a host's cable: the host's own port (its SMA, asked from an ibsim client at that
 # host) goes Down/Polling with the cable, comes back in Init, and softib-sm activates it
 # (and leaf-01's end) again.
-sim_at() {
-  local host=$1
-  shift
-  env -u LD_PRELOAD SIM_HOST="$host" IBSIM_SOCKNAME="$name" timeout 20 ibsim-run "$@" 2>"$work/err"
-}
-# host_port_is STATE PHYS: until host-0002's port 1 says so (bounded).
-host_port_is() {
-  for _ in $(seq 50); do
-    out=$(sim_at host-0002 smpquery -D portinfo 0) || fail "smpquery at host-0002: $(cat "$work/err")"
-    grep -q "^LinkState:\.*$1\$" <<<"$out" && grep -q "^PhysLinkState:\.*$2\$" <<<"$out" && return 0
-    sleep 0.1
-  done
-  fail "host-0002 port 1 not $1/$2: $out"
-}
-host_port_is Active LinkUp
+wait_port "$name" host-0002 Active LinkUp
 ctl down host-0002:1
-host_port_is Down Polling
+wait_port "$name" host-0002 Down Polling
 ctl up host-0002:1
-host_port_is Initialize LinkUp
+wait_port "$name" host-0002 Initialize LinkUp
 out=$(sim "$softib_sm" --once) || fail "softib-sm after the host's flap: $(cat "$work/err")"
 grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the host's flap: $out"
-host_port_is Active LinkUp
+wait_port "$name" host-0002 Active LinkUp
 
 # Capture the tunnel cables; the files hold what the cables carried, and decode.
 ctl capture "${tunnels[0]}" cap0.erf

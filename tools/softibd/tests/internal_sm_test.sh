@@ -46,23 +46,9 @@ iterations=$(/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['r
 # A flap of host-0004's cable: its port (asked at the host through an ibsim client) goes
 # Down with the cable; after `up` leaf-02's Trap 128 makes the SM sweep again, and it
 # activates the port that came back in Init.
-cd "$work"  # umad2sim writes its fake sysfs under the current directory
-portinfo() {
-  env -u LD_PRELOAD SIM_HOST=host-0004 IBSIM_SOCKNAME="$name" timeout 20 ibsim-run \
-    smpquery -D portinfo 0 2>"$work/err" || fail "smpquery at host-0004: $(cat "$work/err")"
-}
-# port_is STATE: until host-0004's port 1 is in STATE (bounded).
-port_is() {
-  for _ in $(seq 100); do
-    grep -q "^LinkState:\.*$1\$" <<<"$(portinfo)" && return 0
-    sleep 0.1
-  done
-  fail "host-0004 port 1 not $1: $(portinfo)"
-}
-port_is Active
+wait_port "$name" host-0004 Active
 "$softib" fabric --run-dir "$run" down host-0004:1 >/dev/null
-port_is Down
-grep -q '^PhysLinkState:\.*Polling$' <<<"$(portinfo)" || fail "not Polling: $(portinfo)"
+wait_port "$name" host-0004 Down Polling
 "$softib" fabric --run-dir "$run" up host-0004:1 >/dev/null
-port_is Active
+wait_port "$name" host-0004 Active
 echo "PASS: softibd --sm internal: 16 ports ACTIVE, 42 routes verified; send_lat across the spine; a host's flap re-activated"

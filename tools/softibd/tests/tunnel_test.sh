@@ -57,20 +57,9 @@ start_daemon c --run-dir "$work/c" --fabric default --listen udp:127.0.0.1:0 \
   --hosts spine-01,leaf-01,leaf-02,host-0001,host-0002,host-0003
 start_daemon d --run-dir "$work/d" --fabric default --hosts host-0004 --listen udp:127.0.0.1:0 \
   --peer "udp:127.0.0.1:$(cat "$work/c/tunnel.port")" --ibsim "$name-d"
-# host4_is STATE PHYS: until host-0004's port 1, asked at the host, says so (bounded).
-host4_is() {
-  local out=
-  for _ in $(seq 100); do
-    out=$(env -u LD_PRELOAD SIM_HOST=host-0004 IBSIM_SOCKNAME="$name-d" timeout 20 ibsim-run \
-      smpquery -D portinfo 0 2>"$work/err") || fail "smpquery at host-0004: $(cat "$work/err")"
-    grep -q "^LinkState:\.*$1\$" <<<"$out" && grep -q "^PhysLinkState:\.*$2\$" <<<"$out" && return 0
-    sleep 0.1
-  done
-  fail "host-0004 port 1 not $1/$2: $out"
-}
-host4_is Active LinkUp
+wait_port "$name-d" host-0004 Active LinkUp
 "$softib" fabric --run-dir "$work/c" down host-0004:1 >/dev/null
-host4_is Down Polling
+wait_port "$name-d" host-0004 Down Polling
 "$softib" fabric --run-dir "$work/c" up host-0004:1 >/dev/null
-host4_is Active LinkUp
+wait_port "$name-d" host-0004 Active LinkUp
 echo "PASS: softib-sm brings one subnet up across two softibd daemons; ibnetdiscover; send_lat and write_bw across the UDP tunnel; a host's port follows its tunnel cable"
