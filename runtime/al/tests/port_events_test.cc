@@ -146,12 +146,19 @@ mad::PortInfo SetPortState(stack::NodeStack& node, uint64_t guid, uint8_t port, 
   return PortInfoOf(node, guid, port, &info);
 }
 
-// Until the PnP registration has reported the present state.
-void DrainToRegComplete(Client& client, uint64_t reg) {
+// Skips the records before the PnP registration's first `event` (the present state, LID
+// changes...): the AL has taken in what came before it.
+void SkipPnpTo(Client& client, uint64_t reg, abi::PnpEvent event) {
   for (int i = 0; i < 16; ++i) {
-    if (NextPnp(client, reg).event == abi::PnpEvent::REG_COMPLETE) return;
+    if (NextPnp(client, reg).event == event) return;
   }
-  ADD_FAILURE() << "no REG_COMPLETE";
+  ADD_FAILURE() << "no PnP event " << static_cast<int>(event);
+}
+void SkipAsyncTo(Client& client, abi::AsyncEventType code) {
+  for (int i = 0; i < 16; ++i) {
+    if (NextAsync(client, client.al_handle()).code == code) return;
+  }
+  ADD_FAILURE() << "no async event " << static_cast<int>(code);
 }
 
 constexpr uint8_t kDown = 1, kInit = 2, kArmed = 3, kActive = 4;
@@ -171,18 +178,20 @@ TEST(PortEvents, AnExternalCablesFlapTakesAnSmManagedPortDownAndBackToInit) {
   const uint64_t guid = node->ca_guids()[0];
   std::shared_ptr<hca::Link> inbound;
   ASSERT_EQ(node->PlugExternal(guid, 1, &cable, &inbound), Status::SUCCESS);
-  // The SM's first sweep: LID 0x21, Init -> Armed -> Active.
-  EXPECT_EQ(PortInfoOf(*node, guid, 1).PortState, kInit);
-  EXPECT_EQ(SetPortState(*node, guid, 1, 0x21, kArmed).PortState, kArmed);
-  EXPECT_EQ(SetPortState(*node, guid, 1, 0x21, kActive).PortState, kActive);
-
   Client client(node->node());
   const uint64_t handle = OpenCa(client, guid, 0xE1);
   abi::RegisterPnpOut reg{};
   ASSERT_EQ(client.RegisterPnp(
                 {{client.al_handle()}, abi::PnpClass::PORT, abi::PnpRegFlags{}, 0x78}, &reg),
             Status::SUCCESS);
-  DrainToRegComplete(client, reg.reg.value);
+  SkipPnpTo(client, reg.reg.value, abi::PnpEvent::REG_COMPLETE);
+  // The SM's first sweep: LID 0x21, Init -> Armed -> Active, which the AL hears (after
+  // the LID change).
+  EXPECT_EQ(PortInfoOf(*node, guid, 1).PortState, kInit);
+  EXPECT_EQ(SetPortState(*node, guid, 1, 0x21, kArmed).PortState, kArmed);
+  EXPECT_EQ(SetPortState(*node, guid, 1, 0x21, kActive).PortState, kActive);
+  SkipAsyncTo(client, abi::AsyncEventType::PORT_ACTIVE);
+  SkipPnpTo(client, reg.reg.value, abi::PnpEvent::PORT_ACTIVE);
 
   // The link drops: Down, the physical layer Polling, PORT_DOWN to the CA's users and the
   // PORT class registrations; the LID stays (the SM may keep it).
@@ -232,13 +241,14 @@ TEST(PortEvents, AnExternalCablesFlapBringsAPortWithoutAnSmBackActive) {
   ASSERT_TRUE(node) << static_cast<int>(status);
   const auto guids = node->ca_guids();
   std::shared_ptr<hca::Link> inbound;
+  Client client(node->node());
+  (void)OpenCa(client, guids[0], 0xE2);
   ASSERT_EQ(node->PlugExternal(guids[0], 2, &cable, &inbound), Status::SUCCESS);
   const mad::PortInfo before = PortInfoOf(*node, guids[0], 2);
   EXPECT_EQ(before.PortState, kActive);
   EXPECT_NE(before.LID, 0);
+  SkipAsyncTo(client, abi::AsyncEventType::PORT_ACTIVE);  // the plug's
 
-  Client client(node->node());
-  (void)OpenCa(client, guids[0], 0xE2);
   ASSERT_EQ(node->SetExternalLinkUp(guids[0], 2, false), Status::SUCCESS);
   abi::AsyncEventRecord r = NextAsync(client, client.al_handle());
   EXPECT_EQ(r.code, abi::AsyncEventType::PORT_DOWN);
