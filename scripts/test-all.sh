@@ -57,6 +57,7 @@ for preset in $presets; do
     build_done=$SECONDS
     ctest --preset "$preset" -j "$jobs"
     phase_times+=("${preset}: build $((build_done - phase_start)) s, tests $((SECONDS - build_done)) s")
+    echo "=== softib: ${phase_times[-1]} ==="
     if [ "$preset" = asan ]; then
       main_start=$SECONDS
       # The asan test preset's sanitizer options (CMakePresets.json), for the job's programs.
@@ -65,8 +66,8 @@ for preset in $presets; do
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
         SOFTIB_JOBS=$jobs SOFTIB_BUILD_DIR=build/asan scripts/main-job.sh
       phase_times+=("main job (asan build): $((SECONDS - main_start)) s")
+      echo "=== softib: ${phase_times[-1]} ==="
     fi
-    echo "=== softib: ${phase_times[-1]} ==="
     continue
   fi
   phase_times+=("${preset}: $((SECONDS - phase_start)) s")
