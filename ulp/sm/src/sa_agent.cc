@@ -14,10 +14,7 @@ uint64_t Get64(const MadBytes& m, std::size_t at) {
   for (std::size_t i = 0; i < 8; ++i) v = v << 8 | m[at + i];
   return v;
 }
-void Put16(MadBytes& m, std::size_t at, uint16_t v) {
-  m[at] = static_cast<uint8_t>(v >> 8);
-  m[at + 1] = static_cast<uint8_t>(v);
-}
+using sa::Put16;
 void Put32(MadBytes& m, std::size_t at, uint32_t v) {
   for (int i = 3; i >= 0; --i, v >>= 8)
     m[at + static_cast<std::size_t>(i)] = static_cast<uint8_t>(v);

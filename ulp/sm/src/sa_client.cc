@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "sa_internal.h"
 #include "softib/codec/engine.h"
 #include "softib/sm/sa.h"
 #include "softib/sm/transactions.h"
@@ -35,10 +36,6 @@ const std::map<std::string, std::string>& ShortNames() {
   return names;
 }
 
-void PutBe16(MadBytes& m, std::size_t at, uint16_t v) {
-  m[at] = static_cast<uint8_t>(v >> 8);
-  m[at + 1] = static_cast<uint8_t>(v);
-}
 uint32_t Get32(const MadBytes& m, std::size_t at) {
   return static_cast<uint32_t>(m[at] << 24 | m[at + 1] << 16 | m[at + 2] << 8 | m[at + 3]);
 }
@@ -95,7 +92,7 @@ std::string BuildSaRequest(const SaClientRequest& request, MadBytes& mad,
   mad[1] = kClassSubnAdm;
   mad[2] = kSaClassVersion;
   mad[3] = request.method;
-  PutBe16(mad, 16, desc->attribute_id);
+  sa::Put16(mad, 16, desc->attribute_id);
   uint64_t mask = 0;
   auto data = std::span<uint8_t>(mad).subspan(kSaHeaderBytes, kSaDataBytes);
   for (const auto& [field, value] : request.fields) {

@@ -7,9 +7,16 @@
 #include <vector>
 
 #include "softib/codec/format_desc.h"
+#include "softib/sm/mad_port.h"
 #include "softib/sm/sa.h"
 
 namespace softib::sm::sa {
+
+// A big-endian 16-bit field of a MAD (SA requests and answers alike).
+inline void Put16(MadBytes& m, std::size_t at, uint16_t v) {
+  m[at] = static_cast<uint8_t>(v >> 8);
+  m[at + 1] = static_cast<uint8_t>(v);
+}
 
 // True when every field of `desc` whose ComponentMask bit is in `mask` holds the same bits
 // in `query` and `record` (IBA 15.2.4: only the selected components are compared).
