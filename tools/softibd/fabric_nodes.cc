@@ -118,6 +118,13 @@ PortAgent AgentOf(const FabricNodes::HostNode* h) {
   };
 }
 
+// The HCA port behind FabricHost CA port `index` follows its cable: down now if the cable
+// is (a tunnel cable waits for the far daemon's hellos), then through every flap.
+void FollowCable(fabric::FabricHost& host, uint32_t index, fabric::FabricHost::LinkState set_up) {
+  if (!host.ca_port_up(index)) set_up(false);
+  host.SetLinkState(index, std::move(set_up));
+}
+
 }  // namespace
 
 bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, bool static_routes,
@@ -211,6 +218,9 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
         return false;
       }
       host_->SetInbound(it->second, std::move(inbound));
+      FollowCable(*host_, it->second, [stack = h.stack.get(), guid = node.guid, p](bool up) {
+        (void)stack->SetExternalLinkUp(guid, p, up);
+      });
     }
     hosts_.push_back(std::move(h));
   }
@@ -255,6 +265,8 @@ void FabricNodes::StartLight(
     if (it == host_port.end()) continue;
     h->light->Plug(p, &host_->ca_link(it->second));
     host_->SetInbound(it->second, h->light->Inbound(p));
+    FollowCable(*host_, it->second,
+                [light = h->light.get(), p](bool up) { (void)light->SetLinkUp(p, up); });
   }
 }
 

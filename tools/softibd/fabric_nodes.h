@@ -1,7 +1,8 @@
 // softibd --fabric: a whole fabric in one daemon — the switches of a topology in a
 // FabricHost (fabric/net), one node (runtime/stack) per CA with its ports plugged into the
-// fabric's cables, LIDs and min-hop LFTs programmed through the switches' SMAs
-// (static_subnet.h) until softib's SM runs on it, and each node's devices served in
+// fabric's cables (following their link state: a flap takes the port Down), LIDs and
+// min-hop LFTs programmed through the switches' SMAs (static_subnet.h) until softib's SM
+// runs on it, and each node's devices served in
 // <run_dir>/<host name>.
 #pragma once
 

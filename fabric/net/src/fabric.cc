@@ -39,6 +39,11 @@ uint32_t Fabric::AddCaPort(Deliver deliver, LinkState link_state) {
 
 hca::Link& Fabric::ca_link(uint32_t ca_port) { return *ca_ports_.at(ca_port).link; }
 
+bool Fabric::ca_port_up(uint32_t ca_port) const {
+  const CaPort& ca = ca_ports_.at(ca_port);
+  return ca.cable != -1 && cables_[static_cast<std::size_t>(ca.cable)].up;
+}
+
 uint32_t Fabric::Connect(CableEnd a, CableEnd b) {
   const auto index = static_cast<uint32_t>(cables_.size());
   auto claim = [&](const CableEnd& end, int side) {

@@ -73,9 +73,14 @@ uint32_t FabricHost::AddCaPort() {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto index = static_cast<uint32_t>(ca_ports_.size());
   auto port = std::make_unique<CaPort>();
-  port->fabric_index = fabric_.AddCaPort([this, index](std::span<const uint8_t> packet) {
-    outbox_.emplace_back(index, std::vector<uint8_t>(packet.begin(), packet.end()));
-  });
+  port->fabric_index = fabric_.AddCaPort(
+      [this, index](std::span<const uint8_t> packet) {
+        outbox_.emplace_back(index, std::vector<uint8_t>(packet.begin(), packet.end()));
+      },
+      // Inside With (the fabric changes cables only there): told after the lock is let go.
+      [this, index](bool up) {
+        if (ca_ports_[index]->link_state) link_news_.emplace_back(index, up);
+      });
   port->out = std::make_unique<HostLink>(this, port->fabric_index);
   ca_ports_.push_back(std::move(port));
   return index;
@@ -99,6 +104,17 @@ void FabricHost::SetInbound(uint32_t index, std::shared_ptr<hca::Link> inbound) 
 void FabricHost::SetTap(uint32_t index, Tap tap) {
   std::lock_guard<std::mutex> lock(mutex_);
   ca_ports_.at(index)->tap = tap ? std::make_shared<Tap>(std::move(tap)) : nullptr;
+}
+
+void FabricHost::SetLinkState(uint32_t index, LinkState link_state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ca_ports_.at(index)->link_state =
+      link_state ? std::make_shared<LinkState>(std::move(link_state)) : nullptr;
+}
+
+bool FabricHost::ca_port_up(uint32_t index) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fabric_.ca_port_up(ca_ports_.at(index)->fabric_index);
 }
 
 void FabricHost::Start() {
@@ -155,6 +171,8 @@ void FabricHost::Run() {
   std::vector<std::shared_ptr<hca::Link>> targets;
   std::vector<std::shared_ptr<Tap>> taps;
   std::vector<std::function<void()>> tasks;
+  std::vector<std::pair<uint32_t, bool>> news;
+  std::vector<std::shared_ptr<LinkState>> news_targets;
   // fds[0]: the wake-up eventfd; fds[1 + i]: source i.
   std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
   for (const Source& source : sources_) fds.push_back({source.fd, POLLIN, 0});
@@ -204,13 +222,21 @@ void FabricHost::Run() {
     fabric_.Pump();
     arrivals.swap(outbox_);
     tasks.swap(tasks_);
+    news.swap(link_news_);
     targets.clear();
     taps.clear();
+    news_targets.clear();
     for (const auto& [index, bytes] : arrivals) {
       targets.push_back(ca_ports_[index]->inbound);
       taps.push_back(ca_ports_[index]->tap);
     }
+    for (const auto& [index, up] : news) news_targets.push_back(ca_ports_[index]->link_state);
     lock.unlock();
+    // Link news first: the flaps came before what this round pumped (a port that came up
+    // answers the SMPs that follow).
+    for (std::size_t i = 0; i < news.size(); ++i) {
+      if (news_targets[i]) (*news_targets[i])(news[i].second);
+    }
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
       if (taps[i] && (*taps[i])(arrivals[i].second)) continue;
       if (targets[i]) (void)targets[i]->Transmit(std::move(arrivals[i].second));
@@ -221,12 +247,13 @@ void FabricHost::Run() {
       if (!polled) (void)poll(fds.data() + 1, source_fds, 0);
       served = ServeSources(fds);
     }
-    if (!arrivals.empty() || !tasks.empty() || served) {
+    if (!arrivals.empty() || !tasks.empty() || !news.empty() || served) {
       delivered_.fetch_add(arrivals.size(), std::memory_order_relaxed);
       last_work = NowNs();
     }
     arrivals.clear();
     tasks.clear();
+    news.clear();
   }
 }
 

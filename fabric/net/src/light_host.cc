@@ -39,7 +39,7 @@ class LightHost::InboundLink final : public hca::Link {
 };
 
 LightHost::LightHost(const hca::HcaConfig& config, uint16_t first_lid)
-    : guid_(config.node_guid), hca_(config) {
+    : guid_(config.node_guid), hca_(config), plugs_(config.num_ports, nullptr) {
   for (uint8_t p = 1; p <= config.num_ports; ++p)
     hca_.port(p).lid = first_lid == 0 ? 0 : static_cast<uint16_t>(first_lid + p - 1);
   hca_.management_sink = [this](const hca::Hca::ManagementDatagram& d) {
@@ -54,6 +54,16 @@ LightHost::LightHost(const hca::HcaConfig& config, uint16_t first_lid)
 void LightHost::Plug(uint8_t port, hca::Link* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   hca_.SetPortLink(port, out);
+  plugs_.at(port - 1) = out;
+}
+
+bool LightHost::SetLinkUp(uint8_t port, bool up) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (port < 1 || port > plugs_.size() || plugs_[port - 1] == nullptr) return false;
+  // Without a link the device's port is Down/Polling; a link back brings an SM-managed port
+  // up in Init (hca::Hca::SetPortLink).
+  hca_.SetPortLink(port, up ? plugs_[port - 1] : nullptr);
+  return true;
 }
 
 std::shared_ptr<hca::Link> LightHost::Inbound(uint8_t port) {

@@ -22,6 +22,7 @@ using kernel::Status;
 struct PeerPort {
   uint64_t guid = 0;  // 0: not cabled; kExternalPeer: plugged into a fabric's cable
   uint8_t port = 0;
+  Link* external = nullptr;  // kExternalPeer: where the port transmits while its link is up
 };
 inline constexpr uint64_t kExternalPeer = ~uint64_t{0};
 
@@ -227,9 +228,28 @@ Status HcaPlugExternal(HcaDriver* driver, uint64_t guid, uint8_t port, Link* out
     // The receive side: a link whose far end is this CA's own port.
     auto receiver = std::make_shared<PortLink>(&driver->wire, it->second.ca, port);
     it->second.links[port - 1] = receiver;
-    it->second.peers[port - 1] = {kExternalPeer, 0};
+    it->second.peers[port - 1] = {kExternalPeer, 0, out};
     it->second.ca->SetPortLink(port, out);
     *inbound = std::move(receiver);
+  }
+  driver->mutex.Release();
+  return status;
+}
+
+Status HcaSetExternalLinkUp(HcaDriver* driver, uint64_t guid, uint8_t port, bool up) {
+  driver->mutex.Acquire();
+  auto it = driver->cas.find(guid);
+  Status status = Status::SUCCESS;
+  if (it == driver->cas.end()) {
+    status = Status::INVALID_GUID;
+  } else if (port == 0 || port > it->second.peers.size() ||
+             it->second.peers[port - 1].guid != kExternalPeer) {
+    status = Status::INVALID_PORT;
+  } else {
+    // The device's port without a link is DOWN/Polling, and a link that comes back brings
+    // an SM-managed port up in INIT (hca::Hca::SetPortLink). The receive side stays: the
+    // fabric delivers nothing on a cable that is down.
+    it->second.ca->SetPortLink(port, up ? it->second.peers[port - 1].external : nullptr);
   }
   driver->mutex.Release();
   return status;

@@ -146,6 +146,10 @@ Status NodeStack::PlugExternal(uint64_t guid, uint8_t port, hca::Link* out,
   return hca::HcaPlugExternal(state_->hca, guid, port, out, inbound);
 }
 
+Status NodeStack::SetExternalLinkUp(uint64_t guid, uint8_t port, bool up) {
+  return hca::HcaSetExternalLinkUp(state_->hca, guid, port, up);
+}
+
 Status NodeStack::UncablePort(uint64_t guid, uint8_t port) {
   return hca::HcaUncablePort(state_->hca, guid, port);
 }

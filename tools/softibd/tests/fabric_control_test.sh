@@ -2,8 +2,9 @@
 # softib fabric against two softibd daemons joined by UDP tunnels (two_daemons.sh): the
 # control socket lists the cables, refuses bad requests clearly, stops traffic with
 # loss=1000 on the tunnel cables (counters move, SMPs to leaf-02 time out), flaps a tunnel
-# cable (the far daemon sees it go down and come back; softib-sm activates it again), and
-# captures a cable to an ERF file that softib mad decode reads.
+# cable (the far daemon sees it go down and come back; softib-sm activates it again),
+# flaps a host's cable (the host's port goes Down, comes back in Init, softib-sm activates
+# it), and captures a cable to an ERF file that softib mad decode reads.
 #
 #   fabric_control_test.sh SOFTIBD SOFTIB SOFTIB_SM
 softibd=$(realpath "$1")
@@ -74,6 +75,18 @@ out=$(sim "$softib_sm" --once) || fail "softib-sm after the flap: $(cat "$work/e
 # activates exactly those.
 grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the flap: $out"
 
+# A flap of a host's cable: the host's own port (its SMA, asked from an ibsim client at that
+# host) goes Down/Polling with the cable, comes back in Init, and softib-sm activates it
+# (and leaf-01's end) again.
+wait_port "$name" host-0002 Active LinkUp
+ctl down host-0002:1
+wait_port "$name" host-0002 Down Polling
+ctl up host-0002:1
+wait_port "$name" host-0002 Initialize LinkUp
+out=$(sim "$softib_sm" --once) || fail "softib-sm after the host's flap: $(cat "$work/err")"
+grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the host's flap: $out"
+wait_port "$name" host-0002 Active LinkUp
+
 # Capture the tunnel cables; the files hold what the cables carried, and decode.
 ctl capture "${tunnels[0]}" cap0.erf
 ctl capture "${tunnels[1]}" cap1.erf
@@ -91,4 +104,4 @@ for i in 0 1; do
   fi
 done
 [[ $total -ge 2 ]] || fail "the SMP and its answer crossed the tunnels: $total packets captured"
-echo "PASS: softib fabric: links, refusals, loss and corruption on tunnel cables, a flap both daemons see, capture"
+echo "PASS: softib fabric: links, refusals, loss and corruption on tunnel cables, a flap both daemons see, a host port following its cable, capture"

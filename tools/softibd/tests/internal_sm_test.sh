@@ -2,11 +2,13 @@
 # softibd --fabric default --sm internal: softib's SM inside softibd, at host-0001 (made a
 # light host), brings every port Active with the LFTs read back and the routes checked; its
 # summary is in <run-dir>/sm.summary; then validated RC traffic runs between user processes
-# on host-0002 and host-0004 across the spine. Bad --sm-host / --sm-verify get one error.
+# on host-0002 and host-0004 across the spine; host-0004's cable flaps, its port goes Down
+# and the SM activates it again. Bad --sm-host / --sm-verify get one error.
 #
-#   internal_sm_test.sh SOFTIBD SOFTIB_PERF
+#   internal_sm_test.sh SOFTIBD SOFTIB_PERF SOFTIB
 softibd=$(realpath "$1")
 perf=$(realpath "$2")
+softib=$(realpath "$3")
 source "$(dirname "$0")/daemons.sh"
 
 rc=0
@@ -19,7 +21,9 @@ rc=0
   fail "--sm-host nowhere: exit $rc: $(cat "$work/bad.out")"
 
 run="$work/run"
-start_daemon sm --run-dir "$run" --fabric default --sm internal --sm-host host-0001 --sm-verify
+name="softib-ism-$$"
+start_daemon sm --run-dir "$run" --fabric default --sm internal --sm-host host-0001 --sm-verify \
+  --ibsim "$name"
 grep -q 'fabric default: 3 switches, 4 hosts, 1 of them light' "$work/sm.log" || fail "$(cat "$work/sm.log")"
 for _ in $(seq 200); do [[ -s "$run/sm.summary" ]] && break; sleep 0.05; done
 summary=$(cat "$run/sm.summary" 2>/dev/null) || fail "no sm.summary: $(cat "$work/sm.log")"
@@ -39,4 +43,12 @@ server=$!
 wait "$server" || fail "send_lat server: $(cat "$work/server.out")"
 iterations=$(/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['results'][0]['iterations'])" <"$work/client.out")
 [[ $iterations -eq 300 ]] || fail "send_lat rows: $(cat "$work/client.out")"
-echo "PASS: softibd --sm internal: 16 ports ACTIVE, 42 routes verified; send_lat across the spine"
+# A flap of host-0004's cable: its port (asked at the host through an ibsim client) goes
+# Down with the cable; after `up` leaf-02's Trap 128 makes the SM sweep again, and it
+# activates the port that came back in Init.
+wait_port "$name" host-0004 Active
+"$softib" fabric --run-dir "$run" down host-0004:1 >/dev/null
+wait_port "$name" host-0004 Down Polling
+"$softib" fabric --run-dir "$run" up host-0004:1 >/dev/null
+wait_port "$name" host-0004 Active
+echo "PASS: softibd --sm internal: 16 ports ACTIVE, 42 routes verified; send_lat across the spine; a host's flap re-activated"

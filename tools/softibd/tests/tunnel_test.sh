@@ -2,7 +2,8 @@
 # One subnet across two softibd processes (two_daemons.sh): softib-sm, run under ibsim-run
 # at host-0001 on daemon A, discovers and activates the whole fabric through the UDP
 # tunnels to daemon B; ibnetdiscover lists every node; validated RC traffic runs between
-# host-0001 (A) and host-0003 (B); the tunnels dropped nothing as malformed.
+# host-0001 (A) and host-0003 (B); the tunnels dropped nothing as malformed. Then a host
+# alone in its daemon follows its tunnel cable's flaps.
 #
 #   tunnel_test.sh SOFTIBD SOFTIB SOFTIB_SM SOFTIB_PERF
 softibd=$(realpath "$1")
@@ -48,4 +49,17 @@ grep -qE 'drops: short=0 bad_header=0 unknown_link=0 link_down=0 wrong_peer=0 ba
   <<<"$links" || fail "tunnel drops at A: $links"
 sent=$(grep -o 'udp sent=[0-9]*' <<<"$links" | awk -F= '{s += $2} END {print s}')
 [[ $sent -gt 200 ]] || fail "A sent $sent packets into the tunnels: $links"
-echo "PASS: softib-sm brings one subnet up across two softibd daemons; ibnetdiscover; send_lat and write_bw across the UDP tunnel"
+# A host alone at the far end of a tunnel (--sm static): daemon C hosts all but host-0004,
+# daemon D only host-0004. Its port follows the tunnel cable: Active once the hellos bring
+# the cable up, Down/Polling while C holds the cable down, Active again after `up`.
+stop_daemons
+start_daemon c --run-dir "$work/c" --fabric default --listen udp:127.0.0.1:0 \
+  --hosts spine-01,leaf-01,leaf-02,host-0001,host-0002,host-0003
+start_daemon d --run-dir "$work/d" --fabric default --hosts host-0004 --listen udp:127.0.0.1:0 \
+  --peer "udp:127.0.0.1:$(cat "$work/c/tunnel.port")" --ibsim "$name-d"
+wait_port "$name-d" host-0004 Active LinkUp
+"$softib" fabric --run-dir "$work/c" down host-0004:1 >/dev/null
+wait_port "$name-d" host-0004 Down Polling
+"$softib" fabric --run-dir "$work/c" up host-0004:1 >/dev/null
+wait_port "$name-d" host-0004 Active LinkUp
+echo "PASS: softib-sm brings one subnet up across two softibd daemons; ibnetdiscover; send_lat and write_bw across the UDP tunnel; a host's port follows its tunnel cable"

@@ -140,7 +140,9 @@ class Configurator {
     SmNode& node = subnet_.node(n);
     mad::SwitchInfo si = node.switch_info;
     si.LinearFDBTop = static_cast<uint16_t>(node.lft.empty() ? 0 : node.lft.size() - 1);
-    si.PortStateChange = 1;  // writing 1 clears it
+    // 0 leaves it: discovery cleared it before reading the ports, and a change since then
+    // is news for the next sweep.
+    si.PortStateChange = 0;
     MadBytes data{};
     si.Pack(std::span<uint8_t>(data).first(mad::SwitchInfo::kSize));
     tx_.Submit(

@@ -82,10 +82,14 @@ class Walker {
       if (subnet_.node(id).is_switch()) {
         Get(kAttrSwitchInfo, 0, path, [this, id](const TxResult& r) {
           if (!Usable(r, kAttrSwitchInfo)) return;
-          subnet_.node(id).switch_info.Unpack(SmpData(r.response).first(mad::SwitchInfo::kSize));
-          subnet_.node(id).has_switch_info = true;
+          SmNode& sw = subnet_.node(id);
+          sw.switch_info.Unpack(SmpData(r.response).first(mad::SwitchInfo::kSize));
+          sw.has_switch_info = true;
+          if (sw.switch_info.PortStateChange)
+            ClearPortStateChange(id);
+          else
+            ProbePorts(id);
         });
-        for (uint8_t p = 0; p <= info.NumPorts; ++p) ProbePort(id, p);
       }
     }
     SmNode& node = subnet_.node(id);
@@ -94,6 +98,27 @@ class Walker {
       if (!node.ports[entry].known) ProbePort(id, entry);
     }
     if (parent != kNoNode) subnet_.Link(parent, parent_port, id, entry);
+  }
+
+  // PortStateChange is cleared before the ports are read, so a port that changes state
+  // after its read sets it again and the switch sends a new Trap 128 (IBA 14.2.5.4): a
+  // change during the sweep is never lost to a clear that comes after it.
+  void ClearPortStateChange(NodeId id) {
+    mad::SwitchInfo si = subnet_.node(id).switch_info;
+    si.PortStateChange = 1;  // writing 1 clears it
+    MadBytes data{};
+    si.Pack(std::span<uint8_t>(data).first(mad::SwitchInfo::kSize));
+    tx_.Submit(MakeDrSmp(kMethodSet, kAttrSwitchInfo, 0, subnet_.node(id).path,
+                         std::span<const uint8_t>(data).first(kSmpDataBytes)),
+               MadAddress{}, [this, id](const TxResult& r) {
+                 if (!Usable(r, kAttrSwitchInfo)) return;
+                 subnet_.node(id).switch_info.PortStateChange = 0;
+                 ProbePorts(id);
+               });
+  }
+
+  void ProbePorts(NodeId id) {
+    for (uint8_t p = 0; p <= subnet_.node(id).num_ports; ++p) ProbePort(id, p);
   }
 
   void ProbePort(NodeId id, uint8_t port) {

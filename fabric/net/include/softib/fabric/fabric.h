@@ -60,6 +60,8 @@ class Fabric {
   // cable come up or go down. The CA port transmits into ca_link(index).
   uint32_t AddCaPort(Deliver deliver, LinkState link_state = {});
   hca::Link& ca_link(uint32_t ca_port);
+  // Whether CA port `ca_port` is cabled and its cable up.
+  bool ca_port_up(uint32_t ca_port) const;
 
   // Cables a and b (both ends free); the link comes up at once. Returns the cable index.
   uint32_t Connect(CableEnd a, CableEnd b);

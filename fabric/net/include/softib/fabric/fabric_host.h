@@ -58,6 +58,12 @@ class FabricHost {
   // outside the lock); returning true keeps it from the port (an ibsim client took it).
   using Tap = std::function<bool(std::span<const uint8_t> packet)>;
   void SetTap(uint32_t index, Tap tap);
+  // From now on CA port `index` hears its cable go down and come up (a flap, a tunnel's
+  // hellos), in order, on the host's thread outside the lock: it may call into the HCA
+  // behind the port (which may transmit), not With. ca_port_up is the state until then.
+  using LinkState = std::function<void(bool up)>;
+  void SetLinkState(uint32_t index, LinkState link_state);
+  bool ca_port_up(uint32_t index) const;
 
   // Something else the thread serves (a UDP tunnel's socket): `service(now_ns)` runs on the
   // thread, outside the lock (it may call With and ca_link), when `fd` is readable or the
@@ -80,6 +86,7 @@ class FabricHost {
     uint32_t fabric_index = 0;
     std::shared_ptr<hca::Link> inbound;
     std::shared_ptr<Tap> tap;
+    std::shared_ptr<LinkState> link_state;
     std::unique_ptr<HostLink> out;
   };
   struct Source {
@@ -99,8 +106,10 @@ class FabricHost {
   std::vector<std::unique_ptr<CaPort>> ca_ports_;                  // lock held
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> outbox_;  // lock held
   std::vector<std::function<void()>> tasks_;                       // lock held
-  bool pending_ = false;                                           // lock held
-  bool stop_ = false;                                              // lock held
+  // What the fabric said about CA ports' cables (index, up), for their LinkState.
+  std::vector<std::pair<uint32_t, bool>> link_news_;  // lock held
+  bool pending_ = false;                              // lock held
+  bool stop_ = false;                                 // lock held
   // What the CA ports transmitted, fed into the fabric at the thread's next round: under a
   // lock of its own, which the thread does not hold while it pumps, so a sender (the SM's
   // window) is not held up by the packets already crossing. Lock order: mutex_, inbox_mutex_.

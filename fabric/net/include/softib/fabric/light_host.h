@@ -29,6 +29,10 @@ class LightHost {
 
   // Cables port `port`: it transmits into `out` (nullptr unplugs it).
   void Plug(uint8_t port, hca::Link* out);
+  // The plugged cable's link went down (the port goes Down, PortPhysicalState Polling) or
+  // trained again (Init for an SM, or Active with its LID when no SM ever set it up), as a
+  // full node's port (hca::HcaSetExternalLinkUp). False: no such port or not plugged.
+  bool SetLinkUp(uint8_t port, bool up);
   // What the fabric delivers to port `port` (any thread).
   std::shared_ptr<hca::Link> Inbound(uint8_t port);
   // The port's own SMA/PMA on one MAD, as a full node's LocalMad verb: false when they
@@ -62,6 +66,7 @@ class LightHost {
   const uint64_t guid_;
   std::mutex mutex_;  // the fabric's thread delivers, an ibsim client asks LocalMad
   hca::Hca hca_;
+  std::vector<hca::Link*> plugs_;  // per port - 1: what Plug gave, kept while the link is down
   // The MAD the device handed over during Receive, answered right after it.
   bool pending_ = false;
   hca::Hca::ManagementDatagram origin_;

@@ -2,7 +2,7 @@
 // end is in another softibd), each named by a link id both ends derive alike
 // (tunnel_datagram.h LinkId). What arrives is checked — header, length, link, VCRC, ICRC —
 // and only good packets are handed on; the rest is dropped and counted by reason. The ends
-// exchange hellos: a link is up only while both hear each other (three hellos missed: down),
+// exchange hellos: a link is up only while both hear each other (ten hellos missed: down),
 // and an end taken down on purpose tells its peer at once.
 //
 // Not thread-safe: one thread (FabricHost's) calls everything after set-up. No clock of its
@@ -58,7 +58,9 @@ std::optional<UdpAddress> ParseUdpAddress(const std::string& text, std::string* 
 class UdpTunnel {
  public:
   static constexpr uint64_t kHelloIntervalNs = 100'000'000;
-  static constexpr uint64_t kDeadIntervals = 3;
+  // 1 s: a daemon's fabric thread under a sanitizer on a loaded machine can stall for a few
+  // hundred milliseconds, and a false down takes every port on the cable down with it.
+  static constexpr uint64_t kDeadIntervals = 10;
 
   // `deliver(link, packet)`: a checked packet for link `link`; `link_state(link, up)`: the
   // link came up (both ends hear each other) or went down. Both from inside Service.

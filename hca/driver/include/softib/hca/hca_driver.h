@@ -51,6 +51,15 @@ kernel::Status HcaUncablePort(HcaDriver* driver, uint64_t guid, uint8_t port);
 kernel::Status HcaPlugExternal(HcaDriver* driver, uint64_t guid, uint8_t port, Link* out,
                                std::shared_ptr<Link>* inbound);
 
+// The external cable of port `port` of CA `guid` lost its link (`up` false: the far end went
+// away, the fabric's flap, a tunnel's missed hellos) or trained again. Down: the port goes
+// DOWN (PortPhysicalState Polling) and the CA reports PORT_DOWN, but stays plugged. Up: the
+// port comes back as after HcaPlugExternal — INIT when an SM manages it (or it has no LID),
+// ACTIVE with its configured LID otherwise (PORT_ACTIVE). Saying the state it is in changes
+// nothing. INVALID_GUID; INVALID_PORT: no such port or not plugged by HcaPlugExternal.
+// PASSIVE (any thread; takes the driver's mutex and the CA's lock).
+kernel::Status HcaSetExternalLinkUp(HcaDriver* driver, uint64_t guid, uint8_t port, bool up);
+
 // The port's own agents (SMA, PMA) answer a 256-byte MAD, as the CI's LocalMad (ci.h):
 // for a host program that stands at the port (softibd's ibsim clients). Any thread.
 kernel::Status HcaLocalMad(HcaDriver* driver, uint64_t guid, uint8_t port,

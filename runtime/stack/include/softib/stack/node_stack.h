@@ -65,13 +65,17 @@ class NodeStack {
   // events), or unplugs a port's cable (both ends DOWN: PORT_DOWN events). PASSIVE.
   kernel::Status CablePorts(uint64_t guid_a, uint8_t port_a, uint64_t guid_b, uint8_t port_b);
   kernel::Status UncablePort(uint64_t guid, uint8_t port);
-  // Plugs a port into a cable outside the node (a fabric's): it transmits into `out`, and
-  // the fabric delivers into `*inbound` (hca_driver.h HcaPlugExternal). PASSIVE.
   // The port's own SMA/PMA on a 256-byte MAD (hca_driver.h HcaLocalMad). Any thread.
   kernel::Status LocalMad(uint64_t guid, uint8_t port, std::span<const uint8_t, 256> request,
                           std::span<uint8_t, 256> response);
+  // Plugs a port into a cable outside the node (a fabric's): it transmits into `out`, and
+  // the fabric delivers into `*inbound` (hca_driver.h HcaPlugExternal). PASSIVE.
   kernel::Status PlugExternal(uint64_t guid, uint8_t port, hca::Link* out,
                               std::shared_ptr<hca::Link>* inbound);
+  // That cable's link went down or trained again: the port goes DOWN (PORT_DOWN) or comes
+  // back in INIT for the SM, or ACTIVE with its configured LID (hca_driver.h
+  // HcaSetExternalLinkUp). PASSIVE, any thread.
+  kernel::Status SetExternalLinkUp(uint64_t guid, uint8_t port, bool up);
   // Adds a CA at run time (arrival events; its bus PDOs exist on return). PASSIVE.
   kernel::Status AddCa(const CaConfig& config, uint64_t* ca_guid);
 

@@ -1,7 +1,8 @@
 // Discovery by directed-route SMPs, breadth-first with many SMPs in flight: NodeInfo on
-// every path, then NodeDescription, SwitchInfo and PortInfo of every switch port (and of
-// each CA port the walk enters through); every linked switch port not yet explained leads
-// one hop further. Nodes are identified by GUID, so parallel links and loops are recognised.
+// every path, then NodeDescription, SwitchInfo (PortStateChange cleared when set) and
+// PortInfo of every switch port (and of each CA port the walk enters through); every linked
+// switch port not yet explained leads one hop further. Nodes are identified by GUID, so
+// parallel links and loops are recognised.
 #pragma once
 
 #include <cstdint>
