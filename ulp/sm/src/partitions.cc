@@ -1,6 +1,8 @@
 // The partition file (a subset of OpenSM's partitions.conf) and the P_Key table plan.
 #include "softib/sm/partitions.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -44,8 +46,110 @@ bool IEquals(std::string_view a, std::string_view b) {
          });
 }
 
+bool IsIpGroup(const std::array<uint8_t, 16>& mgid) {
+  // IPoIB's MGIDs (RFC 4391): ff1S:401b (IPv4) or ff1S:601b (IPv6), then the P_Key.
+  return mgid[3] == 0x1b && (mgid[2] == 0x40 || mgid[2] == 0x60);
+}
+
+// One `mgid=GID[,flag]...` line of partition `p` (its P_Key, rate and MTU already read).
+bool ParseGroupLine(std::string_view text, const Partition& p, std::vector<PartitionGroup>* out,
+                    std::string* why) {
+  const auto items = Split(text, ',');
+  const std::string gid_text(Trim(items[0].substr(items[0].find('=') + 1)));
+  PartitionGroup g;
+  in6_addr address{};
+  if (inet_pton(AF_INET6, gid_text.c_str(), &address) != 1 || address.s6_addr[0] != 0xFF)
+    return *why = "mgid '" + gid_text + "' is not a multicast GID (ff..)", false;
+  std::copy(std::begin(address.s6_addr), std::end(address.s6_addr), g.mgid.begin());
+  const bool ip = IsIpGroup(g.mgid);
+  const uint16_t pkey = static_cast<uint16_t>(p.pkey | kFullMember);
+  if (ip) {
+    const uint16_t in_gid = static_cast<uint16_t>(g.mgid[4] << 8 | g.mgid[5]);
+    if (in_gid == 0) {
+      g.mgid[4] = static_cast<uint8_t>(pkey >> 8);
+      g.mgid[5] = static_cast<uint8_t>(pkey);
+    } else if ((in_gid & 0x7FFF) != p.pkey) {
+      return *why = "mgid '" + gid_text + "' carries another partition's P_Key", false;
+    }
+    g.qkey = 0x0B1B;
+    g.rate = p.rate ? p.rate : g.rate;  // the broadcast group's (CreatePartitionGroups)
+    g.mtu = p.mtu ? p.mtu : g.mtu;
+  }
+  const uint8_t partition_rate = g.rate, partition_mtu = g.mtu;
+  std::vector<uint8_t> scopes;
+  uint64_t v = 0;
+  for (std::size_t i = 1; i < items.size(); ++i) {
+    const std::size_t eq = items[i].find('=');
+    const std::string_view key = Trim(items[i].substr(0, eq));
+    const std::string_view value =
+        eq == std::string_view::npos ? "" : Trim(items[i].substr(eq + 1));
+    if (IEquals(key, "rate") && Number(value, 22, &v) && v >= 2) {
+      g.rate = static_cast<uint8_t>(v);
+    } else if (IEquals(key, "mtu") && Number(value, 5, &v) && v >= 1) {
+      g.mtu = static_cast<uint8_t>(v);
+    } else if (IEquals(key, "sl") && Number(value, 15, &v)) {
+      g.sl = static_cast<uint8_t>(v);
+    } else if (IEquals(key, "scope") && Number(value, 15, &v)) {
+      scopes.push_back(static_cast<uint8_t>(v));
+    } else if (IEquals(key, "Q_Key") && Number(value, 0xFFFFFFFF, &v)) {
+      g.qkey = static_cast<uint32_t>(v);
+    } else if (IEquals(key, "TClass") && Number(value, 0xFF, &v)) {
+      g.tclass = static_cast<uint8_t>(v);
+    } else if (IEquals(key, "FlowLabel") && Number(value, 0xFFFFF, &v)) {
+      g.flow_label = static_cast<uint32_t>(v);
+    } else {
+      return *why = "unknown or bad group flag '" + std::string(items[i]) +
+                    "' (rate=2..22, mtu=1..5, sl=0..15, scope=0..15, Q_Key=N, TClass=0..255, "
+                    "FlowLabel=0..0xfffff)",
+             false;
+    }
+  }
+  // IPoIB needs every IP group at the broadcast group's rate and MTU (OpenSM checks the same).
+  if (ip && (g.rate != partition_rate || g.mtu != partition_mtu))
+    return *why = "IP group '" + gid_text + "' must have its partition's rate and mtu", false;
+  if (scopes.empty()) scopes.push_back(g.mgid[1] & 0x0F);
+  for (const uint8_t scope : scopes) {
+    g.mgid[1] = static_cast<uint8_t>((g.mgid[1] & 0xF0) | scope);
+    out->push_back(g);
+  }
+  return true;
+}
+
+// The member list of a definition with its `mgid=` lines taken out into out->groups. A group
+// runs to the end of its line (its flags are comma-separated too).
+bool ParseBody(std::string_view body, int line, Partition* out,
+               std::vector<std::string_view>* items, std::string* why, int* error_line) {
+  while (!body.empty()) {
+    const std::size_t nl = body.find('\n');
+    std::string_view text = body.substr(0, nl);
+    body = nl == std::string_view::npos ? std::string_view{} : body.substr(nl + 1);
+    std::size_t group_at = std::string_view::npos;
+    char before = ',';  // the last non-blank character: ',' (or none) starts an item
+    for (std::size_t at = 0; at < text.size() && group_at == std::string_view::npos; ++at) {
+      if (before == ',' && IEquals(text.substr(at, 4), "mgid") &&
+          Trim(text.substr(at + 4)).starts_with('='))
+        group_at = at;
+      if (!std::isspace(static_cast<unsigned char>(text[at]))) before = text[at];
+    }
+    if (group_at != std::string_view::npos) {
+      if (!ParseGroupLine(text.substr(group_at), *out, &out->groups, why)) {
+        *error_line = line;
+        return false;
+      }
+      text = text.substr(0, group_at);
+    }
+    auto line_items = Split(text, ',');
+    // A line's trailing comma: the list goes on (on the next line, or after a group).
+    if (line_items.back().empty()) line_items.pop_back();
+    items->insert(items->end(), line_items.begin(), line_items.end());
+    ++line;
+  }
+  return true;
+}
+
 // One definition (the text between ';'s, comments removed); `line` is where it starts.
-bool ParseDefinition(std::string_view text, int line, Partition* out, std::string* why) {
+bool ParseDefinition(std::string_view text, int line, Partition* out, std::string* why,
+                     int* error_line) {
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos) return *why = "expected 'Name=PKey : members ;'", false;
   const auto head = Split(text.substr(0, colon), ',');
@@ -82,9 +186,15 @@ bool ParseDefinition(std::string_view text, int line, Partition* out, std::strin
              false;
     }
   }
-  const std::string_view body = Trim(text.substr(colon + 1));
-  if (body.empty()) return true;  // a partition with no members yet
-  for (const std::string_view item : Split(body, ',')) {
+  // The body's first line: where the definition starts plus the line breaks before the colon.
+  const auto head_text = text.substr(0, colon);
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  const int body_line =
+      line + static_cast<int>(std::count(head_text.begin() + static_cast<std::ptrdiff_t>(first),
+                                         head_text.end(), '\n'));
+  std::vector<std::string_view> items;
+  if (!ParseBody(text.substr(colon + 1), body_line, out, &items, why, error_line)) return false;
+  for (const std::string_view item : items) {
     PartitionMember m;
     m.full = default_full;
     const std::size_t meq = item.find('=');
@@ -139,6 +249,7 @@ bool ParsePartitions(std::string_view text, PartitionConfig* out, std::string* e
   int line = 1, start = 0;
   std::set<uint16_t> pkeys;
   std::set<std::string> names;
+  std::set<std::array<uint8_t, 16>> mgids;
   for (std::size_t i = 0; i <= text.size(); ++i) {
     const char c = i < text.size() ? text[i] : '\n';
     if (c == '#') {
@@ -149,9 +260,17 @@ bool ParsePartitions(std::string_view text, PartitionConfig* out, std::string* e
     if (c == ';') {
       Partition p;
       std::string why;
-      if (!ParseDefinition(pending, start ? start : line, &p, &why)) {
-        *error = "line " + std::to_string(start ? start : line) + ": " + why;
+      int error_line = start ? start : line;
+      if (!ParseDefinition(pending, error_line, &p, &why, &error_line)) {
+        *error = "line " + std::to_string(error_line) + ": " + why;
         return false;
+      }
+      for (const PartitionGroup& g : p.groups) {
+        if (!mgids.insert(g.mgid).second) {
+          *error = "line " + std::to_string(p.line) + ": partition '" + p.name +
+                   "' repeats a multicast group (mgid) defined before";
+          return false;
+        }
       }
       if (!pkeys.insert(p.pkey).second || !names.insert(p.name).second) {
         *error = "line " + std::to_string(p.line) + ": partition '" + p.name +

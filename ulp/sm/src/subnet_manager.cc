@@ -138,7 +138,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
     sa_.set_subnet(&subnet_);
     // Every group's tree from scratch: what the switches held before is not known.
     EnterPhase("multicast");
-    CreateIpoibGroups();
+    CreatePartitionGroups();
     held_replies_.clear();  // answered "no resources" while the model was rebuilt
     mcast_dirty_ = false;
     report.mcast = ProgramMulticast(tx_, subnet_, sa_.McastMembers(), true);
@@ -370,9 +370,9 @@ bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
   return true;
 }
 
-void SubnetManager::CreateIpoibGroups() {
-  if (ipoib_groups_) return;
-  ipoib_groups_ = true;
+void SubnetManager::CreatePartitionGroups() {
+  if (partition_groups_) return;
+  partition_groups_ = true;
   for (const Partition& p : options_.partitions.partitions) {
     if (!p.ipoib) continue;
     // The IPv4 broadcast group of IPoIB (RFC 4391): ff12:401b:<P_Key>::ffff:ffff, Q_Key
@@ -391,6 +391,26 @@ void SubnetManager::CreateIpoibGroups() {
     g.SL = p.sl;
     g.Scope = 2;  // link-local
     sa_.AddGroup(g);
+  }
+  // The partition file's `mgid=` groups, created empty like the broadcast groups.
+  for (const Partition& p : options_.partitions.partitions) {
+    for (const PartitionGroup& pg : p.groups) {
+      mad::MCMemberRecord g;
+      g.MGID = pg.mgid;
+      g.Q_Key = pg.qkey;
+      g.P_Key = static_cast<uint16_t>(p.pkey | kFullMember);
+      g.MTUSelector = 2;
+      g.MTU = pg.mtu;
+      g.RateSelector = 2;
+      g.Rate = pg.rate;
+      g.PacketLifeTimeSelector = 2;
+      g.PacketLifeTime = 18;
+      g.SL = pg.sl;
+      g.FlowLabel = pg.flow_label;
+      g.TClass = pg.tclass;
+      g.Scope = pg.mgid[1] & 0x0F;
+      sa_.AddGroup(g);
+    }
   }
 }
 

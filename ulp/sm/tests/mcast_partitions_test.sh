@@ -5,7 +5,7 @@
 # it programmed:
 #   * smpquery pkeys: each host's P_Key table is what the partition file gives it;
 #   * softib-sm --query MCMR --set at three hosts joins the IPoIB broadcast group (created by
-#     the SM for the default partition), a host outside partition 0x0002 cannot join a group
+#     the SM for the default partition), one joins a group the file's `mgid=` line made, a host outside partition 0x0002 cannot join a group
 #     on it; ibroute -M shows the MFTs of the tree (leaf ports to the members, the uplinks);
 #   * ibportstate disable/enable of a host's leaf port: Trap 128 from the leaf's SMA, the SM
 #     represses it, re-sweeps and the port is Active again.
@@ -62,8 +62,11 @@ g1=$(guid host-0001); g2=$(guid host-0002); g3=$(guid host-0003); g4=$(guid host
 [[ -n "$g1" && -n "$g4" ]] || fail "port GUIDs: '$g1' '$g4' $(cat "$work/err")"
 
 cat >"$work/partitions.conf" <<CONF
-# the default partition, and a storage partition of hosts 1 and 3 (4 limited)
-Default=0x7fff, ipoib : ALL=full ;
+# the default partition with one more IPv4 group, and a storage partition of hosts 1 and 3
+# (4 limited)
+Default=0x7fff, ipoib :
+  mgid=ff12:401b::0707,sl=1   # its P_Key bits 0000: the partition's (ffff)
+  ALL=full ;
 storage=0x0002 : 0x$g1=full, 0x$g3=full,
                  0x$g4=limited ;
 CONF
@@ -100,6 +103,11 @@ for h in 1 2 3; do
     JoinState=1 --set) || fail "join host-000$h: $out $(cat "$work/err")"
   grep -q 'MLID:\.*49152$' <<<"$out" || fail "join host-000$h: $out"
 done
+# The partition file's group exists from the start, with its SL and IPoIB's Q_Key (0x0b1b).
+out=$(sim host-0002 "$softib_sm" --query MCMR MGID=ff12:401b:ffff::707 PortGID="$(gid "$g2")" \
+  JoinState=1 --set) || fail "join the mgid= group: $out $(cat "$work/err")"
+grep -q 'MLID:\.*49153$' <<<"$out" && grep -q '^  SL:\.*1$' <<<"$out" &&
+  grep -q 'Q_Key:\.*0x00000b1b$' <<<"$out" || fail "the mgid= group: $out"
 # host-0001 creates a group on partition 0x0002; host-0002, not a member, may not join it.
 out=$(sim host-0001 "$softib_sm" --query MCMR MGID=ff12:401b:8002::1 PortGID="$(gid "$g1")" \
   JoinState=1 Q_Key=0x1234 P_Key=0x8002 SL=0 FlowLabel=0 TClass=0 --set) || fail "create: $out"

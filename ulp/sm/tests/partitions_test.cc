@@ -90,6 +90,69 @@ TEST(PartitionFile, ErrorsNameTheLine) {
   EXPECT_EQ(ParseError("a=zz : ALL ;").substr(0, 16), "line 1: P_Key 'z");
 }
 
+// OpenSM's `mgid=` lines: one group per line (flags after commas), members before, between
+// and after them; IP groups take the partition's P_Key and Q_Key 0x0b1b; scope= repeats.
+TEST(PartitionFile, MulticastGroupLines) {
+  const PartitionConfig c = Parse(
+      "Default=0x7fff,ipoib:\n"
+      "  mgid=ff12:401b::0707,sl=1   # an IPv4 group\n"
+      "  mgid = ff12::1,sl=1,Q_Key=0xDEADBEEF,rate=6,mtu=2,TClass=7,FlowLabel=0x12345\n"
+      "  ALL=full;\n"
+      "storage=0x0002,ipoib,mtu=5 : 0x10=full,\n"
+      "  mgid=ff12:601b::16,scope=2,scope=5\n"
+      "  0x11 ;\n");
+  ASSERT_EQ(c.partitions.size(), 2u);
+  const Partition& def = c.partitions[0];
+  ASSERT_EQ(def.members.size(), 1u);
+  EXPECT_TRUE(def.members[0].full);
+  ASSERT_EQ(def.groups.size(), 2u);
+  // ff12:401b:ffff::707: the default partition's full P_Key in bytes 4-5.
+  const std::array<uint8_t, 16> ipv4{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0,    0,
+                                     0,    0,    0,    0,    0,    0,    0x07, 0x07};
+  EXPECT_EQ(def.groups[0].mgid, ipv4);
+  EXPECT_EQ(def.groups[0].qkey, 0x0B1Bu);
+  EXPECT_EQ(def.groups[0].sl, 1);
+  EXPECT_EQ(def.groups[0].rate, 3);
+  EXPECT_EQ(def.groups[0].mtu, 4);
+  const std::array<uint8_t, 16> plain{0xff, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01};
+  EXPECT_EQ(def.groups[1].mgid, plain);  // not an IP group: no P_Key put in
+  EXPECT_EQ(def.groups[1].qkey, 0xDEADBEEFu);
+  EXPECT_EQ(def.groups[1].rate, 6);
+  EXPECT_EQ(def.groups[1].mtu, 2);
+  EXPECT_EQ(def.groups[1].tclass, 7);
+  EXPECT_EQ(def.groups[1].flow_label, 0x12345u);
+
+  const Partition& storage = c.partitions[1];
+  ASSERT_EQ(storage.members.size(), 2u);
+  EXPECT_EQ(storage.members[0].guid, 0x10u);
+  EXPECT_EQ(storage.members[1].guid, 0x11u);
+  ASSERT_EQ(storage.groups.size(), 2u);  // one per scope
+  EXPECT_EQ(storage.groups[0].mgid[1], 0x12);
+  EXPECT_EQ(storage.groups[1].mgid[1], 0x15);
+  EXPECT_EQ(storage.groups[0].mgid[4], 0x80);  // 0x8002
+  EXPECT_EQ(storage.groups[0].mgid[5], 0x02);
+  EXPECT_EQ(storage.groups[0].mtu, 5);  // the partition's
+  EXPECT_EQ(storage.groups[0].qkey, 0x0B1Bu);
+}
+
+TEST(PartitionFile, MulticastGroupErrorsNameTheirLine) {
+  EXPECT_EQ(ParseError("a=0x1 :\n ALL,\n mgid=fe80::1\n ;"),
+            "line 3: mgid 'fe80::1' is not a multicast GID (ff..)");
+  EXPECT_EQ(ParseError("a=0x1 : mgid=ff12::zz ;"),
+            "line 1: mgid 'ff12::zz' is not a multicast GID (ff..)");
+  EXPECT_EQ(ParseError("a=0x1 :\n mgid=ff12:401b:8003::1\n ;"),
+            "line 2: mgid 'ff12:401b:8003::1' carries another partition's P_Key");
+  EXPECT_EQ(ParseError("a=0x1,mtu=5 :\n\n mgid=ff12:401b::1,mtu=4\n ;"),
+            "line 3: IP group 'ff12:401b::1' must have its partition's rate and mtu");
+  EXPECT_EQ(ParseError("a=0x1 : mgid=ff12::1,sl=16 ;").substr(0, 41),
+            "line 1: unknown or bad group flag 'sl=16'");
+  EXPECT_EQ(ParseError("a=0x1 : mgid=ff12::1 ;\nb=0x2 : mgid=ff12::1 ;"),
+            "line 2: partition 'b' repeats a multicast group (mgid) defined before");
+  // Two scopes that name the same group.
+  EXPECT_EQ(ParseError("a=0x1 : mgid=ff12::1,scope=2 ;\nb=0x2 : mgid=ff15::1,scope=2 ;"),
+            "line 2: partition 'b' repeats a multicast group (mgid) defined before");
+}
+
 Subnet DefaultSubnet() {
   // The SM on host-0001's port, as softib-sm runs under ibsim-run.
   const fabric::Topology topology = fabric::DefaultTopology();

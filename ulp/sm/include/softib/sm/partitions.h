@@ -4,6 +4,16 @@
 //   # comment
 //   Name=0xPKEY[,ipoib][,mtu=N][,rate=N][,sl=N][,defmember=full|limited] : member[, member ...] ;
 //
+// The member list may also hold multicast groups the SM creates at start-up, one per line:
+//
+//   mgid=GID[,rate=N][,mtu=N][,sl=N][,scope=N]...[,Q_Key=N][,TClass=N][,FlowLabel=N]
+//
+// GID in IPv6 notation, a multicast GID (ff..). An IP group (signature 401b or 601b in bytes
+// 2-3) takes the partition's P_Key into its P_Key bits when they are 0000 (else they must be
+// it), Q_Key 0x0b1b unless given, and the partition's rate and MTU (a different one is an
+// error); others have Q_Key 0. Each scope= gives one group with that scope nibble; none: the
+// GID's own scope. Defaults: rate 3 (10 Gb/s), MTU 4 (2048), SL 0.
+//
 // PKEY is 15 bits (0x0001..0x7fff; bit 15, the membership, comes from the member). A member is
 // ALL, SELF (the SM's port), ALL_CAS, ALL_SWITCHES (each switch's port 0) or a port GUID
 // (0x...), optionally `=full`, `=limited` or `=both` (= full); without it, defmember (limited
@@ -12,6 +22,7 @@
 // it (the SA answers on it). P_Key index 0 of every port holds the default partition's key.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -32,6 +43,17 @@ struct PartitionMember {
   bool full = false;
 };
 
+// A multicast group a partition file asks for (`mgid=` line), scopes already expanded.
+struct PartitionGroup {
+  std::array<uint8_t, 16> mgid{};
+  uint8_t rate = 3;
+  uint8_t mtu = 4;
+  uint8_t sl = 0;
+  uint32_t qkey = 0;
+  uint8_t tclass = 0;
+  uint32_t flow_label = 0;  // 20 bits
+};
+
 struct Partition {
   std::string name;
   uint16_t pkey = 0;  // 15 bits
@@ -40,6 +62,7 @@ struct Partition {
   uint8_t rate = 0;  // rate code, 0 = default (3: 10 Gb/s)
   uint8_t sl = 0;
   std::vector<PartitionMember> members;
+  std::vector<PartitionGroup> groups;
   int line = 0;
 };
 

@@ -92,8 +92,9 @@ class SubnetManager {
   void Progress(bool force);
   // Starts a phase; on a long bring-up (past one progress interval) it says so at once.
   void EnterPhase(const char* phase);
-  // The IPoIB broadcast group of every partition that asks for one (once).
-  void CreateIpoibGroups();
+  // The IPoIB broadcast group of every partition that asks for one and the partition
+  // file's `mgid=` groups (once).
+  void CreatePartitionGroups();
   // The MFT blocks that joins and leaves changed, then the SA answers that waited for them.
   void UpdateMulticast(std::FILE* out);
   // An SA answer: one MAD, or an RMPP transfer when the port does RMPP.
@@ -120,7 +121,7 @@ class SubnetManager {
   bool resweep_ = false;                  // a trap came in
   bool take_over_ = false;                // the master handed the subnet over to us
   bool mcast_dirty_ = false;              // a join or leave changed a group's members
-  bool ipoib_groups_ = false;             // CreateIpoibGroups() done
+  bool partition_groups_ = false;             // CreatePartitionGroups() done
   std::vector<SaOutgoing> held_replies_;  // SA answers sent once the MFTs are programmed
   unsigned traps_ = 0;
   double started_ = 0;
