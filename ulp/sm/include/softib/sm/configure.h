@@ -17,6 +17,7 @@ struct ConfigureReport {
   unsigned lid_sets = 0;
   unsigned switch_info_sets = 0;
   unsigned lft_blocks = 0;
+  unsigned lft_blocks_by_lid = 0;  // of lft_blocks, LID-routed
   unsigned armed = 0;
   unsigned activated = 0;
   unsigned failed = 0;  // Sets that timed out or were refused
