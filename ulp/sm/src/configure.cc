@@ -30,15 +30,21 @@ constexpr uint8_t kSubnetTimeOut = 18;  // OpenSM's default: 4.096 us * 2^18 ~ 1
 
 class Configurator {
  public:
-  Configurator(Transactions& tx, Subnet& subnet, ConfigureReport& report, bool lid_routed)
-      : tx_(tx), subnet_(subnet), report_(report), lid_routed_(lid_routed) {
+  Configurator(Transactions& tx, Subnet& subnet, ConfigureReport& report, bool fast)
+      : tx_(tx), subnet_(subnet), report_(report), fast_(fast) {
     if (subnet.sm_node != kNoNode) sm_lid_ = subnet.node(subnet.sm_node).ports[subnet.sm_port].lid;
   }
 
   void Run(ConfigurePhase phase) {
     switch (phase) {
       case ConfigurePhase::kLids:
-        for (const EndPort& e : subnet_.EndPorts()) SetPort(e.node, e.port, 0, &report_.lid_sets);
+        for (const EndPort& e : subnet_.EndPorts()) {
+          const SmPort& port = subnet_.node(e.node).ports[e.port];
+          const bool arm = fast_ && !subnet_.node(e.node).is_switch() && port.known &&
+                           port.linked() && port.info.PortState == kPortInit;
+          SetPort(e.node, e.port, arm ? kPortArmed : 0, false, &report_.lid_sets,
+                  arm ? &report_.armed : nullptr);
+        }
         break;
       case ConfigurePhase::kForwarding:
         ProgramForwarding();
@@ -53,7 +59,7 @@ class Configurator {
           for (uint8_t p = 1; p <= node.num_ports; ++p) {
             const SmPort& port = node.ports[p];
             if (port.known && port.linked() && port.info.PortState == from)
-              SetPort(n, p, to, counter);
+              SetPort(n, p, to, fast_, counter);
           }
         }
         break;
@@ -82,8 +88,10 @@ class Configurator {
   }
 
   // PortInfo Set that keeps what the port has, with the SM's addressing (end ports), the
-  // link parameters agreed with the peer, and `state` (0 = no change).
-  void SetPort(NodeId n, uint8_t p, uint8_t state, unsigned* counter) {
+  // link parameters agreed with the peer, and `state` (0 = no change); counted in `counter`
+  // (and `also`).
+  void SetPort(NodeId n, uint8_t p, uint8_t state, bool by_lid, unsigned* counter,
+               unsigned* also = nullptr) {
     const SmNode& node = subnet_.node(n);
     const SmPort& port = node.ports[p];
     mad::PortInfo pi = port.info;
@@ -110,27 +118,15 @@ class Configurator {
     const auto bytes = std::span<const uint8_t>(data).first(kSmpDataBytes);
     MadAddress to;
     MadBytes smp = MakeDrSmp(kMethodSet, kAttrPortInfo, p, node.path, bytes);
-    if (state != 0 && lid_routed_) LidRouted(n, p, smp, to);
-    tx_.Submit(smp, to, [this, n, p, state, counter](const TxResult& r) {
+    if (by_lid) RouteByLid(subnet_, n, p, smp, to);
+    tx_.Submit(smp, to, [this, n, p, state, counter, also](const TxResult& r) {
       if (!Check(r, n, p, "PortInfo Set")) return;
       SmPort& port = subnet_.node(n).ports[p];
       port.info.Unpack(SmpData(r.response));
       if (state && port.info.PortState != state) port.info.PortState = state;
       ++*counter;
+      if (also) ++*also;
     });
-  }
-
-  // Arm and Activate come after the LIDs and LFTs are in, so their SMPs may go LID-routed
-  // (an SMI sends and receives SMPs in LinkInitialize, LinkArm and LinkActive, and
-  // softib's switches forward VL15 through ports in Init or Armed; each hop looks its LFT
-  // up instead of relaying along the path). Not to the SM's own node (its port's
-  // own SMA answers that) nor to a node without a LID: those stay directed-routed.
-  void LidRouted(NodeId n, uint8_t p, MadBytes& smp, MadAddress& to) const {
-    const SmNode& node = subnet_.node(n);
-    const uint16_t lid = node.ports[node.is_switch() ? 0 : p].lid;
-    if (sm_lid_ == 0 || lid == 0 || n == subnet_.sm_node) return;
-    ToLidRouted(smp);
-    to.lid = lid;
   }
 
   // The LFTs, a switch at a time as the window drains (not all 337 k blocks up front).
@@ -145,7 +141,7 @@ class Configurator {
     std::vector<std::size_t> waves;  // where each distance begins in `switches`
     SwitchesByDistance(switches, waves);
     lft_failed_.assign(subnet_.nodes().size(), false);
-    if (!lid_routed_ || sm_lid_ == 0) {
+    if (!fast_ || sm_lid_ == 0) {
       FeedSwitches(switches, 0, switches.size(), kNoBlock, true);
       Drive();
       return;
@@ -207,7 +203,7 @@ class Configurator {
       while (i < end && tx_.pending() == before) {  // a feeder must submit something
         const NodeId n = switches[i++];
         if (with_switch_info) SetSwitchInfo(n);
-        const bool by_lid = lid_routed_ && LidRouteReady(n);
+        const bool by_lid = fast_ && LidRouteReady(n);
         for (uint32_t b = 0; b * kLftBlockEntries < subnet_.node(n).lft.size(); ++b)
           if (b != skip_block) SetBlock(n, b, by_lid);
       }
@@ -244,10 +240,7 @@ class Configurator {
     std::copy_n(node.lft.begin() + static_cast<std::ptrdiff_t>(first), count, block.begin());
     MadBytes smp = MakeDrSmp(kMethodSet, kAttrLft, number, node.path, block);
     MadAddress to;
-    if (by_lid) {
-      ToLidRouted(smp);
-      to.lid = node.ports[0].lid;
-    }
+    if (by_lid) RouteByLid(subnet_, n, 0, smp, to);
     tx_.Submit(smp, to, [this, n, by_lid](const TxResult& r) {
       if (!Check(r, n, -1, "LFT Set")) {
         lft_failed_[n] = true;
@@ -309,7 +302,7 @@ class Configurator {
   Transactions& tx_;
   Subnet& subnet_;
   ConfigureReport& report_;
-  const bool lid_routed_;
+  const bool fast_;
   uint16_t sm_lid_ = 0;
   static constexpr uint32_t kNoBlock = ~0u;
   enum : uint8_t { kNotReady, kWayBack, kAllBlocks };  // a switch's LFT, as far as known in
@@ -320,8 +313,22 @@ class Configurator {
 }  // namespace
 
 void ConfigurePhaseRun(Transactions& tx, Subnet& subnet, ConfigurePhase phase,
-                       ConfigureReport& report, bool lid_routed) {
-  Configurator(tx, subnet, report, lid_routed).Run(phase);
+                       ConfigureReport& report, bool fast) {
+  Configurator(tx, subnet, report, fast).Run(phase);
+}
+
+// After the LIDs and LFTs are in, SMPs may go LID-routed (an SMI sends and receives SMPs in
+// LinkInitialize, LinkArm and LinkActive, and softib's switches forward VL15 through ports
+// in Init or Armed; each hop looks its LFT up instead of relaying along the path). Not to
+// the SM's own node: its port's own SMA answers that.
+bool RouteByLid(const Subnet& subnet, NodeId n, uint8_t p, MadBytes& smp, MadAddress& to) {
+  if (subnet.sm_node == kNoNode || n == subnet.sm_node) return false;
+  const SmNode& node = subnet.node(n);
+  const uint16_t lid = node.ports[node.is_switch() ? 0 : p].lid;
+  if (lid == 0 || subnet.node(subnet.sm_node).ports[subnet.sm_port].lid == 0) return false;
+  ToLidRouted(smp);
+  to.lid = lid;
+  return true;
 }
 
 unsigned ReadBackLfts(Transactions& tx, const Subnet& subnet, Subnet& readback) {

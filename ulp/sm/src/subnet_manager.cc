@@ -106,12 +106,12 @@ SweepReport SubnetManager::Sweep(bool take_over) {
     if (phase == ConfigurePhase::kArm) {
       // Partitions before the ports carry data: what they hold, then what they lack.
       EnterPhase("partitions");
-      if (const unsigned failures = ReadPKeyTables(tx_, subnet_)) {
+      if (const unsigned failures = ReadPKeyTables(tx_, subnet_, options_.fast_bringup)) {
         report.pkeys.failed += failures;
         report.pkeys.first_error = std::to_string(failures) + " P_KeyTable Gets failed";
       }
       const PKeyPlan plan = PlanPKeyTables(subnet_, options_.partitions);
-      const PKeyReport written = ProgramPKeys(tx_, subnet_, plan);
+      const PKeyReport written = ProgramPKeys(tx_, subnet_, plan, options_.fast_bringup);
       report.pkeys.blocks = written.blocks;
       report.pkeys.enforced = written.enforced;
       report.pkeys.failed += written.failed;
@@ -121,7 +121,7 @@ SweepReport SubnetManager::Sweep(bool take_over) {
           std::fprintf(options_.log, "softib-sm: partitions: %s\n", w.c_str());
     }
     EnterPhase(ToString(phase));
-    ConfigurePhaseRun(tx_, subnet_, phase, report.configure, options_.lid_routed_activation);
+    ConfigurePhaseRun(tx_, subnet_, phase, report.configure, options_.fast_bringup);
   }
 
   EnterPhase("check");
