@@ -150,7 +150,7 @@ void InternalSm::Stop() {
 void InternalSm::Run() {
   sm::SmOptions options;
   options.verify_lfts = options_.verify_lfts;
-  options.lid_routed_activation = true;  // softib's switches forward them through Armed ports
+  options.fast_bringup = true;  // softib's switches forward VL15 through Init/Armed ports
   // No sockets and no other process between the SM and the fabric: a wider window means
   // fewer hand-overs between the two threads per SMP (each wake-up carries more).
   options.tx.window = kInternalSmWindow;

@@ -27,6 +27,8 @@ Fabric::~Fabric() = default;
 uint32_t Fabric::AddSwitch(SwitchConfig config) {
   switches_.push_back(std::make_unique<Switch>(std::move(config)));
   switch_cables_.emplace_back(std::size_t{switches_.back()->num_ports()} + 1, -1);
+  watched_.push_back(false);
+  watch_all_ = true;
   return static_cast<uint32_t>(switches_.size() - 1);
 }
 
@@ -95,6 +97,7 @@ void Fabric::SetCableUp(uint32_t cable, bool up) {
 void Fabric::NotifyEnd(const CableEnd& end, bool up) {
   if (end.kind == CableEnd::Kind::kSwitch) {
     switches_[end.index]->SetLinkUp(end.port, up);
+    Watch(end.index);
   } else if (const LinkState& notify = ca_ports_[end.index].link_state) {
     notify(up);
   }
@@ -205,6 +208,7 @@ void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool in
   }
   transmits_.clear();
   switches_[at.index]->Receive(at.port, packet, intact, &transmits_);
+  Watch(at.index);
   for (Transmit& out : transmits_)
     Send(CableEnd{CableEnd::Kind::kSwitch, at.index, out.port}, std::move(out.bytes), out.intact);
 }
@@ -212,9 +216,18 @@ void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool in
 std::size_t Fabric::Pump() {
   std::size_t delivered = 0;
   // The switches' traps that are due go out first (their SMAs have no clock of their own).
-  for (uint32_t i = 0; i < switches_.size(); ++i)
+  if (watch_all_) {
+    watch_all_ = false;
+    for (uint32_t i = 0; i < switches_.size(); ++i) Watch(i);
+  }
+  polling_.swap(trap_watch_);
+  trap_watch_.clear();
+  for (const uint32_t i : polling_) {
     for (Transmit& out : switches_[i]->PollTraps(now_ns_))
       Send(CableEnd{CableEnd::Kind::kSwitch, i, out.port}, std::move(out.bytes), out.intact);
+    watched_[i] = false;
+    if (switches_[i]->trap_outstanding()) Watch(i);
+  }
   for (bool progress = true; progress;) {
     progress = false;
     // One packet per direction per round keeps the directions interleaved fairly; what the
@@ -254,12 +267,22 @@ std::size_t Fabric::Pump() {
 
 uint64_t Fabric::next_due() const {
   uint64_t due = UINT64_MAX;
-  for (const auto& sw : switches_) due = std::min(due, sw->next_trap_ns());
+  if (watch_all_) {
+    for (const auto& sw : switches_) due = std::min(due, sw->next_trap_ns());
+  } else {
+    for (const uint32_t i : trap_watch_) due = std::min(due, switches_[i]->next_trap_ns());
+  }
   for (const uint32_t id : ready_) {
     const Direction& d = cables_[id / 2].dir[id % 2];
     if (!d.queue.empty()) due = std::min(due, d.queue.front().due_ns);
   }
   return due;
+}
+
+void Fabric::Watch(uint32_t index) {
+  if (watched_[index]) return;
+  watched_[index] = true;
+  trap_watch_.push_back(index);
 }
 
 std::size_t Fabric::in_flight() const { return queued_; }

@@ -2,6 +2,7 @@
 // AttributeModifier names the port in bits 23:16) and the switches' enforcement bits.
 #include <algorithm>
 
+#include "softib/sm/configure.h"
 #include "softib/sm/partitions.h"
 #include "softib/sm/smp.h"
 
@@ -34,7 +35,7 @@ std::vector<uint8_t> PathToPort(const Subnet& subnet, NodeId n, uint8_t p) {
   return path;
 }
 
-PKeyReport ProgramPKeys(Transactions& tx, Subnet& subnet, const PKeyPlan& plan) {
+PKeyReport ProgramPKeys(Transactions& tx, Subnet& subnet, const PKeyPlan& plan, bool fast) {
   PKeyReport report;
   for (const auto& [where, wanted] : plan.tables) {
     SmNode& node = subnet.node(where.node);
@@ -57,14 +58,16 @@ PKeyReport ProgramPKeys(Transactions& tx, Subnet& subnet, const PKeyPlan& plan) 
       }
       const NodeId n = where.node;
       const uint8_t p = where.port;
-      tx.Submit(MakeDrSmp(kMethodSet, kAttrPKeyTable, PKeyModifier(node, p, b), path, data),
-                MadAddress{}, [&report, &subnet, n, p](const TxResult& r) {
-                  if (r.status != TxStatus::kOk || SmpStatus(r.response)) {
-                    Failed(report, subnet, n, p, "P_KeyTable Set", r);
-                    return;
-                  }
-                  ++report.blocks;
-                });
+      MadBytes smp = MakeDrSmp(kMethodSet, kAttrPKeyTable, PKeyModifier(node, p, b), path, data);
+      MadAddress to;
+      if (fast) RouteByLid(subnet, n, p, smp, to);
+      tx.Submit(smp, to, [&report, &subnet, n, p](const TxResult& r) {
+        if (r.status != TxStatus::kOk || SmpStatus(r.response)) {
+          Failed(report, subnet, n, p, "P_KeyTable Set", r);
+          return;
+        }
+        ++report.blocks;
+      });
     }
     port.pkeys = std::move(table);
   }
@@ -74,21 +77,24 @@ PKeyReport ProgramPKeys(Transactions& tx, Subnet& subnet, const PKeyPlan& plan) 
     if (pi.PartitionEnforcementInbound && pi.PartitionEnforcementOutbound) continue;
     pi.PartitionEnforcementInbound = true;
     pi.PartitionEnforcementOutbound = true;
-    pi.PortState = 0;  // no change
+    // Armed carries no data and the LFTs are in: the Arm phase need not visit this port.
+    pi.PortState = fast && pi.PortState == kPortInit ? kPortArmed : 0;  // 0: no change
     pi.PortPhysicalState = 0;
     pi.LinkDownDefaultState = 0;
     MadBytes data{};
     pi.Pack(std::span<uint8_t>(data).first(mad::PortInfo::kSize));
-    tx.Submit(MakeDrSmp(kMethodSet, kAttrPortInfo, e.port, node.path,
-                        std::span<const uint8_t>(data).first(kSmpDataBytes)),
-              MadAddress{}, [&report, &subnet, e](const TxResult& r) {
-                if (r.status != TxStatus::kOk || SmpStatus(r.response)) {
-                  Failed(report, subnet, e.node, e.port, "PortInfo Set (enforcement)", r);
-                  return;
-                }
-                subnet.node(e.node).ports[e.port].info.Unpack(SmpData(r.response));
-                ++report.enforced;
-              });
+    MadBytes smp = MakeDrSmp(kMethodSet, kAttrPortInfo, e.port, node.path,
+                             std::span<const uint8_t>(data).first(kSmpDataBytes));
+    MadAddress to;
+    if (fast) RouteByLid(subnet, e.node, e.port, smp, to);
+    tx.Submit(smp, to, [&report, &subnet, e](const TxResult& r) {
+      if (r.status != TxStatus::kOk || SmpStatus(r.response)) {
+        Failed(report, subnet, e.node, e.port, "PortInfo Set (enforcement)", r);
+        return;
+      }
+      subnet.node(e.node).ports[e.port].info.Unpack(SmpData(r.response));
+      ++report.enforced;
+    });
   }
   if (!tx.Run() && report.first_error.empty()) {
     ++report.failed;
@@ -97,23 +103,25 @@ PKeyReport ProgramPKeys(Transactions& tx, Subnet& subnet, const PKeyPlan& plan) 
   return report;
 }
 
-unsigned ReadPKeyTables(Transactions& tx, Subnet& subnet) {
+unsigned ReadPKeyTables(Transactions& tx, Subnet& subnet, bool lid_routed) {
   unsigned failures = 0;
   for (const EndPort& e : subnet.EndPorts()) {
     const SmNode& node = subnet.node(e.node);
-    tx.Submit(MakeDrSmp(kMethodGet, kAttrPKeyTable, PKeyModifier(node, e.port, 0),
-                        PathToPort(subnet, e.node, e.port)),
-              MadAddress{}, [&subnet, &failures, e](const TxResult& r) {
-                if (r.status != TxStatus::kOk || SmpStatus(r.response)) {
-                  ++failures;
-                  return;
-                }
-                std::vector<uint16_t>& keys = subnet.node(e.node).ports[e.port].pkeys;
-                keys.assign(kPKeysPerBlock, 0);
-                const auto data = SmpData(r.response);
-                for (std::size_t i = 0; i < kPKeysPerBlock; ++i)
-                  keys[i] = static_cast<uint16_t>(data[2 * i] << 8 | data[2 * i + 1]);
-              });
+    MadBytes smp = MakeDrSmp(kMethodGet, kAttrPKeyTable, PKeyModifier(node, e.port, 0),
+                             PathToPort(subnet, e.node, e.port));
+    MadAddress to;
+    if (lid_routed) RouteByLid(subnet, e.node, e.port, smp, to);
+    tx.Submit(smp, to, [&subnet, &failures, e](const TxResult& r) {
+      if (r.status != TxStatus::kOk || SmpStatus(r.response)) {
+        ++failures;
+        return;
+      }
+      std::vector<uint16_t>& keys = subnet.node(e.node).ports[e.port].pkeys;
+      keys.assign(kPKeysPerBlock, 0);
+      const auto data = SmpData(r.response);
+      for (std::size_t i = 0; i < kPKeysPerBlock; ++i)
+        keys[i] = static_cast<uint16_t>(data[2 * i] << 8 | data[2 * i + 1]);
+    });
   }
   if (!tx.Run()) ++failures;
   return failures;

@@ -30,6 +30,13 @@ MadBytes MakeDrSmp(uint8_t method, uint16_t attribute, uint32_t modifier,
   return mad;
 }
 
+void ToLidRouted(MadBytes& smp) {
+  smp[1] = kClassSubnLid;
+  std::fill(smp.begin() + 6, smp.begin() + 8, 0);    // HopPointer, HopCount
+  std::fill(smp.begin() + 32, smp.begin() + 64, 0);  // DrSLID, DrDLID, reserved
+  std::fill(smp.begin() + 128, smp.end(), 0);        // InitialPath, ReturnPath
+}
+
 uint8_t SmpClass(const MadBytes& mad) { return mad[1]; }
 uint8_t SmpMethod(const MadBytes& mad) { return mad[3]; }
 

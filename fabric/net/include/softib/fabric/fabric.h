@@ -53,7 +53,11 @@ class Fabric {
   Fabric& operator=(const Fabric&) = delete;
 
   uint32_t AddSwitch(SwitchConfig config);
-  Switch& switch_at(uint32_t index) { return *switches_.at(index); }
+  // The caller may change anything in it: the next Pump looks at every switch's traps.
+  Switch& switch_at(uint32_t index) {
+    watch_all_ = true;
+    return *switches_.at(index);
+  }
   std::size_t num_switches() const { return switches_.size(); }
 
   // A CA port: what the fabric delivers to it goes to `deliver`; `link_state` hears its
@@ -134,6 +138,8 @@ class Fabric {
   void List(Cable& cable, int direction);
   void Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool intact);
   void NotifyEnd(const CableEnd& end, bool up);
+  // A switch that got a packet or a link change may have a trap to send now.
+  void Watch(uint32_t index);
 
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<Transmit> transmits_;                  // Arrive's, reused: what a switch sends on
@@ -144,6 +150,11 @@ class Fabric {
   // a pump costs what is in flight, not the size of the fabric (13,284 nodes: ~35k cables).
   std::deque<uint32_t> ready_;
   std::size_t queued_ = 0;  // packets in every queue
+  // The switches whose traps Pump polls: those touched since their last poll and those
+  // with a trap outstanding (not all 1,620 of ft-k36 on every pump).
+  std::vector<uint32_t> trap_watch_, polling_;
+  std::vector<bool> watched_;  // [switch]: in trap_watch_
+  bool watch_all_ = true;      // switch_at() handed a switch out
   std::mt19937 rng_;
   uint64_t now_ns_ = 0;
 };

@@ -17,6 +17,7 @@ struct ConfigureReport {
   unsigned lid_sets = 0;
   unsigned switch_info_sets = 0;
   unsigned lft_blocks = 0;
+  unsigned lft_blocks_by_lid = 0;  // of lft_blocks, LID-routed
   unsigned armed = 0;
   unsigned activated = 0;
   unsigned failed = 0;  // Sets that timed out or were refused
@@ -27,12 +28,19 @@ struct ConfigureReport {
 enum class ConfigurePhase : uint8_t { kLids, kForwarding, kArm, kActivate };
 const char* ToString(ConfigurePhase phase);
 
-// One phase; each runs the transactions to completion before returning. `lid_routed`:
-// Arm and Activate PortInfo Sets go LID-routed to nodes with a LID (the LFTs are in by
-// then), not along their directed routes. Real ibsim does not forward LID-routed SMPs
-// through ports that are not Active, so it is softibd's internal SM's choice only.
+// One phase; each runs the transactions to completion before returning. `fast` (softib's
+// own fabric): the LFT blocks (ConfigurePhase::kForwarding), Arm and Activate Sets go
+// LID-routed to nodes with a LID, and a CA port in Init is armed by its LID Set (IBA
+// 14.2.5.6: the SMA applies a PortInfo Set's LID with its PortState; Armed carries no data,
+// so before the LFTs is fine). Real ibsim does not forward LID-routed SMPs through ports
+// that are not Active, so it is softibd's internal SM's choice only.
 void ConfigurePhaseRun(Transactions& tx, Subnet& subnet, ConfigurePhase phase,
-                       ConfigureReport& report, bool lid_routed = false);
+                       ConfigureReport& report, bool fast = false);
+
+// Makes `smp`, built directed-routed, LID-routed to port `p` of node `n` (port 0 of a
+// switch), for requests sent once the LFTs are in. Unchanged (false) for the SM's own node
+// and while the node or the SM has no LID.
+bool RouteByLid(const Subnet& subnet, NodeId n, uint8_t p, MadBytes& smp, MadAddress& to);
 
 // Reads every switch's LFT back (LinearFDBTop from SwitchInfo, then the blocks) into
 // `readback` (a copy of `subnet`), so that the route checker walks what the switches hold.

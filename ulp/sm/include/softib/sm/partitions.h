@@ -98,11 +98,14 @@ struct PKeyReport {
 };
 
 // Writes the blocks of `plan` that differ from what the ports hold (SmPort::pkeys), and the
-// PartitionEnforcementInbound/Outbound bits of the ports in plan.enforce.
-PKeyReport ProgramPKeys(Transactions& tx, Subnet& subnet, const PKeyPlan& plan);
+// PartitionEnforcementInbound/Outbound bits of the ports in plan.enforce. `fast` (after
+// the LFTs, softib's fabric: configure.h): LID-routed, and an enforcing port still in Init
+// is armed by the same Set.
+PKeyReport ProgramPKeys(Transactions& tx, Subnet& subnet, const PKeyPlan& plan, bool fast = false);
 
-// Reads P_KeyTable block 0 of every CA port and switch port 0 into SmPort::pkeys.
-unsigned ReadPKeyTables(Transactions& tx, Subnet& subnet);
+// Reads P_KeyTable block 0 of every CA port and switch port 0 into SmPort::pkeys;
+// LID-routed with `lid_routed` (after the LFTs).
+unsigned ReadPKeyTables(Transactions& tx, Subnet& subnet, bool lid_routed = false);
 
 // The directed route that reaches port `p` of node `n` (a CA port through its own cable).
 std::vector<uint8_t> PathToPort(const Subnet& subnet, NodeId n, uint8_t p);

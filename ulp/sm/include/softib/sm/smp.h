@@ -41,6 +41,11 @@ inline constexpr uint8_t kMaxDrHops = 63;
 MadBytes MakeDrSmp(uint8_t method, uint16_t attribute, uint32_t modifier,
                    std::span<const uint8_t> path, std::span<const uint8_t> data = {});
 
+// Turns a directed-route SMP into the LID-routed one of the same request (class 0x01,
+// HopPointer/HopCount, DrSLID/DrDLID and both paths reserved: zero); the MadAddress's LID
+// then routes it.
+void ToLidRouted(MadBytes& smp);
+
 // Fields of a received SMP (either routing).
 uint8_t SmpMethod(const MadBytes& mad);      // the method byte, R bit included
 uint16_t SmpStatus(const MadBytes& mad);     // the 15-bit status (D bit removed for DR)

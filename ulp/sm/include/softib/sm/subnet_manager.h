@@ -30,9 +30,9 @@ struct SmOptions {
   uint8_t lmc = 0;
   std::string guid2lid_path;  // "" = do not remember LIDs
   bool verify_lfts = false;   // read the LFTs back from the switches before checking routes
-  bool lid_routed_activation = false;  // Arm/Activate LID-routed (configure.h)
-  uint8_t priority = 0;                // SMInfo Priority
-  uint64_t sm_key = 0;                 // SMInfo SM_Key: given only to requests that carry it
+  bool fast_bringup = false;  // softib's fabric: LID-routed SMPs, fewer Arms (configure.h)
+  uint8_t priority = 0;       // SMInfo Priority
+  uint64_t sm_key = 0;        // SMInfo SM_Key: given only to requests that carry it
   RoutingOptions routing;
   double sweep_interval_s = 10;  // light sweeps as MASTER; 0 = none (traps still re-sweep)
   double poll_interval_s = 1;    // a STANDBY's SMInfo Get to the master
