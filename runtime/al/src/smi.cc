@@ -55,6 +55,14 @@ bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin) {
       return true;
     }
   }
+  if (mad::Method(m) == mad::kMethodTrapRepress) {
+    // The SM's answer to a trap: the port's SMA stops repeating it if it was its own (the
+    // SMA's TIDs are its own), and the MAD services hand it to an agent whose TID it carries.
+    uint8_t ignored[mad::kMadSize];
+    (void)ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(smp_bytes, 256),
+                            std::span<uint8_t, 256>(ignored, 256));
+    return false;
+  }
   // Responses go to their agent by TID, SM matters to the SMI-alias services.
   if (mad::IsResponse(m) || ForTheSm(m)) return false;
   if (mad::Class(m) != mad::kClassSubnLid && !directed) return false;

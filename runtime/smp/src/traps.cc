@@ -50,8 +50,12 @@ mad::Trap256Details BadMKeyDetails(std::span<const uint8_t, 256> smp, uint16_t l
   return d;
 }
 
-bool TrapQueue::Raise(const mad::SmpNotice& notice) {
-  if (outstanding(notice.TrapNumberDeviceID)) return false;
+bool TrapQueue::Raise(const mad::SmpNotice& notice, bool update) {
+  for (Pending& p : pending_) {
+    if (p.notice.TrapNumberDeviceID != notice.TrapNumberDeviceID) continue;
+    if (update) p.notice.DataDetails = notice.DataDetails;
+    return false;
+  }
   Pending p;
   p.notice = notice;
   p.tid = (uint64_t{tid_tag_} << 48) | ++tid_count_;

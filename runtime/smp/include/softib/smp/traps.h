@@ -48,8 +48,10 @@ class TrapQueue {
   explicit TrapQueue(uint16_t tid_tag) : tid_tag_(tid_tag) {}
 
   // Queues `notice` to go out at the next Due(); false (nothing queued) while a trap with
-  // the same trap number is outstanding.
-  bool Raise(const mad::SmpNotice& notice);
+  // the same trap number is outstanding — unless `update`: then the outstanding one carries
+  // the new details from its next repeat on (same TID: a state the SM re-reads anyway, such
+  // as trap 144's CapabilityMask, is not left stale).
+  bool Raise(const mad::SmpNotice& notice, bool update = false);
   // The Trap MADs (SubnMgt, method Trap, attribute Notice, with `m_key`) due at `now_ns`;
   // each is due again one interval later.
   std::vector<std::array<uint8_t, 256>> Due(uint64_t now_ns, uint8_t subnet_timeout,
