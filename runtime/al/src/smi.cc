@@ -44,12 +44,13 @@ Status SpecialQp::SmiPrepareSend(MadSend& send) {
   return Status::SUCCESS;
 }
 
-bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin) {
-  uint8_t smp_bytes[mad::kMadSize];
-  std::memcpy(smp_bytes, m, sizeof(smp_bytes));
+bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin, uint8_t* after_smi) {
+  uint8_t* const smp_bytes = after_smi;
+  std::memcpy(smp_bytes, m, mad::kMadSize);
   const bool directed = mad::Class(m) == mad::kClassSubnDr;
   if (directed) {
-    const smp::Decision d = smp::OnArrival(smp_bytes, Shape(ca_), port_);
+    const smp::Decision d =
+        smp::OnArrival(std::span<uint8_t>(smp_bytes, mad::kMadSize), Shape(ca_), port_);
     if (d.verdict != smp::Verdict::kLocal) {  // a CA relays nothing
       dropped.fetch_add(1, std::memory_order_relaxed);
       return true;
