@@ -168,8 +168,9 @@ class Hca {
   // connected packet is dropped for its P_Key / Q_Key. Each is a SubnTrap(Notice) from QP0,
   // sent at once and again every subnet timeout (on Tick) with the same TID until the SM's
   // TrapRepress; one per trap number and port is outstanding, so a flood of bad packets
-  // becomes one trap. A port without a LID or a MasterSMLID has nobody to tell: nothing is
-  // queued (the SM reads the port's state when it sweeps).
+  // becomes one trap. A port without a LID or a MasterSMLID has nobody to tell, and a port
+  // whose MasterSMLID is its own hosts the SM: nothing is queued (the SM reads the port's
+  // state when it sweeps).
   // True while some trap waits for its TrapRepress: the owner keeps calling Tick.
   bool traps_pending() const;
 

@@ -13,6 +13,9 @@ bool Hca::traps_pending() const {
 
 void Hca::RaiseTrap(Port& p, uint8_t type, uint16_t trap, std::span<const uint8_t> details) {
   if (p.lid == 0 || p.sm_lid == 0) return;  // no SM to tell
+  // The SM above this very port made the change (IsSM) or sees it itself; once it is gone,
+  // nobody would repress a trap sent to its LID.
+  if (p.AcceptsDlid(p.sm_lid)) return;
   // Trap 144 says what the CapabilityMask is now: an outstanding one takes the new value.
   const bool update = trap == smp::kTrapCapabilityMaskChange;
   if (!p.traps.Raise(smp::GenericNotice(type, smp::kProducerCa, trap, p.lid, details), update))

@@ -38,6 +38,7 @@ void Switch::RaiseTrap128() { RaiseTrap(smp::kNoticeUrgent, smp::kTrapLinkStateC
 void Switch::RaiseTrap259(uint8_t port, std::span<const uint8_t> packet) {
   if (traps_.outstanding(smp::kTrapSwitchBadPKey)) return;  // the details are not built twice
   mad::Trap259Details d;
+  d.SWLIDADDR = ports_[0].info.LID;
   d.PortNo = port;
   const wire::LRHConstView lrh(packet);
   d.LIDADDR1 = lrh.SLID();

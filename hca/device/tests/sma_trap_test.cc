@@ -155,6 +155,11 @@ TEST(SmaTrap, NoSmNoTrap) {
   s.hca.port(1).sm_lid = kSmLid;
   s.hca.ModifyCa(1, abi::ModifyCaFlags::PORT_CAPABILITIES, abi::PortCapabilities::IS_SM, {}, 0, 0);
   EXPECT_TRUE(s.Sent().empty()) << "IsSM was set already: no change, no trap";
+  // The SM on this very port: it knows its own IsSM.
+  s.hca.port(1).sm_lid = kPortLid;
+  s.hca.ModifyCa(1, abi::ModifyCaFlags::PORT_CAPABILITIES, {}, abi::PortCapabilities::IS_SM, 0, 0);
+  EXPECT_TRUE(s.Sent().empty());
+  EXPECT_FALSE(s.hca.traps_pending());
 }
 
 TEST(SmaTrap, Trap256ForADirectedRouteSmpWithTheWrongMKey) {
