@@ -430,24 +430,39 @@ TEST_F(SaTest, McMemberCreateJoinLeave) {
   EXPECT_EQ(sa_.Query(leave.Request(kSaMethodDelete)).status, kSaStatusReqInvalid);
 }
 
-TEST_F(SaTest, InformInfoSubscriptionAndTrap64Report) {
-  const EndPort subscriber = hosts_[0];
-  const uint16_t lid = Lid(subnet_, subscriber);
+// An InformInfo subscription to generic traps (any type, QP1).
+mad::InformInfo GenericSubscription(uint16_t trap, uint32_t producer, uint16_t lid_begin,
+                                    uint16_t lid_end) {
   mad::InformInfo info;
-  info.LIDRangeBegin = 0xFFFF;
+  info.LIDRangeBegin = lid_begin;
+  info.LIDRangeEnd = lid_end;
   info.IsGeneric = 1;
   info.Subscribe = 1;
   info.Type = 0xFFFF;
-  info.TrapNumberDeviceID = 64;
+  info.TrapNumberDeviceID = trap;
   info.QPN = 1;
-  info.ProducerTypeVendorID = 0xFFFFFF;
-  std::array<uint8_t, kSaDataBytes> data{};
+  info.ProducerTypeVendorID = producer;
+  return info;
+}
+
+// SubnAdmSet(InformInfo) from `lid`; `data` holds the record while the request is used.
+SaRequest InformSet(const mad::InformInfo& info, uint16_t lid,
+                    std::array<uint8_t, kSaDataBytes>& data) {
   info.Pack(std::span<uint8_t>(data).first(mad::InformInfo::kSize));
   SaRequest r;
   r.method = kSaMethodSet;
   r.attribute = kSaAttrInformInfo;
   r.data = data;
   r.requester_lid = lid;
+  return r;
+}
+
+TEST_F(SaTest, InformInfoSubscriptionAndTrap64Report) {
+  const EndPort subscriber = hosts_[0];
+  const uint16_t lid = Lid(subnet_, subscriber);
+  mad::InformInfo info = GenericSubscription(64, 0xFFFFFF, 0xFFFF, 0);
+  std::array<uint8_t, kSaDataBytes> data{};
+  SaRequest r = InformSet(info, lid, data);
   ASSERT_EQ(sa_.Query(r).status, kSaStatusOk);
   ASSERT_EQ(sa_.subscriptions().size(), 1u);
   Query<mad::InformInfoRecord> iir;
@@ -494,23 +509,9 @@ TEST_F(SaTest, InformInfoSubscriptionAndTrap64Report) {
 TEST_F(SaTest, TrapsFromSmasAreForwardedToMatchingSubscribers) {
   const auto subscribe = [&](const EndPort& who, uint16_t trap, uint32_t producer,
                              uint16_t lid_begin, uint16_t lid_end) {
-    mad::InformInfo info;
-    info.LIDRangeBegin = lid_begin;
-    info.LIDRangeEnd = lid_end;
-    info.IsGeneric = 1;
-    info.Subscribe = 1;
-    info.Type = 0xFFFF;
-    info.TrapNumberDeviceID = trap;
-    info.QPN = 1;
-    info.ProducerTypeVendorID = producer;
     std::array<uint8_t, kSaDataBytes> data{};
-    info.Pack(std::span<uint8_t>(data).first(mad::InformInfo::kSize));
-    SaRequest r;
-    r.method = kSaMethodSet;
-    r.attribute = kSaAttrInformInfo;
-    r.data = data;
-    r.requester_lid = Lid(subnet_, who);
-    ASSERT_EQ(sa_.Query(r).status, kSaStatusOk);
+    const mad::InformInfo info = GenericSubscription(trap, producer, lid_begin, lid_end);
+    ASSERT_EQ(sa_.Query(InformSet(info, Lid(subnet_, who), data)).status, kSaStatusOk);
   };
   const EndPort issuer = hosts_[2];
   const uint16_t issuer_lid = Lid(subnet_, issuer);
