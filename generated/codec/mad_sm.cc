@@ -517,6 +517,94 @@ constinit const FormatDesc kTrap144DetailsFormat = {
         "14.2.5.1; bits 5..4 of the change flags and CapabilityMask2 from release 1.3).",
 };
 
+constexpr FieldDesc kTrap256DetailsFields[] = {
+    {"Reserved1", 0, 16, 1, 16, FieldKind::kUInt, true, nullptr, -1},
+    {"LIDADDR", 16, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"DRSLID", 32, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"Method", 48, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
+    {"Reserved2", 56, 8, 1, 8, FieldKind::kUInt, true, nullptr, -1},
+    {"AttributeID", 64, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"AttributeModifier", 80, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
+    {"M_Key", 112, 64, 1, 64, FieldKind::kUInt, false, nullptr, -1},
+    {"Reserved3", 176, 8, 1, 8, FieldKind::kUInt, true, nullptr, -1},
+    {"DRNotice", 184, 1, 1, 1, FieldKind::kBool, false, nullptr, -1},
+    {"DRPathTruncated", 185, 1, 1, 1, FieldKind::kBool, false, nullptr, -1},
+    {"DRHopCount", 186, 6, 1, 6, FieldKind::kUInt, false, nullptr, -1},
+    {"DRNoticeReturnPath", 192, 240, 1, 240, FieldKind::kBytes, false, nullptr, -1},
+};
+extern const FormatDesc kTrap256DetailsFormat;
+constinit const FormatDesc kTrap256DetailsFormat = {
+    .name = "Trap256Details",
+    .kind = FormatKind::kFormat,
+    .size = 54,
+    .fields = kTrap256DetailsFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "DataDetails of trap 256: an SMP failed the M_Key check (IBA 14.2.5.1). The DR "
+        "fields\ndescribe a directed-route SMP's return path (DRNotice = 1).",
+};
+
+constexpr FieldDesc kTrap257_258DetailsFields[] = {
+    {"Reserved1", 0, 16, 1, 16, FieldKind::kUInt, true, nullptr, -1},
+    {"LIDADDR1", 16, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"LIDADDR2", 32, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"KEY", 48, 32, 1, 32, FieldKind::kUInt, false, nullptr, -1},
+    {"SL", 80, 4, 1, 4, FieldKind::kUInt, false, nullptr, -1},
+    {"Reserved2", 84, 4, 1, 4, FieldKind::kUInt, true, nullptr, -1},
+    {"QP1", 88, 24, 1, 24, FieldKind::kUInt, false, nullptr, -1},
+    {"Reserved3", 112, 8, 1, 8, FieldKind::kUInt, true, nullptr, -1},
+    {"QP2", 120, 24, 1, 24, FieldKind::kUInt, false, nullptr, -1},
+    {"GIDADDR1", 144, 128, 1, 128, FieldKind::kGid, false, nullptr, -1},
+    {"GIDADDR2", 272, 128, 1, 128, FieldKind::kGid, false, nullptr, -1},
+    {"Reserved4", 400, 32, 1, 32, FieldKind::kUInt, true, nullptr, -1},
+};
+extern const FormatDesc kTrap257_258DetailsFormat;
+constinit const FormatDesc kTrap257_258DetailsFormat = {
+    .name = "Trap257_258Details",
+    .kind = FormatKind::kFormat,
+    .size = 54,
+    .fields = kTrap257_258DetailsFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "DataDetails of traps 257 (bad P_Key) and 258 (bad Q_Key): a packet from LIDADDR1/QP1\nto "
+        "LIDADDR2/QP2 on SL carried KEY, which did not match (IBA 14.2.5.1).",
+};
+
+constexpr FieldDesc kTrap259DetailsFields[] = {
+    {"DataValid", 0, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"LIDADDR1", 16, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"LIDADDR2", 32, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"PKEY", 48, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"SL", 64, 4, 1, 4, FieldKind::kUInt, false, nullptr, -1},
+    {"Reserved1", 68, 4, 1, 4, FieldKind::kUInt, true, nullptr, -1},
+    {"QP1", 72, 24, 1, 24, FieldKind::kUInt, false, nullptr, -1},
+    {"Reserved2", 96, 8, 1, 8, FieldKind::kUInt, true, nullptr, -1},
+    {"QP2", 104, 24, 1, 24, FieldKind::kUInt, false, nullptr, -1},
+    {"GIDADDR1", 128, 128, 1, 128, FieldKind::kGid, false, nullptr, -1},
+    {"GIDADDR2", 256, 128, 1, 128, FieldKind::kGid, false, nullptr, -1},
+    {"SWLIDADDR", 384, 16, 1, 16, FieldKind::kUInt, false, nullptr, -1},
+    {"PortNo", 400, 8, 1, 8, FieldKind::kUInt, false, nullptr, -1},
+    {"Reserved3", 408, 24, 1, 24, FieldKind::kUInt, true, nullptr, -1},
+};
+extern const FormatDesc kTrap259DetailsFormat;
+constinit const FormatDesc kTrap259DetailsFormat = {
+    .name = "Trap259Details",
+    .kind = FormatKind::kFormat,
+    .size = 54,
+    .fields = kTrap259DetailsFields,
+    .attribute_id = 0x0000,
+    .mgmt_classes = {},
+    .modifier = "",
+    .doc =
+        "DataDetails of trap 259: a switch external port's partition enforcement dropped a "
+        "packet\n(IBA 14.2.5.1). DataValid says which fields hold a value (bit 0 LIDADDR1, 1 "
+        "LIDADDR2,\n2 PKEY, 3 SL, 4 QP1, 5 QP2, 6 GIDADDR1, 7 GIDADDR2).",
+};
+
 }  // namespace softib::codec::gen
 
 namespace softib::mad {
@@ -1486,5 +1574,184 @@ std::vector<codec::Problem> Trap144Details::Validate() const {
 }
 
 void Trap144Details::Print(std::ostream& os) const { codec::PrintFields(os, Desc(), Pack()); }
+
+// ---- Trap256Details
+
+const codec::FormatDesc& Trap256Details::Desc() { return codec::gen::kTrap256DetailsFormat; }
+
+bool Trap256Details::Unpack(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kSize) return false;
+  Reserved1 = static_cast<uint16_t>(codec::GetFieldBits<0, 16>(bytes.data()));
+  LIDADDR = static_cast<uint16_t>(codec::GetFieldBits<16, 16>(bytes.data()));
+  DRSLID = static_cast<uint16_t>(codec::GetFieldBits<32, 16>(bytes.data()));
+  Method = static_cast<uint8_t>(codec::GetFieldBits<48, 8>(bytes.data()));
+  Reserved2 = static_cast<uint8_t>(codec::GetFieldBits<56, 8>(bytes.data()));
+  AttributeID = static_cast<uint16_t>(codec::GetFieldBits<64, 16>(bytes.data()));
+  AttributeModifier = static_cast<uint32_t>(codec::GetFieldBits<80, 32>(bytes.data()));
+  M_Key = static_cast<uint64_t>(codec::GetFieldBits<112, 64>(bytes.data()));
+  Reserved3 = static_cast<uint8_t>(codec::GetFieldBits<176, 8>(bytes.data()));
+  DRNotice = static_cast<uint8_t>(codec::GetFieldBits<184, 1>(bytes.data()));
+  DRPathTruncated = static_cast<uint8_t>(codec::GetFieldBits<185, 1>(bytes.data()));
+  DRHopCount = static_cast<uint8_t>(codec::GetFieldBits<186, 6>(bytes.data()));
+  std::memcpy(DRNoticeReturnPath.data(), bytes.data() + 24, 30);
+  return true;
+}
+
+bool Trap256Details::Pack(std::span<uint8_t> out) const {
+  if (out.size() < kSize) return false;
+  std::memset(out.data(), 0, kSize);
+  codec::SetFieldBits<0, 16>(out.data(), Reserved1);
+  codec::SetFieldBits<16, 16>(out.data(), LIDADDR);
+  codec::SetFieldBits<32, 16>(out.data(), DRSLID);
+  codec::SetFieldBits<48, 8>(out.data(), Method);
+  codec::SetFieldBits<56, 8>(out.data(), Reserved2);
+  codec::SetFieldBits<64, 16>(out.data(), AttributeID);
+  codec::SetFieldBits<80, 32>(out.data(), AttributeModifier);
+  codec::SetFieldBits<112, 64>(out.data(), M_Key);
+  codec::SetFieldBits<176, 8>(out.data(), Reserved3);
+  codec::SetFieldBits<184, 1>(out.data(), DRNotice);
+  codec::SetFieldBits<185, 1>(out.data(), DRPathTruncated);
+  codec::SetFieldBits<186, 6>(out.data(), DRHopCount);
+  std::memcpy(out.data() + 24, DRNoticeReturnPath.data(), 30);
+  return true;
+}
+
+std::array<uint8_t, Trap256Details::kSize> Trap256Details::Pack() const {
+  std::array<uint8_t, kSize> out{};
+  Pack(std::span<uint8_t>(out));
+  return out;
+}
+
+std::vector<codec::Problem> Trap256Details::Validate() const {
+  std::vector<codec::Problem> problems;
+  codec::CheckFits(problems, "DRNotice", DRNotice, 1);
+  codec::CheckFits(problems, "DRPathTruncated", DRPathTruncated, 1);
+  codec::CheckFits(problems, "DRHopCount", DRHopCount, 6);
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
+  return problems;
+}
+
+void Trap256Details::Print(std::ostream& os) const { codec::PrintFields(os, Desc(), Pack()); }
+
+// ---- Trap257_258Details
+
+const codec::FormatDesc& Trap257_258Details::Desc() {
+  return codec::gen::kTrap257_258DetailsFormat;
+}
+
+bool Trap257_258Details::Unpack(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kSize) return false;
+  Reserved1 = static_cast<uint16_t>(codec::GetFieldBits<0, 16>(bytes.data()));
+  LIDADDR1 = static_cast<uint16_t>(codec::GetFieldBits<16, 16>(bytes.data()));
+  LIDADDR2 = static_cast<uint16_t>(codec::GetFieldBits<32, 16>(bytes.data()));
+  KEY = static_cast<uint32_t>(codec::GetFieldBits<48, 32>(bytes.data()));
+  SL = static_cast<uint8_t>(codec::GetFieldBits<80, 4>(bytes.data()));
+  Reserved2 = static_cast<uint8_t>(codec::GetFieldBits<84, 4>(bytes.data()));
+  QP1 = static_cast<uint32_t>(codec::GetFieldBits<88, 24>(bytes.data()));
+  Reserved3 = static_cast<uint8_t>(codec::GetFieldBits<112, 8>(bytes.data()));
+  QP2 = static_cast<uint32_t>(codec::GetFieldBits<120, 24>(bytes.data()));
+  std::memcpy(GIDADDR1.data(), bytes.data() + 18, 16);
+  std::memcpy(GIDADDR2.data(), bytes.data() + 34, 16);
+  Reserved4 = static_cast<uint32_t>(codec::GetFieldBits<400, 32>(bytes.data()));
+  return true;
+}
+
+bool Trap257_258Details::Pack(std::span<uint8_t> out) const {
+  if (out.size() < kSize) return false;
+  std::memset(out.data(), 0, kSize);
+  codec::SetFieldBits<0, 16>(out.data(), Reserved1);
+  codec::SetFieldBits<16, 16>(out.data(), LIDADDR1);
+  codec::SetFieldBits<32, 16>(out.data(), LIDADDR2);
+  codec::SetFieldBits<48, 32>(out.data(), KEY);
+  codec::SetFieldBits<80, 4>(out.data(), SL);
+  codec::SetFieldBits<84, 4>(out.data(), Reserved2);
+  codec::SetFieldBits<88, 24>(out.data(), QP1);
+  codec::SetFieldBits<112, 8>(out.data(), Reserved3);
+  codec::SetFieldBits<120, 24>(out.data(), QP2);
+  std::memcpy(out.data() + 18, GIDADDR1.data(), 16);
+  std::memcpy(out.data() + 34, GIDADDR2.data(), 16);
+  codec::SetFieldBits<400, 32>(out.data(), Reserved4);
+  return true;
+}
+
+std::array<uint8_t, Trap257_258Details::kSize> Trap257_258Details::Pack() const {
+  std::array<uint8_t, kSize> out{};
+  Pack(std::span<uint8_t>(out));
+  return out;
+}
+
+std::vector<codec::Problem> Trap257_258Details::Validate() const {
+  std::vector<codec::Problem> problems;
+  codec::CheckFits(problems, "SL", SL, 4);
+  codec::CheckFits(problems, "Reserved2", Reserved2, 4);
+  codec::CheckFits(problems, "QP1", QP1, 24);
+  codec::CheckFits(problems, "QP2", QP2, 24);
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
+  return problems;
+}
+
+void Trap257_258Details::Print(std::ostream& os) const { codec::PrintFields(os, Desc(), Pack()); }
+
+// ---- Trap259Details
+
+const codec::FormatDesc& Trap259Details::Desc() { return codec::gen::kTrap259DetailsFormat; }
+
+bool Trap259Details::Unpack(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kSize) return false;
+  DataValid = static_cast<uint16_t>(codec::GetFieldBits<0, 16>(bytes.data()));
+  LIDADDR1 = static_cast<uint16_t>(codec::GetFieldBits<16, 16>(bytes.data()));
+  LIDADDR2 = static_cast<uint16_t>(codec::GetFieldBits<32, 16>(bytes.data()));
+  PKEY = static_cast<uint16_t>(codec::GetFieldBits<48, 16>(bytes.data()));
+  SL = static_cast<uint8_t>(codec::GetFieldBits<64, 4>(bytes.data()));
+  Reserved1 = static_cast<uint8_t>(codec::GetFieldBits<68, 4>(bytes.data()));
+  QP1 = static_cast<uint32_t>(codec::GetFieldBits<72, 24>(bytes.data()));
+  Reserved2 = static_cast<uint8_t>(codec::GetFieldBits<96, 8>(bytes.data()));
+  QP2 = static_cast<uint32_t>(codec::GetFieldBits<104, 24>(bytes.data()));
+  std::memcpy(GIDADDR1.data(), bytes.data() + 16, 16);
+  std::memcpy(GIDADDR2.data(), bytes.data() + 32, 16);
+  SWLIDADDR = static_cast<uint16_t>(codec::GetFieldBits<384, 16>(bytes.data()));
+  PortNo = static_cast<uint8_t>(codec::GetFieldBits<400, 8>(bytes.data()));
+  Reserved3 = static_cast<uint32_t>(codec::GetFieldBits<408, 24>(bytes.data()));
+  return true;
+}
+
+bool Trap259Details::Pack(std::span<uint8_t> out) const {
+  if (out.size() < kSize) return false;
+  std::memset(out.data(), 0, kSize);
+  codec::SetFieldBits<0, 16>(out.data(), DataValid);
+  codec::SetFieldBits<16, 16>(out.data(), LIDADDR1);
+  codec::SetFieldBits<32, 16>(out.data(), LIDADDR2);
+  codec::SetFieldBits<48, 16>(out.data(), PKEY);
+  codec::SetFieldBits<64, 4>(out.data(), SL);
+  codec::SetFieldBits<68, 4>(out.data(), Reserved1);
+  codec::SetFieldBits<72, 24>(out.data(), QP1);
+  codec::SetFieldBits<96, 8>(out.data(), Reserved2);
+  codec::SetFieldBits<104, 24>(out.data(), QP2);
+  std::memcpy(out.data() + 16, GIDADDR1.data(), 16);
+  std::memcpy(out.data() + 32, GIDADDR2.data(), 16);
+  codec::SetFieldBits<384, 16>(out.data(), SWLIDADDR);
+  codec::SetFieldBits<400, 8>(out.data(), PortNo);
+  codec::SetFieldBits<408, 24>(out.data(), Reserved3);
+  return true;
+}
+
+std::array<uint8_t, Trap259Details::kSize> Trap259Details::Pack() const {
+  std::array<uint8_t, kSize> out{};
+  Pack(std::span<uint8_t>(out));
+  return out;
+}
+
+std::vector<codec::Problem> Trap259Details::Validate() const {
+  std::vector<codec::Problem> problems;
+  codec::CheckFits(problems, "SL", SL, 4);
+  codec::CheckFits(problems, "Reserved1", Reserved1, 4);
+  codec::CheckFits(problems, "QP1", QP1, 24);
+  codec::CheckFits(problems, "QP2", QP2, 24);
+  codec::CheckFits(problems, "Reserved3", Reserved3, 24);
+  codec::AppendProblems(problems, codec::ValidateBytes(Desc(), Pack()));
+  return problems;
+}
+
+void Trap259Details::Print(std::ostream& os) const { codec::PrintFields(os, Desc(), Pack()); }
 
 }  // namespace softib::mad

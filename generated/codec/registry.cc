@@ -69,6 +69,9 @@ extern const FormatDesc kNoticeFormat;
 extern const FormatDesc kTrap64_65DetailsFormat;
 extern const FormatDesc kTrap128DetailsFormat;
 extern const FormatDesc kTrap144DetailsFormat;
+extern const FormatDesc kTrap256DetailsFormat;
+extern const FormatDesc kTrap257_258DetailsFormat;
+extern const FormatDesc kTrap259DetailsFormat;
 extern const FormatDesc kLRHFormat;
 extern const FormatDesc kGRHFormat;
 extern const FormatDesc kBTHFormat;
@@ -810,6 +813,9 @@ std::span<const FormatDesc* const> AllFormats() {
       &gen::kTrap64_65DetailsFormat,
       &gen::kTrap128DetailsFormat,
       &gen::kTrap144DetailsFormat,
+      &gen::kTrap256DetailsFormat,
+      &gen::kTrap257_258DetailsFormat,
+      &gen::kTrap259DetailsFormat,
       &gen::kLRHFormat,
       &gen::kGRHFormat,
       &gen::kBTHFormat,

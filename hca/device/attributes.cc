@@ -128,9 +128,6 @@ abi::Status Hca::ModifyCa(uint8_t port_number, abi::ModifyCaFlags flags, PortCap
                              F::INIT_TYPE | F::PORT_CAPABILITIES);
   if (port_flags && (port_number < 1 || port_number > config_.num_ports))
     return abi::Status::INVALID_PORT;
-  // A CA port is no subnet manager: no SM runs inside the device (IBA 14.2.5.6 IsSM).
-  if (abi::HasAny(flags, F::PORT_CAPABILITIES) && abi::HasAny(cap_set, PortCapabilities::IS_SM))
-    return abi::Status::INVALID_SETTING;
   if (abi::HasAny(flags, F::INIT_TYPE) && init_type > 0xF) return abi::Status::INVALID_SETTING;
   // Every check passed: apply.
   if (abi::HasAny(flags, F::SYSTEM_IMAGE_GUID))
@@ -146,8 +143,17 @@ abi::Status Hca::ModifyCa(uint8_t port_number, abi::ModifyCaFlags flags, PortCap
     ReportPortChange(p, before);
   }
   if (abi::HasAny(flags, F::INIT_TYPE)) p.init_type_reply = init_type;
-  if (abi::HasAny(flags, F::PORT_CAPABILITIES))
+  if (abi::HasAny(flags, F::PORT_CAPABILITIES)) {
+    // IsSM is set by an SM running above the port (the AL's issm: softib-sm --run-dir).
+    const PortCapabilities before = p.capabilities;
     p.capabilities = (p.capabilities | cap_set) & ~cap_clear;
+    if (p.capabilities != before) {
+      mad::Trap144Details d;
+      d.LIDADDR = p.lid;
+      d.CAPABILITYMASK = static_cast<uint32_t>(p.capabilities);
+      RaiseTrap(p, smp::kNoticeInformational, smp::kTrapCapabilityMaskChange, d.Pack());
+    }
+  }
   return abi::Status::SUCCESS;
 }
 

@@ -33,6 +33,7 @@ Hca::Hca(const HcaConfig& config)
                      abi::PortCapabilities::SL_MAPPING | abi::PortCapabilities::SYSTEM_IMAGE_GUID |
                      abi::PortCapabilities::COMMUNICATION_MANAGEMENT |
                      abi::PortCapabilities::VENDOR_CLASS |
+                     abi::PortCapabilities::CAPABILITY_MASK_NOTICE |  // trap 144 (sma_traps.cc)
                      abi::PortCapabilities::CLIENT_REREGISTRATION;
   }
 }

@@ -137,7 +137,7 @@ class Hca {
   // The ModifyCa verb's effect on the device: Q_Key/P_Key violation counters reset, port
   // shutdown, InitTypeReply, system image GUID (network order), CapabilityMask set/clear.
   // INVALID_PORT for a bad port with a port flag; INVALID_SETTING for flag bits outside
-  // the mask or a capability the port cannot claim (IS_SM without an SM, unknown bits).
+  // the mask or unknown capability bits. A CapabilityMask change raises trap 144.
   abi::Status ModifyCa(uint8_t port_number, abi::ModifyCaFlags flags, abi::PortCapabilities cap_set,
                        abi::PortCapabilities cap_clear, uint8_t init_type,
                        uint64_t system_image_guid);
@@ -161,6 +161,18 @@ class Hca {
   // CLIENT_REREGISTER) leave through async_events.
   LocalMadResult ProcessLocalMad(uint8_t port_number, std::span<const uint8_t, 256> request,
                                  std::span<uint8_t, 256> response);
+
+  // --- the ports' traps (sma_traps.cc) -----------------------------------------------------
+  // A port's SMA reports to its MasterSMLID (IBA 14.2.5.1): 144 when ModifyCa changes its
+  // CapabilityMask, 256 when an SMP fails its M_Key check, 257/258 when a datagram or a
+  // connected packet is dropped for its P_Key / Q_Key. Each is a SubnTrap(Notice) from QP0,
+  // sent at once and again every subnet timeout (on Tick) with the same TID until the SM's
+  // TrapRepress; one per trap number and port is outstanding, so a flood of bad packets
+  // becomes one trap. A port without a LID or a MasterSMLID has nobody to tell, and a port
+  // whose MasterSMLID is its own hosts the SM: nothing is queued (the SM reads the port's
+  // state when it sweeps).
+  // True while some trap waits for its TrapRepress: the owner keeps calling Tick.
+  bool traps_pending() const;
 
   // --- a device without special QPs (management.cc) -------------------------------------
   // softibd's light hosts have no Access Layer above the device to own QP0 and QP1: their
@@ -330,6 +342,10 @@ class Hca {
   void Report(abi::AsyncEventType type, uint32_t object) {
     if (async_events) async_events(DeviceEvent{type, object});
   }
+  // sma_traps.cc
+  void RaiseTrap(Port& port, uint8_t type, uint16_t trap, std::span<const uint8_t> details);
+  void RaiseKeyTrap(Port& port, uint16_t trap, const PacketHeaders& hdr, uint32_t key);
+  void SendDueTraps(Port& port);
   // pma.cc
   LocalMadResult ProcessPerfMgt(Port& port, std::span<const uint8_t, 256> request,
                                 std::span<uint8_t, 256> response);

@@ -12,6 +12,7 @@
 #include "hca/device/counters.h"
 #include "hca/device/packet.h"
 #include "softib/abi/types.h"
+#include "softib/smp/traps.h"
 
 namespace softib::hca {
 
@@ -60,6 +61,8 @@ struct Port {
   std::array<std::array<uint8_t, 2>, kVlArbEntries> vlarb_high{}, vlarb_low{};
   // GUIDInfo: alias GUIDs of GID indexes 1.. (index 0 is port_guid, read-only).
   std::vector<uint64_t> alias_guids;
+  // The SMA's traps waiting for the SM's TrapRepress (sma_traps.cc). TIDs tagged "CA".
+  smp::TrapQueue traps{0x4341};
 
   // The logical link state (IBA PortState). A port an SM never configured keeps the
   // behaviour of a preconfigured port: Down without a cable or when shut down, Init

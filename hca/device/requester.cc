@@ -372,6 +372,8 @@ void Hca::Tick(uint64_t now_ns) {
   now_ns_ = now_ns;
   for (auto& [qpn, qp] : qps_)
     if (qp->type == abi::QpType::RC) RunRcTimers(*qp);
+  for (Port& p : ports_)
+    if (!p.traps.empty() && now_ns_ >= p.traps.next_ns()) SendDueTraps(p);
 }
 
 void Hca::RunRcTimers(QueuePair& qp) {

@@ -92,6 +92,7 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
     const uint16_t qp_pkey = qp->pkey_index < in.pkeys.size() ? in.pkeys[qp->pkey_index] : 0;
     if (!PkeysMatch(hdr.bth.P_Key, qp_pkey)) {
       ++counters.pkey_violations;
+      RaiseKeyTrap(in, smp::kTrapBadPKey, hdr, hdr.bth.P_Key);
       return drop(RecvDrop::kPkeyViolation);
     }
     // A connected QP hears only its peer (IBA 9.6.1.5.1: SLID checked against the path).
@@ -143,10 +144,12 @@ void Hca::ReceiveDatagram(Port& in, QueuePair& qp, const ParsedPacket& packet) {
   } else if (qp.type != abi::QpType::SMI) {
     if (!PkeysMatch(hdr.bth.P_Key, qp.pkey_index < in.pkeys.size() ? in.pkeys[qp.pkey_index] : 0)) {
       ++counters.pkey_violations;
+      RaiseKeyTrap(in, smp::kTrapBadPKey, hdr, hdr.bth.P_Key);
       return drop(RecvDrop::kPkeyViolation);
     }
     if (hdr.deth.Q_Key != qp.qkey) {
       ++counters.qkey_violations;
+      RaiseKeyTrap(in, smp::kTrapBadQKey, hdr, hdr.deth.Q_Key);
       return drop(RecvDrop::kQkeyViolation);
     }
   }
@@ -160,10 +163,12 @@ std::optional<uint16_t> Hca::GsiKeysMatch(Port& in, const PacketHeaders& hdr) {
     if (hdr.deth.Q_Key == kGsiQkey) return static_cast<uint16_t>(i);
     ++counters.qkey_violations;
     ++counters.recv_drops[static_cast<std::size_t>(RecvDrop::kQkeyViolation)];
+    RaiseKeyTrap(in, smp::kTrapBadQKey, hdr, hdr.deth.Q_Key);
     return std::nullopt;
   }
   ++counters.pkey_violations;
   ++counters.recv_drops[static_cast<std::size_t>(RecvDrop::kPkeyViolation)];
+  RaiseKeyTrap(in, smp::kTrapBadPKey, hdr, hdr.bth.P_Key);
   return std::nullopt;
 }
 

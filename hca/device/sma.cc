@@ -57,9 +57,15 @@ LocalMadResult Hca::ProcessSmp(Port& p, std::span<const uint8_t, 256> request,
     const smp::MKeyRefs mkey{p.mkey, p.mkey_protect_bits, p.mkey_lease_period, p.mkey_violations,
                              p.mkey_lease_start};
     if (!smp::MKeyAllows(mkey, method, mad::SmpLidConstView(request).M_Key(),
-                         now_ns_ / 1'000'000'000, &hide_mkey))
+                         now_ns_ / 1'000'000'000, &hide_mkey)) {
+      RaiseTrap(p, smp::kNoticeSecurity, smp::kTrapBadMKey,
+                smp::BadMKeyDetails(request, p.lid).Pack());
       return LocalMadResult::kNoReply;
-    if (method == mad::kSubnMgtTrapRepress) return LocalMadResult::kNoReply;  // no trap sent
+    }
+    if (method == mad::kSubnMgtTrapRepress) {  // the SM heard a trap of ours: stop repeating it
+      p.traps.Repress(header.TransactionID());
+      return LocalMadResult::kNoReply;
+    }
     if (method != mad::kSubnMgtGet && method != mad::kSubnMgtSet) {
       status = kStatusBadMethod;
     } else {

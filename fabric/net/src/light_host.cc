@@ -15,11 +15,12 @@ namespace {
 bool IsResponse(const uint8_t* mad) { return (mad[3] & 0x80) != 0; }
 
 // Traps, reports and SMInfo are for an SM above the port, which a light host does not have.
+// (TrapRepress answers a trap of the port's SMA: the SMA takes it.)
 bool ForTheSm(const uint8_t* mad) {
   const uint8_t method = mad[3];
   const uint16_t attribute = static_cast<uint16_t>(mad[16] << 8 | mad[17]);
-  return method == mad::kSubnMgtTrap || method == mad::kSubnMgtTrapRepress ||
-         method == mad::kSubnAdmReport || attribute == mad::SMInfo::kAttributeId;
+  return method == mad::kSubnMgtTrap || method == mad::kSubnAdmReport ||
+         attribute == mad::SMInfo::kAttributeId;
 }
 
 }  // namespace

@@ -101,9 +101,10 @@ RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet, bool
   if (dlid == 0 || dlid == kPermissiveLid) return Drop(SwitchDrop::kReservedLid, ingress);
   // Raw packets carry no P_Key; IBA packets are checked where the ports enforce partitions.
   const uint16_t pkey = iba ? wire::BTHConstView(packet.subspan(bth_offset)).P_Key() : 0xFFFF;
-  if (iba && !PKeyAllowed(ingress, pkey, true)) return Drop(SwitchDrop::kPartition, ingress);
+  if (iba && !PKeyAllowed(ingress, pkey, true, packet))
+    return Drop(SwitchDrop::kPartition, ingress);
   if (dlid < kFirstMulticastLid)
-    return EnforceOutbound(RouteByLid(ingress, dlid, false, {}), pkey, ingress);
+    return EnforceOutbound(RouteByLid(ingress, dlid, false, {}), pkey, ingress, packet);
 
   const std::size_t index = dlid - kFirstMulticastLid;
   if (index >= config_.multicast_fdb_cap) return Drop(SwitchDrop::kUnprogrammedLid, ingress);
@@ -121,7 +122,7 @@ RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet, bool
   }
   if (result.egress.empty())
     return Drop(any_member ? SwitchDrop::kEgressNotActive : SwitchDrop::kUnprogrammedLid, ingress);
-  return EnforceOutbound(std::move(result), pkey, ingress);
+  return EnforceOutbound(std::move(result), pkey, ingress, packet);
 }
 
 RouteResult Switch::RouteByLid(uint8_t ingress, uint16_t dlid, bool vl15,

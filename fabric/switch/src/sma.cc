@@ -46,10 +46,14 @@ std::optional<std::array<uint8_t, 256>> Switch::HandleSmp(std::span<const uint8_
     status = kStatusBadVersion;
   } else {
     bool hide_mkey = false;
-    if (!MKeyAllows(method, mad::SmpLidConstView(mad).M_Key(), &hide_mkey))
+    if (!MKeyAllows(method, mad::SmpLidConstView(mad).M_Key(), &hide_mkey)) {
+      const auto details =
+          smp::BadMKeyDetails(mad.first<smp::kSmpBytes>(), ports_[0].info.LID).Pack();
+      RaiseTrap(smp::kNoticeSecurity, smp::kTrapBadMKey, details);
       return ignore(SwitchDrop::kMKeyViolation);
+    }
     if (method == mad::kSubnMgtTrapRepress) {  // the SM heard our trap: stop repeating it
-      Repress(header.TransactionID());
+      traps_.Repress(header.TransactionID());
       return std::nullopt;
     }
     if (method != mad::kSubnMgtGet && method != mad::kSubnMgtSet) {
@@ -163,7 +167,7 @@ uint16_t Switch::SwitchInfoAccess(bool set, uint32_t modifier, std::span<uint8_t
     if (req.PortStateChange) {
       // Write 1 to clear: the SM has seen the change, so a trap still repeating for it stops.
       switch_info_.PortStateChange = 0;
-      trap_.reset();
+      traps_.Cancel(smp::kTrapLinkStateChange);
     }
   }
   std::fill(data.begin(), data.end(), 0);

@@ -89,8 +89,9 @@ Switch::Switch(SwitchConfig config) : config_(std::move(config)) {
       // Enhanced port 0 is always up: it is the switch's own CA-like management port.
       pi.PortState = static_cast<uint8_t>(mad::PortState::ACTIVE);
       pi.PortPhysicalState = static_cast<uint8_t>(mad::PortPhysState::LINK_UP);
-      // IsSLMappingSupported (bit 6) | IsSystemImageGUIDSupported (bit 11).
-      pi.CapabilityMask = (1u << 6) | (1u << 11);
+      // IsTrapSupported (bit 3) | IsSLMappingSupported (6) | IsSystemImageGUIDSupported (11)
+      // | IsPKeySwitchExternalPortTrapSupported (12: trap 259).
+      pi.CapabilityMask = (1u << 3) | (1u << 6) | (1u << 11) | (1u << 12);
       pi.GUIDCap = 1;
       pi.SubnetTimeOut = 0;
       pi.RespTimeValue = 8;  // 4.096 us * 2^8 ~ 1 ms

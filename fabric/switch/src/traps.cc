@@ -1,7 +1,8 @@
-// The switch SMA's traps (IBA 14.2.5.1, 13.4.9): Trap 128 (Link State Change) when a port's
-// link event sets SwitchInfo:PortStateChange, sent LID-routed from the switch's LID to
-// PortInfo:MasterSMLID of port 0 and repeated every subnet timeout (4.096 us * 2^SubnetTimeOut,
-// at least 1 ms) with the same TID until the SM answers TrapRepress.
+// The switch SMA's traps (IBA 14.2.5.1, 13.4.9): 128 (Link State Change) when a port's link
+// event sets SwitchInfo:PortStateChange, 256 (Bad M_Key) when an SMP fails the M_Key check,
+// 259 (Bad P_Key at an external port) when partition enforcement drops a packet. Each goes
+// LID-routed from the switch's LID to PortInfo:MasterSMLID of port 0, repeated every subnet
+// timeout with the same TID until the SM answers TrapRepress (runtime/smp's TrapQueue).
 #include <algorithm>
 
 #include "ib_crc.h"
@@ -13,88 +14,98 @@
 namespace softib::fabric {
 namespace {
 
-constexpr uint16_t kTrapLinkStateChange = 128;
-constexpr uint8_t kNoticeUrgent = 1;
-constexpr uint32_t kProducerSwitch = 2;
-constexpr uint64_t kMinTrapIntervalNs = 1'000'000;
+// Trap259Details:DataValid, one bit per field that holds a value.
+enum : uint16_t {
+  kValidLid1 = 1 << 0,
+  kValidLid2 = 1 << 1,
+  kValidPKey = 1 << 2,
+  kValidSl = 1 << 3,
+  kValidQp1 = 1 << 4,
+  kValidQp2 = 1 << 5,
+  kValidGid1 = 1 << 6,
+  kValidGid2 = 1 << 7,
+};
 
 }  // namespace
 
-void Switch::RaiseTrap128() {
-  if (trap_) return;  // one outstanding: it says the same thing
-  // Assigned, not emplace()d: clang does not see the nested struct's default member
-  // initializers as constructible from inside the class that declares it.
-  PendingTrap trap;
-  trap.tid = (uint64_t{0x5742} << 48) | ++trap_count_;  // "SW": ours, not an SM's TID
-  trap.next_ns = 0;                                     // at the next poll
-  trap_ = trap;
+void Switch::RaiseTrap(uint8_t type, uint16_t trap, std::span<const uint8_t> details) {
+  // IssuerLID is filled in when the trap goes out (the SM may give the switch its LID later).
+  traps_.Raise(smp::GenericNotice(type, smp::kProducerSwitch, trap, 0, details));
+}
+
+void Switch::RaiseTrap128() { RaiseTrap(smp::kNoticeUrgent, smp::kTrapLinkStateChange, {}); }
+
+void Switch::RaiseTrap259(uint8_t port, std::span<const uint8_t> packet) {
+  if (traps_.outstanding(smp::kTrapSwitchBadPKey)) return;  // the details are not built twice
+  mad::Trap259Details d;
+  d.SWLIDADDR = ports_[0].info.LID;
+  d.PortNo = port;
+  const wire::LRHConstView lrh(packet);
+  d.LIDADDR1 = lrh.SLID();
+  d.LIDADDR2 = lrh.DLID();
+  d.SL = lrh.SL();
+  d.DataValid = kValidLid1 | kValidLid2 | kValidSl;
+  const auto lnh = static_cast<wire::LinkNextHeader>(lrh.LNH());
+  const bool global = lnh == wire::LinkNextHeader::IBA_GLOBAL;
+  if (lnh == wire::LinkNextHeader::IBA_LOCAL || global) {
+    std::size_t at = wire::LRH::kSize;
+    if (global) {
+      const wire::GRHConstView grh(packet.subspan(at));
+      std::ranges::copy(grh.SGID(), d.GIDADDR1.begin());
+      std::ranges::copy(grh.DGID(), d.GIDADDR2.begin());
+      d.DataValid |= kValidGid1 | kValidGid2;
+      at += wire::GRH::kSize;
+    }
+    const wire::BTHConstView bth(packet.subspan(at));
+    d.PKEY = bth.P_Key();
+    d.QP2 = bth.DestQP();
+    d.DataValid |= kValidPKey | kValidQp2;
+    // UD (opcodes 0x60..0x7F) carries the source QP in its DETH.
+    if ((bth.OpCode() >> 5) == 3 &&
+        packet.size() >= at + wire::BTH::kSize + wire::DETH::kSize + ibcrc::kIcrcBytes) {
+      d.QP1 = wire::DETHConstView(packet.subspan(at + wire::BTH::kSize)).SrcQP();
+      d.DataValid |= kValidQp1;
+    }
+  }
+  RaiseTrap(smp::kNoticeSecurity, smp::kTrapSwitchBadPKey, d.Pack());
 }
 
 std::vector<Transmit> Switch::PollTraps(uint64_t now_ns) {
   std::vector<Transmit> out;
-  if (!trap_ || now_ns < trap_->next_ns) return out;
   const mad::PortInfo& p0 = ports_[0].info;
-  const uint64_t interval = std::max<uint64_t>(kMinTrapIntervalNs, 4096ull << p0.SubnetTimeOut);
-  trap_->next_ns = now_ns + interval;
-  if (p0.LID == 0 || p0.MasterSMLID == 0) return out;  // no SM to tell yet: keep it
-  // NoticeCount counts the notices sent (a repeat is the same notice).
-  if (trap_->notice_count == 0) trap_->notice_count = notice_count_ = notice_count_ % 0x7FFF + 1;
-
-  std::array<uint8_t, 256> mad{};
-  const mad::MadHeaderView header(mad);
-  header.set_BaseVersion(1);
-  header.set_MgmtClass(mad::kSubnMgtClass);
-  header.set_ClassVersion(1);
-  header.set_Method(mad::kSubnMgtTrap);
-  header.set_TransactionID(trap_->tid);
-  header.set_AttributeID(mad::SmpNotice::kAttributeId);
-  mad::SmpLidView(mad).set_M_Key(p0.M_Key);
-  mad::SmpNotice notice;
-  notice.IsGeneric = 1;
-  notice.Type = kNoticeUrgent;
-  notice.ProducerTypeVendorID = kProducerSwitch;
-  notice.TrapNumberDeviceID = kTrapLinkStateChange;
-  notice.IssuerLID = p0.LID;
-  notice.NoticeCount = trap_->notice_count;
-  mad::Trap128Details details;
-  details.LIDADDR = p0.LID;
-  details.Pack(std::span<uint8_t>(notice.DataDetails).first(mad::Trap128Details::kSize));
-  notice.Pack(std::span<uint8_t>(mad).subspan(64, mad::SmpNotice::kSize));
-
-  // LRH (VL15, to the SM) | BTH (UD SEND only, QP0, default P_Key) | DETH | MAD | ICRC VCRC.
-  constexpr std::size_t kHeaders = wire::LRH::kSize + wire::BTH::kSize + wire::DETH::kSize;
-  std::vector<uint8_t> packet;
-  packet.reserve(kHeaders + mad.size() + ibcrc::kIcrcBytes + ibcrc::kVcrcBytes);
-  packet.resize(kHeaders + mad.size(), 0);
-  std::copy(mad.begin(), mad.end(), packet.begin() + kHeaders);
-  const wire::LRHView lrh(packet);
-  lrh.set_VL(15);
-  lrh.set_SL(p0.MasterSMSL);
-  lrh.set_LNH(static_cast<uint8_t>(wire::LinkNextHeader::IBA_LOCAL));
-  lrh.set_DLID(p0.MasterSMLID);
-  lrh.set_SLID(p0.LID);
-  lrh.set_PktLen(static_cast<uint16_t>((packet.size() + ibcrc::kIcrcBytes) / 4));
-  const wire::BTHView bth(std::span<uint8_t>(packet).subspan(wire::LRH::kSize));
-  bth.set_OpCode(static_cast<uint8_t>(wire::BthOpcode::UD_SEND_ONLY));
-  bth.set_P_Key(0xFFFF);
-  bth.set_DestQP(0);
-  ibcrc::AppendCrcs(packet);
-  ++traps_sent_;
-  Emit(0, packet, true, &out, 0);  // CRCs built just above
+  if (p0.LID == 0 || p0.MasterSMLID == 0) return out;  // no SM to tell yet: keep them
+  for (std::array<uint8_t, 256>& mad : traps_.Due(now_ns, p0.SubnetTimeOut, p0.M_Key)) {
+    const mad::SmpNoticeView notice(std::span<uint8_t>(mad).subspan(64, mad::SmpNotice::kSize));
+    notice.set_IssuerLID(p0.LID);
+    if (notice.TrapNumberDeviceID() == smp::kTrapLinkStateChange)
+      mad::Trap128DetailsView(std::span<uint8_t>(mad).subspan(74)).set_LIDADDR(p0.LID);
+    // LRH (VL15, to the SM) | BTH (UD SEND only, QP0, default P_Key) | DETH | MAD | CRCs.
+    constexpr std::size_t kHeaders = wire::LRH::kSize + wire::BTH::kSize + wire::DETH::kSize;
+    std::vector<uint8_t> packet;
+    packet.reserve(kHeaders + mad.size() + ibcrc::kIcrcBytes + ibcrc::kVcrcBytes);
+    packet.resize(kHeaders + mad.size(), 0);
+    std::copy(mad.begin(), mad.end(), packet.begin() + kHeaders);
+    const wire::LRHView lrh(packet);
+    lrh.set_VL(15);
+    lrh.set_SL(p0.MasterSMSL);
+    lrh.set_LNH(static_cast<uint8_t>(wire::LinkNextHeader::IBA_LOCAL));
+    lrh.set_DLID(p0.MasterSMLID);
+    lrh.set_SLID(p0.LID);
+    lrh.set_PktLen(static_cast<uint16_t>((packet.size() + ibcrc::kIcrcBytes) / 4));
+    const wire::BTHView bth(std::span<uint8_t>(packet).subspan(wire::LRH::kSize));
+    bth.set_OpCode(static_cast<uint8_t>(wire::BthOpcode::UD_SEND_ONLY));
+    bth.set_P_Key(0xFFFF);
+    bth.set_DestQP(0);
+    ibcrc::AppendCrcs(packet);
+    Emit(0, packet, true, &out, 0);  // CRCs built just above
+  }
   return out;
 }
 
 uint64_t Switch::next_trap_ns() const {
   // Nothing is due while there is no SM to send to (a subnet configured without one).
   const mad::PortInfo& p0 = ports_[0].info;
-  return trap_ && p0.LID && p0.MasterSMLID ? trap_->next_ns : UINT64_MAX;
-}
-
-bool Switch::Repress(uint64_t tid) {
-  // The low 32 bits: a transport between us and the SM (ibsim, umad) may own the high half.
-  if (!trap_ || (trap_->tid & 0xFFFFFFFF) != (tid & 0xFFFFFFFF)) return false;
-  trap_.reset();
-  return true;
+  return p0.LID && p0.MasterSMLID ? traps_.next_ns() : UINT64_MAX;
 }
 
 }  // namespace softib::fabric

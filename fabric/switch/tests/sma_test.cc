@@ -217,8 +217,10 @@ TEST(SwitchSma, PortInfoPortZero) {
   expected[9] = 0x80;
   expected[17] = 0x05;
   expected[19] = 0x01;
-  expected[22] = 0x08;  // CapabilityMask 0x840: IsSystemImageGUIDSupported | IsSLMapping
-  expected[23] = 0x40;
+  // CapabilityMask 0x1848: IsPKeySwitchExternalPortTrapSupported (12) |
+  // IsSystemImageGUIDSupported (11) | IsSLMappingSupported (6) | IsTrapSupported (3).
+  expected[22] = 0x18;
+  expected[23] = 0x48;
   expected[28] = 0x04;
   expected[29] = 0x03;
   expected[30] = 0x03;

@@ -117,11 +117,99 @@ TEST(SwitchTrap, NoSmNoTrap) {
   EXPECT_TRUE(sw.PollTraps(0).empty());
 }
 
+// The Notice of trap `number` among what PollTraps sent (its checks: a switch's generic
+// Notice of `type` from LID 7, to the SM at LID 3).
+Mad TrapOf(const std::vector<Transmit>& out, uint16_t number, uint8_t type) {
+  for (const Transmit& t : out) {
+    const Mad mad = MadOf(t.bytes);
+    if (Get16(std::span(mad).subspan(68)) != number) continue;
+    EXPECT_TRUE(CrcsGood(t.bytes));
+    EXPECT_EQ(Get16(std::span(t.bytes).subspan(2)), 3) << "DLID: MasterSMLID";
+    EXPECT_EQ(mad[3], 0x05) << "Trap";
+    EXPECT_EQ(mad[64], 0x80 | type) << "IsGeneric, Type";
+    EXPECT_EQ(mad[65] << 16 | mad[66] << 8 | mad[67], 2) << "ProducerType: switch";
+    EXPECT_EQ(Get16(std::span(mad).subspan(70)), 7) << "IssuerLID";
+    return mad;
+  }
+  ADD_FAILURE() << "no trap " << number;
+  return {};
+}
+
+TEST(SwitchTrap, Trap256OnAnMKeyViolationBytes) {
+  Switch sw = Configured();
+  // Port 0's M_Key 0x1122334455667788 with protect bits 2 (PortInfo bytes 0..7, 34[7:6]).
+  Mad pi = LidSmp(kGet, kPortInfo, 0);
+  Mad set = LidSmp(kSet, kPortInfo, 0);
+  std::copy_n(Ask(sw, pi)->begin() + 64, 64, set.begin() + 64);
+  Put64(Data(set), 0x1122334455667788ull);
+  Data(set)[34] = static_cast<uint8_t>((Data(set)[34] & 0x3F) | 0x80);
+  Data(set)[32] &= 0xF0;  // PortState: no change
+  Data(set)[33] &= 0x0F;  // PortPhysicalState: no change
+  ASSERT_EQ(Status(*Ask(sw, set)), 0);
+  sw.PollTraps(0);  // whatever was outstanding before
+  EXPECT_FALSE(Ask(sw, LidSmp(kGet, kSwitchInfo, 0, 0xBAD)).has_value()) << "not answered";
+  const Mad m = TrapOf(sw.PollTraps(10 * kMs), 256, 2);
+  EXPECT_EQ(Get16(std::span(m).subspan(24)), 0x1122) << "the switch's M_Key";
+  // Details: reserved, LIDADDR, DRSLID, Method, reserved, AttributeID, AttributeModifier,
+  // M_Key of the SMP, reserved, DRNotice 0 (LID-routed), return path.
+  EXPECT_EQ(Get16(std::span(m).subspan(74)), 0);
+  EXPECT_EQ(Get16(std::span(m).subspan(76)), 7);
+  EXPECT_EQ(Get16(std::span(m).subspan(78)), 0);
+  EXPECT_EQ(m[80], kGet);
+  EXPECT_EQ(m[81], 0);
+  EXPECT_EQ(Get16(std::span(m).subspan(82)), kSwitchInfo);
+  EXPECT_EQ(Get16(std::span(m).subspan(84)) | Get16(std::span(m).subspan(86)), 0);
+  EXPECT_EQ(Get16(std::span(m).subspan(88)) | Get16(std::span(m).subspan(90)) |
+                Get16(std::span(m).subspan(92)),
+            0);
+  EXPECT_EQ(Get16(std::span(m).subspan(94)), 0x0BAD);
+  for (std::size_t i = 96; i < 128; ++i) EXPECT_EQ(m[i], 0) << i;
+  EXPECT_TRUE(sw.trap_outstanding(256));
+  // Another violation while it is outstanding: counted, no second trap.
+  EXPECT_FALSE(Ask(sw, LidSmp(kGet, kSwitchInfo, 0, 0xBAD)).has_value());
+  EXPECT_EQ(sw.port_info(0).M_KeyViolations, 2);
+  EXPECT_TRUE(sw.PollTraps(10 * kMs + 1).empty());
+}
+
 std::vector<uint8_t> WithPKey(std::vector<uint8_t> packet, uint16_t pkey) {
   packet.resize(packet.size() - 6);
   Put16(std::span(packet).subspan(10), pkey);
   ibcrc::AppendCrcs(packet);
   return packet;
+}
+
+TEST(SwitchTrap, Trap259OnAPartitionDropBytes) {
+  Switch sw = Configured();
+  ActivatePort(sw, 1);
+  ActivatePort(sw, 2);
+  SetLftBlock0(sw, {{3, 1}, {5, 2}});
+  Mad keys = LidSmp(kSet, kPKeyTable, 2u << 16);  // port 2: {0xFFFF}, enforced both ways
+  Put16(Data(keys).subspan(0), 0xFFFF);
+  ASSERT_EQ(Status(*Ask(sw, keys)), 0);
+  Mad enforce = LidSmp(kSet, kPortInfo, 2);
+  Data(enforce)[36] = 0x50;
+  Data(enforce)[43] = 0x0C;
+  ASSERT_EQ(Status(*Ask(sw, enforce)), 0);
+  const std::vector<uint8_t> payload(8, 1);
+  sw.PollTraps(0);  // the link changes' trap 128
+  EXPECT_EQ(sw.route(1, WithPKey(Packet(0, 5, 4, 0x10, payload, 0x42), 0x8003)).drop,
+            SwitchDrop::kPartition);
+  const Mad m = TrapOf(sw.PollTraps(10 * kMs), 259, 2);
+  // Details: DataValid (LIDADDR1, LIDADDR2, PKEY, SL, QP1, QP2: bits 0..5), LIDADDR1 (from),
+  // LIDADDR2 (to), PKEY, SL | reserved | QP1, reserved | QP2, GIDADDR1/2 (no GRH),
+  // SWLIDADDR, PortNo.
+  EXPECT_EQ(Get16(std::span(m).subspan(74)), 0x003F);
+  EXPECT_EQ(Get16(std::span(m).subspan(76)), 4);
+  EXPECT_EQ(Get16(std::span(m).subspan(78)), 5);
+  EXPECT_EQ(Get16(std::span(m).subspan(80)), 0x8003);
+  EXPECT_EQ(Get16(std::span(m).subspan(82)), 0x0000);
+  EXPECT_EQ(Get16(std::span(m).subspan(84)), 0x0042);
+  EXPECT_EQ(Get16(std::span(m).subspan(86)), 0x0000);
+  EXPECT_EQ(Get16(std::span(m).subspan(88)), 0x0010);
+  for (std::size_t i = 90; i < 122; ++i) EXPECT_EQ(m[i], 0) << i;
+  EXPECT_EQ(Get16(std::span(m).subspan(122)), 7) << "SWLIDADDR";
+  EXPECT_EQ(m[124], 2) << "PortNo";
+  for (std::size_t i = 125; i < 128; ++i) EXPECT_EQ(m[i], 0) << i;
 }
 
 TEST(SwitchPartitions, EnforcedOnExternalPorts) {

@@ -3150,5 +3150,633 @@ TEST(Trap144DetailsCodec, TextRoundTrip) {
   t::CheckTextRoundTrip(Trap144Details::Desc(), t::Seed(Trap144Details::kName) + 5);
 }
 
+// ---- Trap256Details
+
+void Randomize(Trap256Details& v, [[maybe_unused]] std::mt19937_64& rng) {
+  v.Reserved1 = t::RandomBits<uint16_t>(rng, 16);
+  v.LIDADDR = t::RandomBits<uint16_t>(rng, 16);
+  v.DRSLID = t::RandomBits<uint16_t>(rng, 16);
+  v.Method = t::RandomBits<uint8_t>(rng, 8);
+  v.Reserved2 = t::RandomBits<uint8_t>(rng, 8);
+  v.AttributeID = t::RandomBits<uint16_t>(rng, 16);
+  v.AttributeModifier = t::RandomBits<uint32_t>(rng, 32);
+  v.M_Key = t::RandomBits<uint64_t>(rng, 64);
+  v.Reserved3 = t::RandomBits<uint8_t>(rng, 8);
+  v.DRNotice = t::RandomBits<uint8_t>(rng, 1);
+  v.DRPathTruncated = t::RandomBits<uint8_t>(rng, 1);
+  v.DRHopCount = t::RandomBits<uint8_t>(rng, 6);
+  t::FillRandom(rng, v.DRNoticeReturnPath);
+}
+
+// Reserved fields zero, enum fields a member: what Validate() accepts.
+void MakeValid([[maybe_unused]] Trap256Details& v) {
+  v.Reserved1 = {};
+  v.Reserved2 = {};
+  v.Reserved3 = {};
+}
+
+bool ExpectMatches(const Trap256Details& v, const std::vector<codec::FieldValue>& values) {
+  if (values.size() != 13) {
+    ADD_FAILURE() << "DecodeFields returned " << values.size() << " values, expected 13";
+    return false;
+  }
+  bool ok = true;
+  ok &= t::ExpectElement(values, 0, "Reserved1", -1, v.Reserved1);
+  ok &= t::ExpectElement(values, 1, "LIDADDR", -1, v.LIDADDR);
+  ok &= t::ExpectElement(values, 2, "DRSLID", -1, v.DRSLID);
+  ok &= t::ExpectElement(values, 3, "Method", -1, v.Method);
+  ok &= t::ExpectElement(values, 4, "Reserved2", -1, v.Reserved2);
+  ok &= t::ExpectElement(values, 5, "AttributeID", -1, v.AttributeID);
+  ok &= t::ExpectElement(values, 6, "AttributeModifier", -1, v.AttributeModifier);
+  ok &= t::ExpectElement(values, 7, "M_Key", -1, v.M_Key);
+  ok &= t::ExpectElement(values, 8, "Reserved3", -1, v.Reserved3);
+  ok &= t::ExpectElement(values, 9, "DRNotice", -1, v.DRNotice);
+  ok &= t::ExpectElement(values, 10, "DRPathTruncated", -1, v.DRPathTruncated);
+  ok &= t::ExpectElement(values, 11, "DRHopCount", -1, v.DRHopCount);
+  ok &= t::ExpectElementBytes(values, 12, "DRNoticeReturnPath", -1, v.DRNoticeReturnPath);
+  return ok;
+}
+
+TEST(Trap256DetailsCodec, Descriptor) {
+  t::CheckDescriptor(Trap256Details::Desc(), Trap256Details::kName, Trap256Details::kSize);
+}
+
+TEST(Trap256DetailsCodec, RoundTrip) {
+  std::mt19937_64 rng(t::Seed(Trap256Details::kName));
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
+    Trap256Details v;
+    Randomize(v, rng);
+    const auto bytes = v.Pack();
+    Trap256Details back;
+    ok &= t::Check(back.Unpack(bytes), Trap256Details::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, Trap256Details::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, Trap256Details::kName, "re-Pack changed the bytes", iter);
+    // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
+    std::array<uint8_t, Trap256Details::kSize> raw;
+    t::FillRandom(rng, raw);
+    ok &= t::Check(back.Unpack(raw), Trap256Details::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(Trap256Details::Desc(), raw, back.Pack());
+  }
+}
+
+TEST(Trap256DetailsCodec, DecodeFieldsAgrees) {
+  std::mt19937_64 rng(t::Seed(Trap256Details::kName) + 1);
+  for (int iter = 0; iter < t::kIterations / 4; ++iter) {
+    Trap256Details v;
+    Randomize(v, rng);
+    if (!ExpectMatches(v, codec::DecodeFields(Trap256Details::Desc(), v.Pack()))) break;
+  }
+}
+
+TEST(Trap256DetailsCodec, ViewSetsOnlyItsBits) {
+  std::mt19937_64 rng(t::Seed(Trap256Details::kName) + 2);
+  bool ok = true;
+  for (int iter = 0; iter < t::kFlipIterations && ok; ++iter) {
+    std::array<uint8_t, Trap256Details::kSize> buf;
+    t::FillRandom(rng, buf);
+    [[maybe_unused]] Trap256DetailsView view(buf);
+    [[maybe_unused]] const Trap256DetailsConstView cview(buf);
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved1(), before, 0, 16, "Reserved1");
+      view.set_Reserved1(static_cast<uint16_t>(view.Reserved1() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 0, 16, "Reserved1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.LIDADDR(), before, 16, 16, "LIDADDR");
+      view.set_LIDADDR(static_cast<uint16_t>(view.LIDADDR() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 16, 16, "LIDADDR");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.DRSLID(), before, 32, 16, "DRSLID");
+      view.set_DRSLID(static_cast<uint16_t>(view.DRSLID() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 32, 16, "DRSLID");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Method(), before, 48, 8, "Method");
+      view.set_Method(static_cast<uint8_t>(view.Method() ^ t::Mask(8)));
+      ok &= t::ExpectFlipped(before, buf, 48, 8, "Method");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved2(), before, 56, 8, "Reserved2");
+      view.set_Reserved2(static_cast<uint8_t>(view.Reserved2() ^ t::Mask(8)));
+      ok &= t::ExpectFlipped(before, buf, 56, 8, "Reserved2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.AttributeID(), before, 64, 16, "AttributeID");
+      view.set_AttributeID(static_cast<uint16_t>(view.AttributeID() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 64, 16, "AttributeID");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.AttributeModifier(), before, 80, 32, "AttributeModifier");
+      view.set_AttributeModifier(static_cast<uint32_t>(view.AttributeModifier() ^ t::Mask(32)));
+      ok &= t::ExpectFlipped(before, buf, 80, 32, "AttributeModifier");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.M_Key(), before, 112, 64, "M_Key");
+      view.set_M_Key(static_cast<uint64_t>(view.M_Key() ^ t::Mask(64)));
+      ok &= t::ExpectFlipped(before, buf, 112, 64, "M_Key");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved3(), before, 176, 8, "Reserved3");
+      view.set_Reserved3(static_cast<uint8_t>(view.Reserved3() ^ t::Mask(8)));
+      ok &= t::ExpectFlipped(before, buf, 176, 8, "Reserved3");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.DRNotice(), before, 184, 1, "DRNotice");
+      view.set_DRNotice(static_cast<uint8_t>(view.DRNotice() ^ t::Mask(1)));
+      ok &= t::ExpectFlipped(before, buf, 184, 1, "DRNotice");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.DRPathTruncated(), before, 185, 1, "DRPathTruncated");
+      view.set_DRPathTruncated(static_cast<uint8_t>(view.DRPathTruncated() ^ t::Mask(1)));
+      ok &= t::ExpectFlipped(before, buf, 185, 1, "DRPathTruncated");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.DRHopCount(), before, 186, 6, "DRHopCount");
+      view.set_DRHopCount(static_cast<uint8_t>(view.DRHopCount() ^ t::Mask(6)));
+      ok &= t::ExpectFlipped(before, buf, 186, 6, "DRHopCount");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectBytesAt(cview.DRNoticeReturnPath(), before, 192, "DRNoticeReturnPath");
+      view.set_DRNoticeReturnPath(t::Inverted(view.DRNoticeReturnPath()));
+      ok &= t::ExpectFlipped(before, buf, 192, 240, "DRNoticeReturnPath");
+    }
+  }
+}
+
+TEST(Trap256DetailsCodec, Validate) {
+  std::mt19937_64 rng(t::Seed(Trap256Details::kName) + 3);
+  for (int iter = 0; iter < t::kValidIterations; ++iter) {
+    Trap256Details v;
+    Randomize(v, rng);
+    MakeValid(v);
+    if (!t::ExpectNoProblems(v.Validate(), Trap256Details::kName)) break;
+  }
+  {
+    Trap256Details v;
+    MakeValid(v);
+    v.Reserved1 = 1;
+    t::ExpectProblem(v.Validate(), Trap256Details::kName, "Reserved1", "reserved, set to 1");
+  }
+  {
+    Trap256Details v;
+    MakeValid(v);
+    v.DRNotice = static_cast<uint8_t>(0x2ULL);
+    t::ExpectProblem(v.Validate(), Trap256Details::kName, "DRNotice", "0x2 does not fit in 1 bits");
+  }
+}
+
+TEST(Trap256DetailsCodec, RejectsShortBuffers) {
+  std::mt19937_64 rng(t::Seed(Trap256Details::kName) + 4);
+  Trap256Details v;
+  Randomize(v, rng);
+  const Trap256Details before = v;
+  std::vector<uint8_t> short_bytes(Trap256Details::kSize - 1, 0xA5);
+  t::Check(!v.Unpack(short_bytes), Trap256Details::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, Trap256Details::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), Trap256Details::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(Trap256Details::kSize - 1, 0xA5),
+           Trap256Details::kName, "a failed Pack wrote bytes");
+  t::CheckShortBuffers(Trap256Details::Desc());
+}
+
+TEST(Trap256DetailsCodec, TextRoundTrip) {
+  t::CheckTextRoundTrip(Trap256Details::Desc(), t::Seed(Trap256Details::kName) + 5);
+}
+
+// ---- Trap257_258Details
+
+void Randomize(Trap257_258Details& v, [[maybe_unused]] std::mt19937_64& rng) {
+  v.Reserved1 = t::RandomBits<uint16_t>(rng, 16);
+  v.LIDADDR1 = t::RandomBits<uint16_t>(rng, 16);
+  v.LIDADDR2 = t::RandomBits<uint16_t>(rng, 16);
+  v.KEY = t::RandomBits<uint32_t>(rng, 32);
+  v.SL = t::RandomBits<uint8_t>(rng, 4);
+  v.Reserved2 = t::RandomBits<uint8_t>(rng, 4);
+  v.QP1 = t::RandomBits<uint32_t>(rng, 24);
+  v.Reserved3 = t::RandomBits<uint8_t>(rng, 8);
+  v.QP2 = t::RandomBits<uint32_t>(rng, 24);
+  t::FillRandom(rng, v.GIDADDR1);
+  t::FillRandom(rng, v.GIDADDR2);
+  v.Reserved4 = t::RandomBits<uint32_t>(rng, 32);
+}
+
+// Reserved fields zero, enum fields a member: what Validate() accepts.
+void MakeValid([[maybe_unused]] Trap257_258Details& v) {
+  v.Reserved1 = {};
+  v.Reserved2 = {};
+  v.Reserved3 = {};
+  v.Reserved4 = {};
+}
+
+bool ExpectMatches(const Trap257_258Details& v, const std::vector<codec::FieldValue>& values) {
+  if (values.size() != 12) {
+    ADD_FAILURE() << "DecodeFields returned " << values.size() << " values, expected 12";
+    return false;
+  }
+  bool ok = true;
+  ok &= t::ExpectElement(values, 0, "Reserved1", -1, v.Reserved1);
+  ok &= t::ExpectElement(values, 1, "LIDADDR1", -1, v.LIDADDR1);
+  ok &= t::ExpectElement(values, 2, "LIDADDR2", -1, v.LIDADDR2);
+  ok &= t::ExpectElement(values, 3, "KEY", -1, v.KEY);
+  ok &= t::ExpectElement(values, 4, "SL", -1, v.SL);
+  ok &= t::ExpectElement(values, 5, "Reserved2", -1, v.Reserved2);
+  ok &= t::ExpectElement(values, 6, "QP1", -1, v.QP1);
+  ok &= t::ExpectElement(values, 7, "Reserved3", -1, v.Reserved3);
+  ok &= t::ExpectElement(values, 8, "QP2", -1, v.QP2);
+  ok &= t::ExpectElementBytes(values, 9, "GIDADDR1", -1, v.GIDADDR1);
+  ok &= t::ExpectElementBytes(values, 10, "GIDADDR2", -1, v.GIDADDR2);
+  ok &= t::ExpectElement(values, 11, "Reserved4", -1, v.Reserved4);
+  return ok;
+}
+
+TEST(Trap257_258DetailsCodec, Descriptor) {
+  t::CheckDescriptor(Trap257_258Details::Desc(), Trap257_258Details::kName,
+                     Trap257_258Details::kSize);
+}
+
+TEST(Trap257_258DetailsCodec, RoundTrip) {
+  std::mt19937_64 rng(t::Seed(Trap257_258Details::kName));
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
+    Trap257_258Details v;
+    Randomize(v, rng);
+    const auto bytes = v.Pack();
+    Trap257_258Details back;
+    ok &= t::Check(back.Unpack(bytes), Trap257_258Details::kName, "Unpack failed", iter);
+    ok &=
+        t::Check(back == v, Trap257_258Details::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, Trap257_258Details::kName, "re-Pack changed the bytes",
+                   iter);
+    // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
+    std::array<uint8_t, Trap257_258Details::kSize> raw;
+    t::FillRandom(rng, raw);
+    ok &= t::Check(back.Unpack(raw), Trap257_258Details::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(Trap257_258Details::Desc(), raw, back.Pack());
+  }
+}
+
+TEST(Trap257_258DetailsCodec, DecodeFieldsAgrees) {
+  std::mt19937_64 rng(t::Seed(Trap257_258Details::kName) + 1);
+  for (int iter = 0; iter < t::kIterations / 4; ++iter) {
+    Trap257_258Details v;
+    Randomize(v, rng);
+    if (!ExpectMatches(v, codec::DecodeFields(Trap257_258Details::Desc(), v.Pack()))) break;
+  }
+}
+
+TEST(Trap257_258DetailsCodec, ViewSetsOnlyItsBits) {
+  std::mt19937_64 rng(t::Seed(Trap257_258Details::kName) + 2);
+  bool ok = true;
+  for (int iter = 0; iter < t::kFlipIterations && ok; ++iter) {
+    std::array<uint8_t, Trap257_258Details::kSize> buf;
+    t::FillRandom(rng, buf);
+    [[maybe_unused]] Trap257_258DetailsView view(buf);
+    [[maybe_unused]] const Trap257_258DetailsConstView cview(buf);
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved1(), before, 0, 16, "Reserved1");
+      view.set_Reserved1(static_cast<uint16_t>(view.Reserved1() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 0, 16, "Reserved1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.LIDADDR1(), before, 16, 16, "LIDADDR1");
+      view.set_LIDADDR1(static_cast<uint16_t>(view.LIDADDR1() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 16, 16, "LIDADDR1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.LIDADDR2(), before, 32, 16, "LIDADDR2");
+      view.set_LIDADDR2(static_cast<uint16_t>(view.LIDADDR2() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 32, 16, "LIDADDR2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.KEY(), before, 48, 32, "KEY");
+      view.set_KEY(static_cast<uint32_t>(view.KEY() ^ t::Mask(32)));
+      ok &= t::ExpectFlipped(before, buf, 48, 32, "KEY");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.SL(), before, 80, 4, "SL");
+      view.set_SL(static_cast<uint8_t>(view.SL() ^ t::Mask(4)));
+      ok &= t::ExpectFlipped(before, buf, 80, 4, "SL");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved2(), before, 84, 4, "Reserved2");
+      view.set_Reserved2(static_cast<uint8_t>(view.Reserved2() ^ t::Mask(4)));
+      ok &= t::ExpectFlipped(before, buf, 84, 4, "Reserved2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.QP1(), before, 88, 24, "QP1");
+      view.set_QP1(static_cast<uint32_t>(view.QP1() ^ t::Mask(24)));
+      ok &= t::ExpectFlipped(before, buf, 88, 24, "QP1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved3(), before, 112, 8, "Reserved3");
+      view.set_Reserved3(static_cast<uint8_t>(view.Reserved3() ^ t::Mask(8)));
+      ok &= t::ExpectFlipped(before, buf, 112, 8, "Reserved3");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.QP2(), before, 120, 24, "QP2");
+      view.set_QP2(static_cast<uint32_t>(view.QP2() ^ t::Mask(24)));
+      ok &= t::ExpectFlipped(before, buf, 120, 24, "QP2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectBytesAt(cview.GIDADDR1(), before, 144, "GIDADDR1");
+      view.set_GIDADDR1(t::Inverted(view.GIDADDR1()));
+      ok &= t::ExpectFlipped(before, buf, 144, 128, "GIDADDR1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectBytesAt(cview.GIDADDR2(), before, 272, "GIDADDR2");
+      view.set_GIDADDR2(t::Inverted(view.GIDADDR2()));
+      ok &= t::ExpectFlipped(before, buf, 272, 128, "GIDADDR2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved4(), before, 400, 32, "Reserved4");
+      view.set_Reserved4(static_cast<uint32_t>(view.Reserved4() ^ t::Mask(32)));
+      ok &= t::ExpectFlipped(before, buf, 400, 32, "Reserved4");
+    }
+  }
+}
+
+TEST(Trap257_258DetailsCodec, Validate) {
+  std::mt19937_64 rng(t::Seed(Trap257_258Details::kName) + 3);
+  for (int iter = 0; iter < t::kValidIterations; ++iter) {
+    Trap257_258Details v;
+    Randomize(v, rng);
+    MakeValid(v);
+    if (!t::ExpectNoProblems(v.Validate(), Trap257_258Details::kName)) break;
+  }
+  {
+    Trap257_258Details v;
+    MakeValid(v);
+    v.Reserved1 = 1;
+    t::ExpectProblem(v.Validate(), Trap257_258Details::kName, "Reserved1", "reserved, set to 1");
+  }
+  {
+    Trap257_258Details v;
+    MakeValid(v);
+    v.SL = static_cast<uint8_t>(0x10ULL);
+    t::ExpectProblem(v.Validate(), Trap257_258Details::kName, "SL", "0x10 does not fit in 4 bits");
+  }
+}
+
+TEST(Trap257_258DetailsCodec, RejectsShortBuffers) {
+  std::mt19937_64 rng(t::Seed(Trap257_258Details::kName) + 4);
+  Trap257_258Details v;
+  Randomize(v, rng);
+  const Trap257_258Details before = v;
+  std::vector<uint8_t> short_bytes(Trap257_258Details::kSize - 1, 0xA5);
+  t::Check(!v.Unpack(short_bytes), Trap257_258Details::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, Trap257_258Details::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), Trap257_258Details::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(Trap257_258Details::kSize - 1, 0xA5),
+           Trap257_258Details::kName, "a failed Pack wrote bytes");
+  t::CheckShortBuffers(Trap257_258Details::Desc());
+}
+
+TEST(Trap257_258DetailsCodec, TextRoundTrip) {
+  t::CheckTextRoundTrip(Trap257_258Details::Desc(), t::Seed(Trap257_258Details::kName) + 5);
+}
+
+// ---- Trap259Details
+
+void Randomize(Trap259Details& v, [[maybe_unused]] std::mt19937_64& rng) {
+  v.DataValid = t::RandomBits<uint16_t>(rng, 16);
+  v.LIDADDR1 = t::RandomBits<uint16_t>(rng, 16);
+  v.LIDADDR2 = t::RandomBits<uint16_t>(rng, 16);
+  v.PKEY = t::RandomBits<uint16_t>(rng, 16);
+  v.SL = t::RandomBits<uint8_t>(rng, 4);
+  v.Reserved1 = t::RandomBits<uint8_t>(rng, 4);
+  v.QP1 = t::RandomBits<uint32_t>(rng, 24);
+  v.Reserved2 = t::RandomBits<uint8_t>(rng, 8);
+  v.QP2 = t::RandomBits<uint32_t>(rng, 24);
+  t::FillRandom(rng, v.GIDADDR1);
+  t::FillRandom(rng, v.GIDADDR2);
+  v.SWLIDADDR = t::RandomBits<uint16_t>(rng, 16);
+  v.PortNo = t::RandomBits<uint8_t>(rng, 8);
+  v.Reserved3 = t::RandomBits<uint32_t>(rng, 24);
+}
+
+// Reserved fields zero, enum fields a member: what Validate() accepts.
+void MakeValid([[maybe_unused]] Trap259Details& v) {
+  v.Reserved1 = {};
+  v.Reserved2 = {};
+  v.Reserved3 = {};
+}
+
+bool ExpectMatches(const Trap259Details& v, const std::vector<codec::FieldValue>& values) {
+  if (values.size() != 14) {
+    ADD_FAILURE() << "DecodeFields returned " << values.size() << " values, expected 14";
+    return false;
+  }
+  bool ok = true;
+  ok &= t::ExpectElement(values, 0, "DataValid", -1, v.DataValid);
+  ok &= t::ExpectElement(values, 1, "LIDADDR1", -1, v.LIDADDR1);
+  ok &= t::ExpectElement(values, 2, "LIDADDR2", -1, v.LIDADDR2);
+  ok &= t::ExpectElement(values, 3, "PKEY", -1, v.PKEY);
+  ok &= t::ExpectElement(values, 4, "SL", -1, v.SL);
+  ok &= t::ExpectElement(values, 5, "Reserved1", -1, v.Reserved1);
+  ok &= t::ExpectElement(values, 6, "QP1", -1, v.QP1);
+  ok &= t::ExpectElement(values, 7, "Reserved2", -1, v.Reserved2);
+  ok &= t::ExpectElement(values, 8, "QP2", -1, v.QP2);
+  ok &= t::ExpectElementBytes(values, 9, "GIDADDR1", -1, v.GIDADDR1);
+  ok &= t::ExpectElementBytes(values, 10, "GIDADDR2", -1, v.GIDADDR2);
+  ok &= t::ExpectElement(values, 11, "SWLIDADDR", -1, v.SWLIDADDR);
+  ok &= t::ExpectElement(values, 12, "PortNo", -1, v.PortNo);
+  ok &= t::ExpectElement(values, 13, "Reserved3", -1, v.Reserved3);
+  return ok;
+}
+
+TEST(Trap259DetailsCodec, Descriptor) {
+  t::CheckDescriptor(Trap259Details::Desc(), Trap259Details::kName, Trap259Details::kSize);
+}
+
+TEST(Trap259DetailsCodec, RoundTrip) {
+  std::mt19937_64 rng(t::Seed(Trap259Details::kName));
+  bool ok = true;
+  for (int iter = 0; iter < t::kIterations && ok; ++iter) {
+    Trap259Details v;
+    Randomize(v, rng);
+    const auto bytes = v.Pack();
+    Trap259Details back;
+    ok &= t::Check(back.Unpack(bytes), Trap259Details::kName, "Unpack failed", iter);
+    ok &= t::Check(back == v, Trap259Details::kName, "Pack then Unpack changed the value", iter);
+    ok &= t::Check(back.Pack() == bytes, Trap259Details::kName, "re-Pack changed the bytes", iter);
+    // And from arbitrary bytes: Unpack then Pack keeps every field's bits.
+    std::array<uint8_t, Trap259Details::kSize> raw;
+    t::FillRandom(rng, raw);
+    ok &= t::Check(back.Unpack(raw), Trap259Details::kName, "Unpack failed", iter);
+    ok &= t::ExpectRepacked(Trap259Details::Desc(), raw, back.Pack());
+  }
+}
+
+TEST(Trap259DetailsCodec, DecodeFieldsAgrees) {
+  std::mt19937_64 rng(t::Seed(Trap259Details::kName) + 1);
+  for (int iter = 0; iter < t::kIterations / 4; ++iter) {
+    Trap259Details v;
+    Randomize(v, rng);
+    if (!ExpectMatches(v, codec::DecodeFields(Trap259Details::Desc(), v.Pack()))) break;
+  }
+}
+
+TEST(Trap259DetailsCodec, ViewSetsOnlyItsBits) {
+  std::mt19937_64 rng(t::Seed(Trap259Details::kName) + 2);
+  bool ok = true;
+  for (int iter = 0; iter < t::kFlipIterations && ok; ++iter) {
+    std::array<uint8_t, Trap259Details::kSize> buf;
+    t::FillRandom(rng, buf);
+    [[maybe_unused]] Trap259DetailsView view(buf);
+    [[maybe_unused]] const Trap259DetailsConstView cview(buf);
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.DataValid(), before, 0, 16, "DataValid");
+      view.set_DataValid(static_cast<uint16_t>(view.DataValid() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 0, 16, "DataValid");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.LIDADDR1(), before, 16, 16, "LIDADDR1");
+      view.set_LIDADDR1(static_cast<uint16_t>(view.LIDADDR1() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 16, 16, "LIDADDR1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.LIDADDR2(), before, 32, 16, "LIDADDR2");
+      view.set_LIDADDR2(static_cast<uint16_t>(view.LIDADDR2() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 32, 16, "LIDADDR2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.PKEY(), before, 48, 16, "PKEY");
+      view.set_PKEY(static_cast<uint16_t>(view.PKEY() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 48, 16, "PKEY");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.SL(), before, 64, 4, "SL");
+      view.set_SL(static_cast<uint8_t>(view.SL() ^ t::Mask(4)));
+      ok &= t::ExpectFlipped(before, buf, 64, 4, "SL");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved1(), before, 68, 4, "Reserved1");
+      view.set_Reserved1(static_cast<uint8_t>(view.Reserved1() ^ t::Mask(4)));
+      ok &= t::ExpectFlipped(before, buf, 68, 4, "Reserved1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.QP1(), before, 72, 24, "QP1");
+      view.set_QP1(static_cast<uint32_t>(view.QP1() ^ t::Mask(24)));
+      ok &= t::ExpectFlipped(before, buf, 72, 24, "QP1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved2(), before, 96, 8, "Reserved2");
+      view.set_Reserved2(static_cast<uint8_t>(view.Reserved2() ^ t::Mask(8)));
+      ok &= t::ExpectFlipped(before, buf, 96, 8, "Reserved2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.QP2(), before, 104, 24, "QP2");
+      view.set_QP2(static_cast<uint32_t>(view.QP2() ^ t::Mask(24)));
+      ok &= t::ExpectFlipped(before, buf, 104, 24, "QP2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectBytesAt(cview.GIDADDR1(), before, 128, "GIDADDR1");
+      view.set_GIDADDR1(t::Inverted(view.GIDADDR1()));
+      ok &= t::ExpectFlipped(before, buf, 128, 128, "GIDADDR1");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectBytesAt(cview.GIDADDR2(), before, 256, "GIDADDR2");
+      view.set_GIDADDR2(t::Inverted(view.GIDADDR2()));
+      ok &= t::ExpectFlipped(before, buf, 256, 128, "GIDADDR2");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.SWLIDADDR(), before, 384, 16, "SWLIDADDR");
+      view.set_SWLIDADDR(static_cast<uint16_t>(view.SWLIDADDR() ^ t::Mask(16)));
+      ok &= t::ExpectFlipped(before, buf, 384, 16, "SWLIDADDR");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.PortNo(), before, 400, 8, "PortNo");
+      view.set_PortNo(static_cast<uint8_t>(view.PortNo() ^ t::Mask(8)));
+      ok &= t::ExpectFlipped(before, buf, 400, 8, "PortNo");
+    }
+    {
+      const auto before = buf;
+      ok &= t::ExpectGetter(cview.Reserved3(), before, 408, 24, "Reserved3");
+      view.set_Reserved3(static_cast<uint32_t>(view.Reserved3() ^ t::Mask(24)));
+      ok &= t::ExpectFlipped(before, buf, 408, 24, "Reserved3");
+    }
+  }
+}
+
+TEST(Trap259DetailsCodec, Validate) {
+  std::mt19937_64 rng(t::Seed(Trap259Details::kName) + 3);
+  for (int iter = 0; iter < t::kValidIterations; ++iter) {
+    Trap259Details v;
+    Randomize(v, rng);
+    MakeValid(v);
+    if (!t::ExpectNoProblems(v.Validate(), Trap259Details::kName)) break;
+  }
+  {
+    Trap259Details v;
+    MakeValid(v);
+    v.Reserved1 = 1;
+    t::ExpectProblem(v.Validate(), Trap259Details::kName, "Reserved1", "reserved, set to 1");
+  }
+  {
+    Trap259Details v;
+    MakeValid(v);
+    v.SL = static_cast<uint8_t>(0x10ULL);
+    t::ExpectProblem(v.Validate(), Trap259Details::kName, "SL", "0x10 does not fit in 4 bits");
+  }
+}
+
+TEST(Trap259DetailsCodec, RejectsShortBuffers) {
+  std::mt19937_64 rng(t::Seed(Trap259Details::kName) + 4);
+  Trap259Details v;
+  Randomize(v, rng);
+  const Trap259Details before = v;
+  std::vector<uint8_t> short_bytes(Trap259Details::kSize - 1, 0xA5);
+  t::Check(!v.Unpack(short_bytes), Trap259Details::kName, "Unpack accepted kSize - 1 bytes");
+  t::Check(v == before, Trap259Details::kName, "a failed Unpack changed the value");
+  t::Check(!v.Pack(short_bytes), Trap259Details::kName, "Pack accepted kSize - 1 bytes");
+  t::Check(short_bytes == std::vector<uint8_t>(Trap259Details::kSize - 1, 0xA5),
+           Trap259Details::kName, "a failed Pack wrote bytes");
+  t::CheckShortBuffers(Trap259Details::Desc());
+}
+
+TEST(Trap259DetailsCodec, TextRoundTrip) {
+  t::CheckTextRoundTrip(Trap259Details::Desc(), t::Seed(Trap259Details::kName) + 5);
+}
+
 }  // namespace
 }  // namespace softib::mad::mad_sm_roundtrip

@@ -182,7 +182,7 @@ TEST(Attributes, ModifyCaChangesCapabilitiesCountersAndShutsPortsDown) {
   };
   const Case cases[] = {
       {2, F::PORT_CAPABILITIES, C::DEVICE_MANAGEMENT, C{}, Status::INVALID_PORT},
-      {1, F::PORT_CAPABILITIES, C::IS_SM, C{}, Status::INVALID_SETTING},
+      {1, F::PORT_CAPABILITIES, C::IS_SM, C::IS_SM, Status::SUCCESS},  // set and cleared: no change
       {1, static_cast<F>(0x40), C{}, C{}, Status::INVALID_SETTING},
       {1, F::PORT_CAPABILITIES, static_cast<C>(0x1), C{}, Status::INVALID_SETTING},
       {2, F::SYSTEM_IMAGE_GUID, C{}, C{}, Status::SUCCESS},  // not a port change

@@ -113,7 +113,7 @@ TEST(Sma, PortInfoGetOfAPreconfiguredPort) {
       0,    0,    0,    0,    0,    0,    0,    0,     // M_Key
       0xFE, 0x80, 0,    0,    0,    0,    0,    0,     // GIDPrefix
       0x00, 0x05, 0x00, 0x00,                          // LID 5, MasterSMLID 0
-      0x02, 0x11, 0x08, 0x68,                          // CapabilityMask
+      0x02, 0x51, 0x08, 0x68,                          // CapabilityMask (22: trap 144)
       0x00, 0x00, 0x00, 0x00,                          // DiagCode, M_KeyLeasePeriod
       0x01, 0x03, 0x03, 0x02,                          // LocalPortNum, width en/sup/active (4X)
       0x74,                                            // speeds SDR|DDR|QDR, Active

@@ -192,6 +192,7 @@ class SoftCa::Locked {
   }
   ~Locked() {
     if (ca_->has_rings() && !ca_->removed()) ca_->AfterDeviceCallLocked();
+    if (ca_->hca_.traps_pending()) ca_->ArmTickLocked();  // repeated until repressed
     ca_->lock_.Release(previous_);
     ca_->FlushEvents();
   }

@@ -75,8 +75,20 @@ class CaVerbs final : public kernel::CaVerbHandlers {
 
   Status ModifyCa(const kernel::CallContext&, const abi::ModifyCaIn& in, kernel::ModifyCaRefs& refs,
                   Irp*) override {
-    return As<CaObj>(refs.ca)->ca->ci->ModifyCa(in.port_num, in.flags, in.cap_set, in.cap_clear,
-                                                in.init_type, in.system_image_guid);
+    CaObj* obj = As<CaObj>(refs.ca);
+    const Status s = obj->ca->ci->ModifyCa(in.port_num, in.flags, in.cap_set, in.cap_clear,
+                                           in.init_type, in.system_image_guid);
+    // Remembered per open: its close clears the IsSM it set (objects.cc).
+    using C = abi::PortCapabilities;
+    if (s == Status::SUCCESS && abi::HasAny(in.flags, abi::ModifyCaFlags::PORT_CAPABILITIES) &&
+        in.port_num < 32) {
+      const uint32_t bit = 1u << in.port_num;
+      if (abi::HasAny(in.cap_clear, C::IS_SM))
+        obj->is_sm_ports.fetch_and(~bit);
+      else if (abi::HasAny(in.cap_set, C::IS_SM))
+        obj->is_sm_ports.fetch_or(bit);
+    }
+    return s;
   }
 
   Status CloseCa(const kernel::CallContext& ctx, const abi::CloseCaIn& in, kernel::CloseCaRefs&,

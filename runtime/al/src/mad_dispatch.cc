@@ -110,7 +110,11 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
     dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (smi() && SmiReceive(m, origin)) return;
+  uint8_t after_smi[mad::kMadSize];
+  if (smi()) {
+    if (SmiReceive(m, origin, after_smi)) return;
+    m = after_smi;  // an SM's agent answers a directed-route SMP along its recorded path
+  }
   After after;
   bool unclaimed_request = false;
   {

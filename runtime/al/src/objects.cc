@@ -76,8 +76,15 @@ CaObj::CaObj(Instance* owner, std::shared_ptr<AlCa> ca_in, uint64_t context_in)
     : AlObject(abi::ObjectType::Ca, owner), ca(std::move(ca_in)), context(context_in) {}
 
 void CaObj::OnDestroy() {
-  kernel::SpinLockGuard guard(ca->lock);
-  ca->opens.erase(this);
+  {
+    kernel::SpinLockGuard guard(ca->lock);
+    ca->opens.erase(this);
+  }
+  const uint32_t ports = is_sm_ports.exchange(0);
+  for (uint8_t port = 1; port < 32; ++port)
+    if (ports & (1u << port))
+      (void)ca->ci->ModifyCa(port, abi::ModifyCaFlags::PORT_CAPABILITIES, {},
+                             abi::PortCapabilities::IS_SM, 0, 0);
 }
 
 // ---- Pd, Av, Mr -----------------------------------------------------------------------------

@@ -153,6 +153,10 @@ class CaObj final : public AlObject {
   const std::shared_ptr<AlCa> ca;
   const uint64_t context;
   AlObj* al_obj = nullptr;  // parent
+  // Ports (bit n: port n) where this open set CapabilityMask.IsSM with ModifyCa: an SM above
+  // the AL. Closing clears it there, as closing Linux's issm device does, so an SM that dies
+  // stops being advertised.
+  std::atomic<uint32_t> is_sm_ports{0};
 
  private:
   void OnDestroy() override;

@@ -44,16 +44,25 @@ Status SpecialQp::SmiPrepareSend(MadSend& send) {
   return Status::SUCCESS;
 }
 
-bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin) {
-  uint8_t smp_bytes[mad::kMadSize];
-  std::memcpy(smp_bytes, m, sizeof(smp_bytes));
+bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin, uint8_t* after_smi) {
+  uint8_t* const smp_bytes = after_smi;
+  std::memcpy(smp_bytes, m, mad::kMadSize);
   const bool directed = mad::Class(m) == mad::kClassSubnDr;
   if (directed) {
-    const smp::Decision d = smp::OnArrival(smp_bytes, Shape(ca_), port_);
+    const smp::Decision d =
+        smp::OnArrival(std::span<uint8_t>(smp_bytes, mad::kMadSize), Shape(ca_), port_);
     if (d.verdict != smp::Verdict::kLocal) {  // a CA relays nothing
       dropped.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
+  }
+  if (mad::Method(m) == mad::kMethodTrapRepress) {
+    // The SM's answer to a trap: the port's SMA stops repeating it if it was its own (the
+    // SMA's TIDs are its own), and the MAD services hand it to an agent whose TID it carries.
+    uint8_t ignored[mad::kMadSize];
+    (void)ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(smp_bytes, 256),
+                            std::span<uint8_t, 256>(ignored, 256));
+    return false;
   }
   // Responses go to their agent by TID, SM matters to the SMI-alias services.
   if (mad::IsResponse(m) || ForTheSm(m)) return false;

@@ -181,7 +181,9 @@ class SpecialQp {
   void DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> mad, const MadOrigin& origin,
                      const std::shared_ptr<MadSend>& answered, After& after);
   MadSvcObj* FindRequestServiceLocked(const uint8_t* mad);
-  bool SmiReceive(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
+  // smi.cc. False: `after_smi` (256 bytes) holds the SMP as the receive-side rules left it
+  // (ReturnPath, HopPointer), which goes on to the MAD services.
+  bool SmiReceive(const uint8_t* mad, const MadOrigin& origin, uint8_t* after_smi);
   // QP1: a PerfMgt request no service took goes to the port's PMA (the CI's LocalMad), as a
   // real HCA's firmware answers it; false when it is not one.
   bool GsiLocalAgent(const uint8_t* mad, const MadOrigin& origin);  // smi.cc

@@ -83,6 +83,7 @@ class AlMadPort final : public MadPort {
       return Fail(Text("OpenCa", s), error);
     ca_open_ = true;
     if (!PickPort(o.port, error)) return false;
+    if (o.issm && o.sm_agents && !SetIsSm(true, error)) return false;
     if (!SpecialQps(error)) return false;
     abi::CreateMadPoolOut pool{};
     if (Status s = proxy::CreateMadPool(ca_.device, {ca_.al, 16, 0, 16, 0}, pool);
@@ -357,7 +358,22 @@ class AlMadPort final : public MadPort {
     return DecodeMadEvent(s.output, bytes, out, &error_);
   }
 
+  // PortInfo:CapabilityMask.IsSM of our port (the port's SMA sends trap 144 to the master);
+  // the AL clears it too when this process's CA file closes.
+  bool SetIsSm(bool on, std::string* error) {
+    abi::ModifyCaIn in{};
+    in.ca = ca_.ca;
+    in.flags = abi::ModifyCaFlags::PORT_CAPABILITIES;
+    (on ? in.cap_set : in.cap_clear) = abi::PortCapabilities::IS_SM;
+    in.port_num = port_num_;
+    if (Status s = proxy::ModifyCa(ca_.device, in); s != Status::SUCCESS)
+      return Fail(Text("ModifyCa(IS_SM)", s), error);
+    is_sm_ = on;
+    return true;
+  }
+
   void Close() {
+    if (is_sm_) (void)SetIsSm(false, nullptr);
     if (ca_open_) {
       // The pending GetMadEvents complete CANCELED before CloseDevice returns; the file's
       // cleanup destroys the services, pool, QPs, CQ and PD (CloseCa would answer busy).
@@ -372,6 +388,7 @@ class AlMadPort final : public MadPort {
   user::CaFile ca_;
   bool al_open_ = false;
   bool ca_open_ = false;
+  bool is_sm_ = false;
   uint64_t port_guid_ = 0;  // network order
   uint8_t port_num_ = 0;
   AlPortInfo info_;

@@ -244,16 +244,7 @@ void SubnetManager::AnswerRequest(const ReceivedMad& request) {
     return;
   }
   const uint8_t method = SmpMethod(request.mad);
-  if (method == kMethodTrap) {
-    // A Notice (trap 128: a switch saw a port change state; 144: capabilities changed):
-    // re-sweep, and repress the trap so the sender stops repeating it.
-    ++traps_;
-    if (state_ == SmState::kMaster) resweep_ = true;
-    MadBytes repress = request.mad;
-    repress[3] = kMethodTrapRepress;
-    port_.Send(repress, request.from, 0);
-    return;
-  }
+  if (method == kMethodTrap) return HandleTrap(request);
   if (SmpAttribute(request.mad) != kAttrSmInfo) return;  // our node's SMA answers the rest
   if (method != kMethodGet && method != kMethodSet) return;
   uint64_t key = 0;

@@ -2,11 +2,14 @@
 // external` waits in Init; softib-sm --run-dir RUN/host-0001 brings it up through the AL of
 // host-0001 (DR SMPs through the SMI, the port's own SMA by LocalMad), then, as MASTER, its
 // SA answers GetTable by multi-segment RMPP to softib-sm --query on another host. Also the
-// SA against malformed requests, and the backend when softibd goes away.
+// SA against malformed requests, two SMs (MASTER, STANDBY, take-over), and the backend when
+// softibd goes away.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <stdlib.h>
 
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -15,6 +18,8 @@
 #include "softib/sm/al_mad_port.h"
 #include "softib/sm/sa.h"
 #include "softib/sm/sa_client.h"
+#include "softib/sm/sminfo.h"
+#include "softib/sm/smp.h"
 #include "softib/sm/transactions.h"
 
 namespace softib::sm {
@@ -195,6 +200,81 @@ TEST_F(AlSmTest, MalformedRequestsGetErrorsAndTheSaStaysUp) {
   EXPECT_EQ(answer.error, "");
   EXPECT_EQ(answer.records.size(), 7u);
   EXPECT_EQ(answer.rmpp_segments, 4u);
+}
+
+// Two softib-sm over the AL of two hosts of one softibd: each sets IsSM on its port (the
+// second's port tells the master by trap 144), the second finds the first MASTER and stays
+// STANDBY — as SMInfo Gets to both say — and when the master is killed (its IsSM cleared by
+// the AL as its file closes) the standby takes the subnet over.
+TEST_F(AlSmTest, TwoSmsMasterAndStandbyThenTakeOver) {
+  ASSERT_NO_FATAL_FAILURE(StartSoftibd({"--fabric", "default", "--sm", "external"}));
+  ASSERT_NO_FATAL_FAILURE(StartMaster());
+  Child standby({"stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", Host(3), "-q", "--sweep-interval",
+                 "0", "--poll-interval", "0.2", "-t", "100", "-r", "1"},
+                dir_, {}, dir_ + "/standby.err");
+  ASSERT_TRUE(standby.WaitFor("STANDBY (first sweep), following MASTER")) << standby.output();
+
+  // An observer on host-0002 (an SMP agent, no IsSM): the LIDs of both SMs' ports, and
+  // their SMInfo, LID-routed to the SMs themselves.
+  const auto lid_of = [&](int host) {
+    AlMadPortOptions o;
+    o.run_dir = Host(host);
+    o.sm_agents = o.sa_agent = false;
+    AlPortInfo info;
+    std::string error;
+    EXPECT_NE(OpenAlMadPort(o, &error, &info), nullptr) << error;
+    return info.lid;
+  };
+  const uint16_t master_lid = lid_of(1), standby_lid = lid_of(3);
+  ASSERT_NE(master_lid, 0);
+  ASSERT_NE(standby_lid, 0);
+  AlMadPortOptions o;
+  o.run_dir = Host(2);
+  o.sa_agent = false;
+  o.issm = false;
+  std::string error;
+  auto observer = OpenAlMadPort(o, &error);
+  ASSERT_NE(observer, nullptr) << error;
+  Transactions tx(*observer, TransactionOptions{4, 300, 3});
+  // A LID-routed SubnGet of `attribute` to `lid`: the SM there answers SMInfo, the port's
+  // SMA PortInfo.
+  const auto ask = [&](uint16_t lid, uint16_t attribute) {
+    MadBytes get = MakeDrSmp(kMethodGet, attribute, 0, {});
+    get[1] = kClassSubnLid;  // no directed-route fields
+    std::fill(get.begin() + 4, get.begin() + 8, 0);
+    std::fill(get.begin() + 32, get.begin() + 64, 0);
+    std::fill(get.begin() + 128, get.end(), 0);
+    std::optional<MadBytes> answer;
+    tx.Submit(get, MadAddress{lid, 0, 0, 0, 0}, [&](const TxResult& r) {
+      if (r.status == TxStatus::kOk) answer = r.response;
+    });
+    EXPECT_TRUE(tx.Run()) << tx.last_error();
+    return answer;
+  };
+  const auto sm_state = [&](uint16_t lid) -> std::optional<SmState> {
+    const auto a = ask(lid, kAttrSmInfo);
+    if (!a) return std::nullopt;
+    return ReadSmInfo(*a).state;
+  };
+  const auto is_sm = [&](uint16_t lid) {
+    const auto a = ask(lid, kAttrPortInfo);
+    EXPECT_TRUE(a.has_value());
+    return a && (SmpData(*a)[23] & kCapIsSm) != 0;  // CapabilityMask: PortInfo bytes 20..23
+  };
+  EXPECT_EQ(sm_state(master_lid), SmState::kMaster);
+  EXPECT_EQ(sm_state(standby_lid), SmState::kStandby);
+  EXPECT_TRUE(is_sm(master_lid));
+  EXPECT_TRUE(is_sm(standby_lid));
+
+  ASSERT_EQ(::kill(master_->pid(), SIGKILL), 0);
+  master_->Wait();
+  ASSERT_TRUE(standby.WaitFor("MASTER, subnet up")) << standby.output();
+  EXPECT_NE(standby.output().find("[the master stopped answering]"), std::string::npos)
+      << standby.output();
+  EXPECT_EQ(sm_state(standby_lid), SmState::kMaster);
+  EXPECT_FALSE(sm_state(master_lid).has_value()) << "nobody answers SMInfo there now";
+  EXPECT_FALSE(is_sm(master_lid)) << "the AL cleared IsSM when the killed SM's file closed";
+  EXPECT_TRUE(is_sm(standby_lid));
 }
 
 TEST_F(AlSmTest, SoftibdGoneIsACleanError) {

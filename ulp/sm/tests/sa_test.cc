@@ -2,10 +2,11 @@
 // ComponentMask semantics, Get's one-record rule, status codes, the MAD bytes of answers
 // (IBA 15.2.1.1 / 13.6.2.1 / the record tables of 15.2.5), PathRecord with LMC and
 // selectors, ServiceRecord leases, MCMemberRecord create/join/leave, InformInfo and the
-// trap 64/65 Reports.
+// trap 64/65 Reports, and the traps of SMAs forwarded to subscribers.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 #include "../src/sa_internal.h"
 #include "fabric/topology/generators.h"
@@ -429,24 +430,39 @@ TEST_F(SaTest, McMemberCreateJoinLeave) {
   EXPECT_EQ(sa_.Query(leave.Request(kSaMethodDelete)).status, kSaStatusReqInvalid);
 }
 
-TEST_F(SaTest, InformInfoSubscriptionAndTrap64Report) {
-  const EndPort subscriber = hosts_[0];
-  const uint16_t lid = Lid(subnet_, subscriber);
+// An InformInfo subscription to generic traps (any type, QP1).
+mad::InformInfo GenericSubscription(uint16_t trap, uint32_t producer, uint16_t lid_begin,
+                                    uint16_t lid_end) {
   mad::InformInfo info;
-  info.LIDRangeBegin = 0xFFFF;
+  info.LIDRangeBegin = lid_begin;
+  info.LIDRangeEnd = lid_end;
   info.IsGeneric = 1;
   info.Subscribe = 1;
   info.Type = 0xFFFF;
-  info.TrapNumberDeviceID = 64;
+  info.TrapNumberDeviceID = trap;
   info.QPN = 1;
-  info.ProducerTypeVendorID = 0xFFFFFF;
-  std::array<uint8_t, kSaDataBytes> data{};
+  info.ProducerTypeVendorID = producer;
+  return info;
+}
+
+// SubnAdmSet(InformInfo) from `lid`; `data` holds the record while the request is used.
+SaRequest InformSet(const mad::InformInfo& info, uint16_t lid,
+                    std::array<uint8_t, kSaDataBytes>& data) {
   info.Pack(std::span<uint8_t>(data).first(mad::InformInfo::kSize));
   SaRequest r;
   r.method = kSaMethodSet;
   r.attribute = kSaAttrInformInfo;
   r.data = data;
   r.requester_lid = lid;
+  return r;
+}
+
+TEST_F(SaTest, InformInfoSubscriptionAndTrap64Report) {
+  const EndPort subscriber = hosts_[0];
+  const uint16_t lid = Lid(subnet_, subscriber);
+  mad::InformInfo info = GenericSubscription(64, 0xFFFFFF, 0xFFFF, 0);
+  std::array<uint8_t, kSaDataBytes> data{};
+  SaRequest r = InformSet(info, lid, data);
   ASSERT_EQ(sa_.Query(r).status, kSaStatusOk);
   ASSERT_EQ(sa_.subscriptions().size(), 1u);
   Query<mad::InformInfoRecord> iir;
@@ -485,6 +501,67 @@ TEST_F(SaTest, InformInfoSubscriptionAndTrap64Report) {
   EXPECT_EQ(sa_.Query(r).status, kSaStatusOk);
   EXPECT_TRUE(sa_.subscriptions().empty());
   EXPECT_EQ(sa_.Query(r).status, kSaStatusReqInvalid);
+}
+
+// Traps from SMAs go on as Report(Notice) to the subscribers whose InformInfo matches
+// (IBA 13.4.8.3): one Report per matching subscription, none for the others. The SmpNotice
+// bytes are written from the spec's Notice table (13.4.8.2), not from the codec.
+TEST_F(SaTest, TrapsFromSmasAreForwardedToMatchingSubscribers) {
+  const auto subscribe = [&](const EndPort& who, uint16_t trap, uint32_t producer,
+                             uint16_t lid_begin, uint16_t lid_end) {
+    std::array<uint8_t, kSaDataBytes> data{};
+    const mad::InformInfo info = GenericSubscription(trap, producer, lid_begin, lid_end);
+    ASSERT_EQ(sa_.Query(InformSet(info, Lid(subnet_, who), data)).status, kSaStatusOk);
+  };
+  const EndPort issuer = hosts_[2];
+  const uint16_t issuer_lid = Lid(subnet_, issuer);
+  subscribe(hosts_[0], 256, 0xFFFFFF, 0xFFFF, 0);  // every bad M_Key
+  subscribe(hosts_[1], 0xFFFF, 1, issuer_lid, 0);  // anything a CA at that LID says
+  subscribe(hosts_[3], 257, 0xFFFFFF, 0xFFFF, 0);  // another trap number
+  subscribe(hosts_[3], 0xFFFF, 2, 0xFFFF, 0);      // switches only
+  subscribe(hosts_[3], 0xFFFF, 0xFFFFFF, issuer_lid + 1, issuer_lid + 3);  // other LIDs
+  ASSERT_EQ(sa_.subscriptions().size(), 5u);
+
+  // Trap 256 from a CA port: IsGeneric 1 | Type 2, ProducerType 1, TrapNumber 256,
+  // IssuerLID, NoticeCount 1, details from byte 10 (here: LIDADDR at detail byte 2).
+  std::array<uint8_t, 64> trap{};
+  trap[0] = 0x82;
+  trap[3] = 1;
+  trap[4] = 0x01;
+  trap[5] = 0x00;
+  trap[6] = static_cast<uint8_t>(issuer_lid >> 8);
+  trap[7] = static_cast<uint8_t>(issuer_lid);
+  trap[9] = 1;
+  trap[12] = trap[6];
+  trap[13] = trap[7];
+  const auto reports = sa_.ForwardTrap(trap);
+  ASSERT_EQ(reports.size(), 2u);
+  std::set<uint16_t> to;
+  std::set<uint64_t> tids;
+  for (const SaOutgoing& r : reports) {
+    to.insert(r.to.lid);
+    const MadBytes& m = r.mad;
+    EXPECT_EQ(m[1], kClassSubnAdm);
+    EXPECT_EQ(m[2], 2);
+    EXPECT_EQ(m[3], kSaMethodReport);
+    EXPECT_EQ(m[16] << 8 | m[17], kSaAttrNotice);
+    uint64_t tid = 0;
+    for (int b = 0; b < 8; ++b) tid = tid << 8 | m[8 + b];
+    tids.insert(tid);
+    EXPECT_EQ(r.to.qpn, 1u);
+    EXPECT_EQ(r.to.qkey, 0x80010000u);
+    // The Notice: the trap's 64 bytes unchanged, then IssuerGID (the issuer's port GID).
+    EXPECT_TRUE(std::equal(trap.begin(), trap.end(), m.begin() + kSaHeaderBytes));
+    const Gid gid = sa_.GidOf(issuer);
+    EXPECT_TRUE(std::equal(gid.begin(), gid.end(), m.begin() + kSaHeaderBytes + 64));
+  }
+  EXPECT_EQ(to, (std::set<uint16_t>{Lid(subnet_, hosts_[0]), Lid(subnet_, hosts_[1])}));
+  EXPECT_EQ(tids.size(), 2u) << "a TID per Report";
+
+  // A vendor-specific notice (IsGeneric 0) matches none of these generic subscriptions.
+  trap[0] = 0x02;
+  EXPECT_TRUE(sa_.ForwardTrap(trap).empty());
+  EXPECT_TRUE(sa_.ForwardTrap(std::span<const uint8_t>(trap).first(10)).empty()) << "too short";
 }
 
 // Garbage in every attribute, method and mask: one well-formed answer each, never a crash

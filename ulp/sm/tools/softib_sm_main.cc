@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
     return OpenUmadPort(port_options, &error);
   };
   if (query) {
-    port_options.issm = false;
+    port_options.issm = al_options.issm = false;
     port_options.sm_agents = al_options.sm_agents = false;
     port_options.sa_server = al_options.sa_server = false;
     uint16_t sm_lid = 0;

@@ -1563,4 +1563,294 @@ class Trap144DetailsView : public Trap144DetailsConstView {
   std::span<uint8_t> mutable_bytes_;
 };
 
+/// DataDetails of trap 256: an SMP failed the M_Key check (IBA 14.2.5.1). The DR fields
+/// describe a directed-route SMP's return path (DRNotice = 1).
+struct Trap256Details {
+  static constexpr std::size_t kSize = 54;
+  static constexpr std::string_view kName = "Trap256Details";
+  static const codec::FormatDesc& Desc();
+
+  uint16_t Reserved1{};                          // 16 bits @ 0[7], reserved
+  uint16_t LIDADDR{};                            // 16 bits @ 2[7]
+  uint16_t DRSLID{};                             // 16 bits @ 4[7]
+  uint8_t Method{};                              // 8 bits @ 6[7]
+  uint8_t Reserved2{};                           // 8 bits @ 7[7], reserved
+  uint16_t AttributeID{};                        // 16 bits @ 8[7]
+  uint32_t AttributeModifier{};                  // 32 bits @ 10[7]
+  uint64_t M_Key{};                              // 64 bits @ 14[7]
+  uint8_t Reserved3{};                           // 8 bits @ 22[7], reserved
+  uint8_t DRNotice{};                            // 1 bit @ 23[7], bool
+  uint8_t DRPathTruncated{};                     // 1 bit @ 23[6], bool
+  uint8_t DRHopCount{};                          // 6 bits @ 23[5]
+  std::array<uint8_t, 30> DRNoticeReturnPath{};  // 240 bits @ 24[7], bytes
+
+  bool Unpack(std::span<const uint8_t> bytes);
+  bool Pack(std::span<uint8_t> out) const;
+  std::array<uint8_t, kSize> Pack() const;
+  std::vector<codec::Problem> Validate() const;
+  void Print(std::ostream& os) const;
+  bool operator==(const Trap256Details&) const = default;
+};
+
+class Trap256DetailsConstView {
+ public:
+  explicit Trap256DetailsConstView(std::span<const uint8_t> bytes) : bytes_(bytes) {
+    assert(bytes.size() >= Trap256Details::kSize);
+  }
+  uint16_t Reserved1() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<0, 16>(bytes_.data()));
+  }
+  uint16_t LIDADDR() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<16, 16>(bytes_.data()));
+  }
+  uint16_t DRSLID() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<32, 16>(bytes_.data()));
+  }
+  uint8_t Method() const { return static_cast<uint8_t>(codec::GetFieldBits<48, 8>(bytes_.data())); }
+  uint8_t Reserved2() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<56, 8>(bytes_.data()));
+  }
+  uint16_t AttributeID() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<64, 16>(bytes_.data()));
+  }
+  uint32_t AttributeModifier() const {
+    return static_cast<uint32_t>(codec::GetFieldBits<80, 32>(bytes_.data()));
+  }
+  uint64_t M_Key() const {
+    return static_cast<uint64_t>(codec::GetFieldBits<112, 64>(bytes_.data()));
+  }
+  uint8_t Reserved3() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<176, 8>(bytes_.data()));
+  }
+  uint8_t DRNotice() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<184, 1>(bytes_.data()));
+  }
+  uint8_t DRPathTruncated() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<185, 1>(bytes_.data()));
+  }
+  uint8_t DRHopCount() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<186, 6>(bytes_.data()));
+  }
+  std::span<const uint8_t, 30> DRNoticeReturnPath() const { return bytes_.subspan<24, 30>(); }
+
+ protected:
+  std::span<const uint8_t> bytes_;
+};
+
+class Trap256DetailsView : public Trap256DetailsConstView {
+ public:
+  explicit Trap256DetailsView(std::span<uint8_t> bytes)
+      : Trap256DetailsConstView(bytes), mutable_bytes_(bytes) {}
+  void set_Reserved1(uint16_t v) const { codec::SetFieldBits<0, 16>(mutable_bytes_.data(), v); }
+  void set_LIDADDR(uint16_t v) const { codec::SetFieldBits<16, 16>(mutable_bytes_.data(), v); }
+  void set_DRSLID(uint16_t v) const { codec::SetFieldBits<32, 16>(mutable_bytes_.data(), v); }
+  void set_Method(uint8_t v) const { codec::SetFieldBits<48, 8>(mutable_bytes_.data(), v); }
+  void set_Reserved2(uint8_t v) const { codec::SetFieldBits<56, 8>(mutable_bytes_.data(), v); }
+  void set_AttributeID(uint16_t v) const { codec::SetFieldBits<64, 16>(mutable_bytes_.data(), v); }
+  void set_AttributeModifier(uint32_t v) const {
+    codec::SetFieldBits<80, 32>(mutable_bytes_.data(), v);
+  }
+  void set_M_Key(uint64_t v) const { codec::SetFieldBits<112, 64>(mutable_bytes_.data(), v); }
+  void set_Reserved3(uint8_t v) const { codec::SetFieldBits<176, 8>(mutable_bytes_.data(), v); }
+  void set_DRNotice(uint8_t v) const { codec::SetFieldBits<184, 1>(mutable_bytes_.data(), v); }
+  void set_DRPathTruncated(uint8_t v) const {
+    codec::SetFieldBits<185, 1>(mutable_bytes_.data(), v);
+  }
+  void set_DRHopCount(uint8_t v) const { codec::SetFieldBits<186, 6>(mutable_bytes_.data(), v); }
+  std::span<uint8_t, 30> DRNoticeReturnPath() const { return mutable_bytes_.subspan<24, 30>(); }
+  void set_DRNoticeReturnPath(std::span<const uint8_t, 30> v) const {
+    codec::CopyBytes(DRNoticeReturnPath(), v);
+  }
+
+ private:
+  std::span<uint8_t> mutable_bytes_;
+};
+
+/// DataDetails of traps 257 (bad P_Key) and 258 (bad Q_Key): a packet from LIDADDR1/QP1
+/// to LIDADDR2/QP2 on SL carried KEY, which did not match (IBA 14.2.5.1).
+struct Trap257_258Details {
+  static constexpr std::size_t kSize = 54;
+  static constexpr std::string_view kName = "Trap257_258Details";
+  static const codec::FormatDesc& Desc();
+
+  uint16_t Reserved1{};                // 16 bits @ 0[7], reserved
+  uint16_t LIDADDR1{};                 // 16 bits @ 2[7]
+  uint16_t LIDADDR2{};                 // 16 bits @ 4[7]
+  uint32_t KEY{};                      // 32 bits @ 6[7]
+  uint8_t SL{};                        // 4 bits @ 10[7]
+  uint8_t Reserved2{};                 // 4 bits @ 10[3], reserved
+  uint32_t QP1{};                      // 24 bits @ 11[7]
+  uint8_t Reserved3{};                 // 8 bits @ 14[7], reserved
+  uint32_t QP2{};                      // 24 bits @ 15[7]
+  std::array<uint8_t, 16> GIDADDR1{};  // 128 bits @ 18[7], gid
+  std::array<uint8_t, 16> GIDADDR2{};  // 128 bits @ 34[7], gid
+  uint32_t Reserved4{};                // 32 bits @ 50[7], reserved
+
+  bool Unpack(std::span<const uint8_t> bytes);
+  bool Pack(std::span<uint8_t> out) const;
+  std::array<uint8_t, kSize> Pack() const;
+  std::vector<codec::Problem> Validate() const;
+  void Print(std::ostream& os) const;
+  bool operator==(const Trap257_258Details&) const = default;
+};
+
+class Trap257_258DetailsConstView {
+ public:
+  explicit Trap257_258DetailsConstView(std::span<const uint8_t> bytes) : bytes_(bytes) {
+    assert(bytes.size() >= Trap257_258Details::kSize);
+  }
+  uint16_t Reserved1() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<0, 16>(bytes_.data()));
+  }
+  uint16_t LIDADDR1() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<16, 16>(bytes_.data()));
+  }
+  uint16_t LIDADDR2() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<32, 16>(bytes_.data()));
+  }
+  uint32_t KEY() const { return static_cast<uint32_t>(codec::GetFieldBits<48, 32>(bytes_.data())); }
+  uint8_t SL() const { return static_cast<uint8_t>(codec::GetFieldBits<80, 4>(bytes_.data())); }
+  uint8_t Reserved2() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<84, 4>(bytes_.data()));
+  }
+  uint32_t QP1() const { return static_cast<uint32_t>(codec::GetFieldBits<88, 24>(bytes_.data())); }
+  uint8_t Reserved3() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<112, 8>(bytes_.data()));
+  }
+  uint32_t QP2() const {
+    return static_cast<uint32_t>(codec::GetFieldBits<120, 24>(bytes_.data()));
+  }
+  std::span<const uint8_t, 16> GIDADDR1() const { return bytes_.subspan<18, 16>(); }
+  std::span<const uint8_t, 16> GIDADDR2() const { return bytes_.subspan<34, 16>(); }
+  uint32_t Reserved4() const {
+    return static_cast<uint32_t>(codec::GetFieldBits<400, 32>(bytes_.data()));
+  }
+
+ protected:
+  std::span<const uint8_t> bytes_;
+};
+
+class Trap257_258DetailsView : public Trap257_258DetailsConstView {
+ public:
+  explicit Trap257_258DetailsView(std::span<uint8_t> bytes)
+      : Trap257_258DetailsConstView(bytes), mutable_bytes_(bytes) {}
+  void set_Reserved1(uint16_t v) const { codec::SetFieldBits<0, 16>(mutable_bytes_.data(), v); }
+  void set_LIDADDR1(uint16_t v) const { codec::SetFieldBits<16, 16>(mutable_bytes_.data(), v); }
+  void set_LIDADDR2(uint16_t v) const { codec::SetFieldBits<32, 16>(mutable_bytes_.data(), v); }
+  void set_KEY(uint32_t v) const { codec::SetFieldBits<48, 32>(mutable_bytes_.data(), v); }
+  void set_SL(uint8_t v) const { codec::SetFieldBits<80, 4>(mutable_bytes_.data(), v); }
+  void set_Reserved2(uint8_t v) const { codec::SetFieldBits<84, 4>(mutable_bytes_.data(), v); }
+  void set_QP1(uint32_t v) const { codec::SetFieldBits<88, 24>(mutable_bytes_.data(), v); }
+  void set_Reserved3(uint8_t v) const { codec::SetFieldBits<112, 8>(mutable_bytes_.data(), v); }
+  void set_QP2(uint32_t v) const { codec::SetFieldBits<120, 24>(mutable_bytes_.data(), v); }
+  std::span<uint8_t, 16> GIDADDR1() const { return mutable_bytes_.subspan<18, 16>(); }
+  void set_GIDADDR1(std::span<const uint8_t, 16> v) const { codec::CopyBytes(GIDADDR1(), v); }
+  std::span<uint8_t, 16> GIDADDR2() const { return mutable_bytes_.subspan<34, 16>(); }
+  void set_GIDADDR2(std::span<const uint8_t, 16> v) const { codec::CopyBytes(GIDADDR2(), v); }
+  void set_Reserved4(uint32_t v) const { codec::SetFieldBits<400, 32>(mutable_bytes_.data(), v); }
+
+ private:
+  std::span<uint8_t> mutable_bytes_;
+};
+
+/// DataDetails of trap 259: a switch external port's partition enforcement dropped a packet
+/// (IBA 14.2.5.1). DataValid says which fields hold a value (bit 0 LIDADDR1, 1 LIDADDR2,
+/// 2 PKEY, 3 SL, 4 QP1, 5 QP2, 6 GIDADDR1, 7 GIDADDR2).
+struct Trap259Details {
+  static constexpr std::size_t kSize = 54;
+  static constexpr std::string_view kName = "Trap259Details";
+  static const codec::FormatDesc& Desc();
+
+  uint16_t DataValid{};                // 16 bits @ 0[7]
+  uint16_t LIDADDR1{};                 // 16 bits @ 2[7]
+  uint16_t LIDADDR2{};                 // 16 bits @ 4[7]
+  uint16_t PKEY{};                     // 16 bits @ 6[7]
+  uint8_t SL{};                        // 4 bits @ 8[7]
+  uint8_t Reserved1{};                 // 4 bits @ 8[3], reserved
+  uint32_t QP1{};                      // 24 bits @ 9[7]
+  uint8_t Reserved2{};                 // 8 bits @ 12[7], reserved
+  uint32_t QP2{};                      // 24 bits @ 13[7]
+  std::array<uint8_t, 16> GIDADDR1{};  // 128 bits @ 16[7], gid
+  std::array<uint8_t, 16> GIDADDR2{};  // 128 bits @ 32[7], gid
+  uint16_t SWLIDADDR{};                // 16 bits @ 48[7]
+  uint8_t PortNo{};                    // 8 bits @ 50[7]
+  uint32_t Reserved3{};                // 24 bits @ 51[7], reserved
+
+  bool Unpack(std::span<const uint8_t> bytes);
+  bool Pack(std::span<uint8_t> out) const;
+  std::array<uint8_t, kSize> Pack() const;
+  std::vector<codec::Problem> Validate() const;
+  void Print(std::ostream& os) const;
+  bool operator==(const Trap259Details&) const = default;
+};
+
+class Trap259DetailsConstView {
+ public:
+  explicit Trap259DetailsConstView(std::span<const uint8_t> bytes) : bytes_(bytes) {
+    assert(bytes.size() >= Trap259Details::kSize);
+  }
+  uint16_t DataValid() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<0, 16>(bytes_.data()));
+  }
+  uint16_t LIDADDR1() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<16, 16>(bytes_.data()));
+  }
+  uint16_t LIDADDR2() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<32, 16>(bytes_.data()));
+  }
+  uint16_t PKEY() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<48, 16>(bytes_.data()));
+  }
+  uint8_t SL() const { return static_cast<uint8_t>(codec::GetFieldBits<64, 4>(bytes_.data())); }
+  uint8_t Reserved1() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<68, 4>(bytes_.data()));
+  }
+  uint32_t QP1() const { return static_cast<uint32_t>(codec::GetFieldBits<72, 24>(bytes_.data())); }
+  uint8_t Reserved2() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<96, 8>(bytes_.data()));
+  }
+  uint32_t QP2() const {
+    return static_cast<uint32_t>(codec::GetFieldBits<104, 24>(bytes_.data()));
+  }
+  std::span<const uint8_t, 16> GIDADDR1() const { return bytes_.subspan<16, 16>(); }
+  std::span<const uint8_t, 16> GIDADDR2() const { return bytes_.subspan<32, 16>(); }
+  uint16_t SWLIDADDR() const {
+    return static_cast<uint16_t>(codec::GetFieldBits<384, 16>(bytes_.data()));
+  }
+  uint8_t PortNo() const {
+    return static_cast<uint8_t>(codec::GetFieldBits<400, 8>(bytes_.data()));
+  }
+  uint32_t Reserved3() const {
+    return static_cast<uint32_t>(codec::GetFieldBits<408, 24>(bytes_.data()));
+  }
+
+ protected:
+  std::span<const uint8_t> bytes_;
+};
+
+class Trap259DetailsView : public Trap259DetailsConstView {
+ public:
+  explicit Trap259DetailsView(std::span<uint8_t> bytes)
+      : Trap259DetailsConstView(bytes), mutable_bytes_(bytes) {}
+  void set_DataValid(uint16_t v) const { codec::SetFieldBits<0, 16>(mutable_bytes_.data(), v); }
+  void set_LIDADDR1(uint16_t v) const { codec::SetFieldBits<16, 16>(mutable_bytes_.data(), v); }
+  void set_LIDADDR2(uint16_t v) const { codec::SetFieldBits<32, 16>(mutable_bytes_.data(), v); }
+  void set_PKEY(uint16_t v) const { codec::SetFieldBits<48, 16>(mutable_bytes_.data(), v); }
+  void set_SL(uint8_t v) const { codec::SetFieldBits<64, 4>(mutable_bytes_.data(), v); }
+  void set_Reserved1(uint8_t v) const { codec::SetFieldBits<68, 4>(mutable_bytes_.data(), v); }
+  void set_QP1(uint32_t v) const { codec::SetFieldBits<72, 24>(mutable_bytes_.data(), v); }
+  void set_Reserved2(uint8_t v) const { codec::SetFieldBits<96, 8>(mutable_bytes_.data(), v); }
+  void set_QP2(uint32_t v) const { codec::SetFieldBits<104, 24>(mutable_bytes_.data(), v); }
+  std::span<uint8_t, 16> GIDADDR1() const { return mutable_bytes_.subspan<16, 16>(); }
+  void set_GIDADDR1(std::span<const uint8_t, 16> v) const { codec::CopyBytes(GIDADDR1(), v); }
+  std::span<uint8_t, 16> GIDADDR2() const { return mutable_bytes_.subspan<32, 16>(); }
+  void set_GIDADDR2(std::span<const uint8_t, 16> v) const { codec::CopyBytes(GIDADDR2(), v); }
+  void set_SWLIDADDR(uint16_t v) const { codec::SetFieldBits<384, 16>(mutable_bytes_.data(), v); }
+  void set_PortNo(uint8_t v) const { codec::SetFieldBits<400, 8>(mutable_bytes_.data(), v); }
+  void set_Reserved3(uint32_t v) const { codec::SetFieldBits<408, 24>(mutable_bytes_.data(), v); }
+
+ private:
+  std::span<uint8_t> mutable_bytes_;
+};
+
 }  // namespace softib::mad

@@ -17,6 +17,7 @@
 
 #include "softib/mad/mad_sm.h"
 #include "softib/smp/directed_route.h"
+#include "softib/smp/traps.h"
 
 namespace softib::fabric {
 
@@ -120,12 +121,15 @@ class Switch {
   // The physical link of an external port came up (logical state Init) or went down.
   void SetLinkUp(uint8_t port, bool up);
   // Traps due at `now_ns` (the host's clock), routed from the management port: Trap 128
-  // once a link event set PortStateChange, repeated every subnet timeout until repressed.
+  // once a link event set PortStateChange, 256 when an SMP failed the M_Key check, 259
+  // when partition enforcement dropped a packet; each repeated every subnet timeout until
+  // repressed, one per trap number outstanding.
   std::vector<Transmit> PollTraps(uint64_t now_ns);
   // When PollTraps has something to send (UINT64_MAX: nothing outstanding).
   uint64_t next_trap_ns() const;
-  uint64_t traps_sent() const { return traps_sent_; }
-  bool trap_outstanding() const { return trap_.has_value(); }
+  uint64_t traps_sent() const { return traps_.sent(); }
+  bool trap_outstanding() const { return !traps_.empty(); }
+  bool trap_outstanding(uint16_t trap_number) const { return traps_.outstanding(trap_number); }
   // Seconds on the host's clock, for the M_Key lease period.
   void SetTimeSeconds(uint64_t now) { now_seconds_ = now; }
 
@@ -171,8 +175,10 @@ class Switch {
                    std::span<uint8_t, 64> data) const;
   void LinkStateChanged(Port& port, uint8_t new_state);
   // traps.cc
+  void RaiseTrap(uint8_t type, uint16_t trap, std::span<const uint8_t> details);
   void RaiseTrap128();
-  bool Repress(uint64_t tid);  // TrapRepress of the outstanding trap's TID
+  // Trap 259 for a data packet partition enforcement dropped at external port `port`.
+  void RaiseTrap259(uint8_t port, std::span<const uint8_t> packet);
   // tables.cc
   uint16_t PKeyTableAccess(bool set, uint32_t modifier, std::span<uint8_t, 64> data);
   uint16_t SlToVlAccess(bool set, uint32_t modifier, std::span<uint8_t, 64> data);
@@ -187,8 +193,10 @@ class Switch {
   RouteResult RouteSmpToSmi(uint8_t ingress, std::span<const uint8_t> packet, bool intact);
   RouteResult RouteByLid(uint8_t ingress, uint16_t dlid, bool vl15, std::vector<uint8_t> bytes);
   // partitions.cc: IBA 10.9.2 partition enforcement on external ports.
-  bool PKeyAllowed(uint8_t port, uint16_t pkey, bool inbound);
-  RouteResult EnforceOutbound(RouteResult result, uint16_t pkey, uint8_t ingress);
+  // A refused packet counts in the port's P_KeyViolations and raises trap 259.
+  bool PKeyAllowed(uint8_t port, uint16_t pkey, bool inbound, std::span<const uint8_t> packet);
+  RouteResult EnforceOutbound(RouteResult result, uint16_t pkey, uint8_t ingress,
+                              std::span<const uint8_t> packet);
   void AnswerSmp(uint8_t ingress, std::span<const uint8_t> packet, std::vector<Transmit>* out,
                  int depth);
   void Emit(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
@@ -206,15 +214,7 @@ class Switch {
   smp::Drop last_smp_drop_ = smp::Drop::kNone;
   uint64_t now_seconds_ = 0;
   std::optional<uint64_t> mkey_lease_start_;
-  struct PendingTrap {
-    uint64_t tid = 0;
-    uint64_t next_ns = 0;
-    uint16_t notice_count = 0;  // 0 until first sent
-  };
-  std::optional<PendingTrap> trap_;
-  uint32_t trap_count_ = 0;
-  uint16_t notice_count_ = 0;
-  uint64_t traps_sent_ = 0;
+  smp::TrapQueue traps_{0x5357};  // TIDs "SW": ours, not an SM's
 };
 
 }  // namespace softib::fabric

@@ -5,9 +5,10 @@
 // (0x03, version 2) with RMPP on QP1 — as IBAL's ib_reg_mad_svc does. The AL matches
 // responses by TID, segments and reassembles RMPP transfers (windows, ACKs, retransmission),
 // and its SMI applies the directed-route rules; the port's own SMA (HopCount 0) is asked by
-// the LocalMad verb, whose answer comes back as a received MAD. CapabilityMask.IsSM is not
-// set: the HCA refuses ModifyCa(IS_SM) (hca/device: no SM inside the device), so another SM
-// does not find this one by PortInfo.
+// the LocalMad verb, whose answer comes back as a received MAD. With `issm`, the port's
+// CapabilityMask.IsSM is set (ModifyCa) while the port is open — other SMs find this one by
+// PortInfo, and the port's SMA tells the master by trap 144 — and cleared on close (the AL
+// clears it as well when the process's file closes, if it dies).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct AlMadPortOptions {
   bool sm_agents = true;  // services for SMPs (Get/Set/Trap received unsolicited)
   bool sa_agent = true;   // a SubnAdm service (RMPP): a server's or a requester's
   bool sa_server = true;  // receive Get/Set/GetTable/Delete/GetMulti requests
+  bool issm = true;       // with sm_agents: advertise IsSM on the port while open (an SM)
 };
 
 // What the port reports once open: where SA queries go.

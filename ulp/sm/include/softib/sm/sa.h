@@ -124,6 +124,9 @@ class SubnetAdmin {
   // builds Report(Notice) MADs, trap 64 (GID in service) and 65 (GID out of service), for the
   // subscribers that asked for them.
   std::vector<SaOutgoing> NoticesForChanges(const Subnet& before);
+  // A trap the SM received (the 64-byte SmpNotice of its SubnTrap): a Report(Notice) with the
+  // issuer's GID added for every subscriber whose InformInfo matches it.
+  std::vector<SaOutgoing> ForwardTrap(std::span<const uint8_t> smp_notice);
 
   // The end port that owns a port GUID (switch: node GUID, port 0).
   std::optional<EndPort> PortByGuid(uint64_t guid) const;
@@ -169,6 +172,10 @@ class SubnetAdmin {
   SaResult Inform(const SaRequest& r);
   SaResult InformRecords(const SaRequest& r);
   void ExpireServices(double now);
+  // Report(Notice) MADs of `notice` for the matching subscriptions; `subject_*`: the port the
+  // notice is about (matched against the subscriptions' GID or LID range).
+  std::vector<SaOutgoing> ReportsFor(const mad::Notice& notice, const Gid& subject_gid,
+                                     uint16_t subject_lid);
   // A GetTable/GetMulti answer as one RMPP transfer (sa_rmpp.cc).
   void AnswerByRmpp(SaOutgoing& reply, SaResult& result, std::size_t stride);
 

@@ -85,6 +85,7 @@ class SubnetManager {
   uint64_t guid() const { return guid_; }
   SmState state() const { return state_; }
   unsigned traps() const { return traps_; }
+  uint64_t notices_sent() const { return notices_sent_; }
 
  private:
   // A progress line (at most one per progress_interval_s unless `force`): the phase, what
@@ -100,6 +101,9 @@ class SubnetManager {
   // An SA answer: one MAD, or an RMPP transfer when the port does RMPP.
   void SendSaReply(const SaOutgoing& reply);
   void AnswerRequest(const ReceivedMad& request);
+  // sm_traps.cc: a SubnTrap(Notice) from an SMA: repressed, acted on, forwarded to the SA's
+  // subscribers.
+  void HandleTrap(const ReceivedMad& trap);
   SmIdentity Self() const;
   // SMInfo Set HANDOVER to `better`; on success we are its STANDBY.
   bool HandOver(const PeerSm& better);
