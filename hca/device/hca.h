@@ -173,6 +173,9 @@ class Hca {
   // state when it sweeps).
   // True while some trap waits for its TrapRepress: the owner keeps calling Tick.
   bool traps_pending() const;
+  // When the next trap is due to go out again (the Tick clock; UINT64_MAX: none waits), so
+  // the owner ticks then rather than every millisecond while an SM does not answer.
+  uint64_t next_trap_ns() const;
 
   // --- a device without special QPs (management.cc) -------------------------------------
   // softibd's light hosts have no Access Layer above the device to own QP0 and QP1: their

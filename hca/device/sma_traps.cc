@@ -11,6 +11,12 @@ bool Hca::traps_pending() const {
   return std::any_of(ports_.begin(), ports_.end(), [](const Port& p) { return !p.traps.empty(); });
 }
 
+uint64_t Hca::next_trap_ns() const {
+  uint64_t next = UINT64_MAX;
+  for (const Port& p : ports_) next = std::min(next, p.traps.next_ns());
+  return next;
+}
+
 void Hca::RaiseTrap(Port& p, uint8_t type, uint16_t trap, std::span<const uint8_t> details) {
   if (p.lid == 0 || p.sm_lid == 0) return;  // no SM to tell
   // The SM above this very port made the change (IsSM) or sees it itself; once it is gone,

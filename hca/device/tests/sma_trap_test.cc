@@ -105,8 +105,10 @@ TEST(SmaTrap, Trap144WhenIsSmIsSetThenRepeatedUntilRepressed) {
   for (std::size_t i = 84; i < 128; ++i) EXPECT_EQ(m[i], 0) << i;
   EXPECT_TRUE(s.hca.traps_pending());
 
-  // Nothing before the subnet timeout (4.096 us << 18), the same trap after it.
+  // Nothing before the subnet timeout (4.096 us << 18), the same trap after it; the owner
+  // is told to tick then.
   const uint64_t interval = 4096ull << 18;
+  EXPECT_EQ(s.hca.next_trap_ns(), 10 * kOneSecondNs + interval);
   s.hca.Tick(10 * kOneSecondNs + interval - 1);
   EXPECT_TRUE(s.Sent().empty());
   // IsSM cleared meanwhile: the outstanding trap says so from its next repeat on.
@@ -127,8 +129,10 @@ TEST(SmaTrap, Trap144WhenIsSmIsSetThenRepeatedUntilRepressed) {
   wrong[15] ^= 1;
   EXPECT_EQ(Process(s.hca, 1, wrong).result, LocalMadResult::kNoReply);
   EXPECT_TRUE(s.hca.traps_pending());
+  EXPECT_EQ(s.hca.next_trap_ns(), 10 * kOneSecondNs + 2 * interval);
   EXPECT_EQ(Process(s.hca, 1, RepressOf(m)).result, LocalMadResult::kNoReply);
   EXPECT_FALSE(s.hca.traps_pending());
+  EXPECT_EQ(s.hca.next_trap_ns(), UINT64_MAX);
   s.hca.Tick(100 * kOneSecondNs);
   EXPECT_TRUE(s.Sent().empty());
 

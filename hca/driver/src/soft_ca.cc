@@ -134,10 +134,17 @@ void SoftCa::MarkRemoved() {
 
 // ---- time --------------------------------------------------------------------------------
 
-void SoftCa::ArmTickLocked() {
-  if (tick_armed_ || removed()) return;
+void SoftCa::ArmTickLocked(uint64_t due_ns) {
+  // The RC path calls this per doorbell: an armed tick within one period needs no clock read.
+  if (removed() || (tick_armed_ && !tick_late_)) return;
+  const uint64_t now = SteadyNowNs();
+  const uint64_t soon = now + static_cast<uint64_t>(kTickPeriod.count());
+  const uint64_t at = std::max(due_ns, soon);
+  if (tick_armed_ && tick_due_ns_ <= at) return;
   tick_armed_ = true;
-  kernel::KeSetTimer(&timer_, kTickPeriod, &tick_dpc_);
+  tick_late_ = at > soon;
+  tick_due_ns_ = at;
+  kernel::KeSetTimer(&timer_, std::chrono::nanoseconds(at - now), &tick_dpc_);  // re-arms
 }
 
 void SoftCa::TickDpc(kernel::Kdpc*, void* context, void*, void*) {

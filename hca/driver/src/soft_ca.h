@@ -155,7 +155,9 @@ class SoftCa final : public ci::CaInterface {
   bool has_rings() const { return !ring_qps_.empty() || !ring_cqs_.empty() || !ring_srqs_.empty(); }
   // Completes waiting IRPs with queued news; never with the lock held.
   void FlushEvents();
-  void ArmTickLocked();
+  // A Tick at `due_ns` (steady clock), one period from now at the earliest (0: then); a tick
+  // armed for sooner stays.
+  void ArmTickLocked(uint64_t due_ns = 0);
   static void TickDpc(kernel::Kdpc* dpc, void* context, void* arg1, void* arg2);
 
   kernel::Node* const node_;
@@ -174,6 +176,8 @@ class SoftCa final : public ci::CaInterface {
   std::map<uint32_t, RingSrq> ring_srqs_;
   uint32_t next_region_id_ = 1;
   bool tick_armed_ = false;
+  bool tick_late_ = false;    // armed for later than one period (a trap's next repeat)
+  uint64_t tick_due_ns_ = 0;  // when the armed tick runs
   kernel::Ktimer timer_;
   kernel::Kdpc tick_dpc_;
   std::shared_ptr<DmaAccessor> kernel_dma_;
@@ -192,7 +196,8 @@ class SoftCa::Locked {
   }
   ~Locked() {
     if (ca_->has_rings() && !ca_->removed()) ca_->AfterDeviceCallLocked();
-    if (ca_->hca_.traps_pending()) ca_->ArmTickLocked();  // repeated until repressed
+    // A trap is repeated until repressed: a tick when it is next due.
+    if (const uint64_t due = ca_->hca_.next_trap_ns(); due != UINT64_MAX) ca_->ArmTickLocked(due);
     ca_->lock_.Release(previous_);
     ca_->FlushEvents();
   }
