@@ -3,10 +3,10 @@
 // read sets the bit again and the switch traps anew.
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <string>
 #include <vector>
 
+#include "queued_port.h"
 #include "softib/mad/mad_sm.h"
 #include "softib/sm/discovery.h"
 #include "softib/sm/smp.h"
@@ -16,7 +16,7 @@ namespace {
 
 // The SM's CA (GUID 0xA, one port) cabled to port 1 of a two-port switch (GUID 0x5) whose
 // port 2 is down; answers directed-route SMPs by hop count and logs every request.
-class CaAndSwitchPort : public MadPort {
+class CaAndSwitchPort : public QueuedPort {
  public:
   bool port_state_change = false;
   std::vector<std::string> log;  // "Get PortInfo @1 port 2", in the order the SMPs were sent
@@ -75,16 +75,7 @@ class CaAndSwitchPort : public MadPort {
     pending.push_back(r);
     return PortStatus::kOk;
   }
-  PortStatus Receive(ReceivedMad& out, int) override {
-    if (pending.empty()) return PortStatus::kTimeout;
-    out = pending.front();
-    pending.pop_front();
-    return PortStatus::kOk;
-  }
   std::string Describe() const override { return "CA + switch"; }
-  std::string LastError() const override { return ""; }
-
-  std::deque<ReceivedMad> pending;
 
  private:
   static std::string AttributeName(uint16_t attribute) {

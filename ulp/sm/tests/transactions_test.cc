@@ -2,8 +2,7 @@
 // limit, retries after timeouts and after the transport hands a send back.
 #include <gtest/gtest.h>
 
-#include <deque>
-
+#include "queued_port.h"
 #include "softib/sm/smp.h"
 #include "softib/sm/transactions.h"
 
@@ -12,7 +11,7 @@ namespace {
 
 // Answers requests with GetResp after a scripted number of drops; rewrites the TID's high
 // half as ibsim and umad2sim do.
-class ScriptedPort : public MadPort {
+class ScriptedPort : public QueuedPort {
  public:
   unsigned drop_first = 0;    // silently lose the first N sends
   unsigned bounce_first = 0;  // hand the first N sends back as failed
@@ -41,16 +40,7 @@ class ScriptedPort : public MadPort {
     max_outstanding = std::max<unsigned>(max_outstanding, static_cast<unsigned>(pending.size()));
     return PortStatus::kOk;
   }
-  PortStatus Receive(ReceivedMad& out, int) override {
-    if (pending.empty()) return PortStatus::kTimeout;
-    out = pending.front();
-    pending.pop_front();
-    return PortStatus::kOk;
-  }
   std::string Describe() const override { return "scripted"; }
-  std::string LastError() const override { return ""; }
-
-  std::deque<ReceivedMad> pending;
 };
 
 TEST(Transactions, MatchesOnLowTidAndKeepsTheWindow) {
