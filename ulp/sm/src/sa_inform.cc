@@ -6,15 +6,15 @@
 #include <set>
 
 #include "sa_internal.h"
+#include "softib/smp/traps.h"
 
 namespace softib::sm {
 namespace {
 
-constexpr uint16_t kTrapGidInService = 64;
-constexpr uint16_t kTrapGidOutOfService = 65;
-constexpr uint8_t kNoticeTypeInformational = 4;
-constexpr uint32_t kProducerClassManager = 4;
 using sa::kQKeyGsi;
+using smp::kProducerClassManager;
+using smp::kTrapGidInService;
+using smp::kTrapGidOutOfService;
 
 bool SameSubscription(const mad::InformInfo& a, const mad::InformInfo& b) {
   return a.GID == b.GID && a.LIDRangeBegin == b.LIDRangeBegin && a.LIDRangeEnd == b.LIDRangeEnd &&
@@ -103,7 +103,7 @@ std::vector<SaOutgoing> SubnetAdmin::NoticesForChanges(const Subnet& before) {
   for (const auto& [trap, gid, lid] : events) {
     mad::Notice notice;
     notice.IsGeneric = 1;
-    notice.Type = kNoticeTypeInformational;
+    notice.Type = smp::kNoticeInformational;
     notice.ProducerTypeVendorID = kProducerClassManager;
     notice.TrapNumberDeviceID = trap;
     notice.IssuerLID = sm_lid;

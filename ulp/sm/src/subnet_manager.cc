@@ -198,17 +198,17 @@ std::string SweepReport::Summary(const Subnet& subnet) const {
   std::snprintf(
       line, sizeof line,
       "softib-sm: %s: %zu switches, %zu CAs, %zu links, %u LIDs (%u kept, %u from guid2lid, "
-      "%u new), %u LFT blocks (%s), %u P_Key blocks, %u MFT blocks, %u ports ACTIVE, %" PRIu64
-      " SMPs (%" PRIu64 " retries, %" PRIu64 " timeouts), routes %" PRIu64
+      "%u new), %u LFT blocks (%s, %u LID-routed), %u P_Key blocks, %u MFT blocks, %u ports "
+      "ACTIVE, %" PRIu64 " SMPs (%" PRIu64 " retries, %" PRIu64 " timeouts), routes %" PRIu64
       " pairs ok=%s max %u hops, %.3f s",
       !ok()                      ? "FAILED"
       : role == SmState::kMaster ? "MASTER, subnet up"
                                  : "STANDBY",
       subnet.Count(fabric::NodeType::kSwitch), subnet.Count(fabric::NodeType::kCa),
       subnet.LinkCount(), lids.end_ports, lids.kept, lids.from_file, lids.assigned,
-      configure.lft_blocks, engine.c_str(), pkeys.blocks, mcast.blocks, configure.activated,
-      tx.sent, tx.retries, tx.timeouts, routes.pairs, routes.ok() ? "yes" : "no", routes.max_hops,
-      seconds);
+      configure.lft_blocks, engine.c_str(), configure.lft_blocks_by_lid, pkeys.blocks, mcast.blocks,
+      configure.activated, tx.sent, tx.retries, tx.timeouts, routes.pairs,
+      routes.ok() ? "yes" : "no", routes.max_hops, seconds);
   return line;
 }
 

@@ -25,7 +25,10 @@ inline constexpr uint8_t kNoticeUrgent = 1;
 inline constexpr uint8_t kNoticeSecurity = 2;
 inline constexpr uint8_t kNoticeSubnetManagement = 3;
 inline constexpr uint8_t kNoticeInformational = 4;
-// The trap numbers SMAs raise (IBA 14.2.5.1).
+// The trap numbers (IBA 14.2.5.1): the SM's own (the SA reports them as class manager)...
+inline constexpr uint16_t kTrapGidInService = 64;
+inline constexpr uint16_t kTrapGidOutOfService = 65;
+// ... and those SMAs raise.
 inline constexpr uint16_t kTrapLinkStateChange = 128;
 inline constexpr uint16_t kTrapCapabilityMaskChange = 144;
 inline constexpr uint16_t kTrapBadMKey = 256;
