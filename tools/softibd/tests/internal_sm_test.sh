@@ -59,7 +59,9 @@ start_daemon ft --run-dir "$work/ft" --fabric ft36 --light-hosts --sm internal -
 for _ in $(seq 400); do [[ -s "$work/ft/sm.summary" ]] && break; sleep 0.05; done
 summary=$(cat "$work/ft/sm.summary" 2>/dev/null) || fail "ft36: no sm.summary: $(cat "$work/ft.log")"
 grep -q '360 LFT blocks (minhop, 324 LID-routed)' <<<"$summary" || fail "ft36 LFT blocks: $summary"
-grep -q '1728 ports ACTIVE' <<<"$summary" && grep -q '0 retries, 0 timeouts' <<<"$summary" &&
+# 8,929 SMPs: CA ports armed by their LID Set (separate Arm Sets would add 576), P_Keys
+# written only where they differ.
+grep -q '1728 ports ACTIVE, 8929 SMPs (0 retries, 0 timeouts)' <<<"$summary" &&
   grep -q 'ok=yes' <<<"$summary" || fail "ft36: $summary"
 echo "PASS: softibd --sm internal: 16 ports ACTIVE, 42 routes verified; send_lat across the spine; a host's flap re-activated;"
 echo "      ft36's LFT blocks LID-routed and read back"
