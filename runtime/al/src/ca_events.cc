@@ -2,6 +2,7 @@
 // pending on the CA device (the inverted call inside the kernel), routing of its news to
 // the objects, and removal. PnP records for the AL's registrations.
 #include <endian.h>
+#include <optional>
 
 #include "runtime/al/src/objects.h"
 #include "runtime/al/src/special_qp.h"
@@ -133,6 +134,28 @@ abi::PnpEventRecord PortChangeRecord(AlCa& ca, uint8_t port, abi::PnpEvent event
   return record;
 }
 
+// The PORT class PnP event of a port's asynchronous event (IBAL's IB_PNP_PORT_* news);
+// none for the rest. CLIENT_REREGISTER stays an asynchronous event: it asks for the
+// subscriptions to be made again and changes nothing a PnP client reads.
+std::optional<abi::PnpEvent> PortPnpEvent(abi::AsyncEventType type) {
+  switch (type) {
+    case abi::AsyncEventType::PORT_ACTIVE:
+      return abi::PnpEvent::PORT_ACTIVE;
+    case abi::AsyncEventType::PORT_DOWN:
+      return abi::PnpEvent::PORT_DOWN;
+    case abi::AsyncEventType::LID_CHANGE:
+      return abi::PnpEvent::LID_CHANGE;
+    case abi::AsyncEventType::PKEY_CHANGE:
+      return abi::PnpEvent::PKEY_CHANGE;
+    case abi::AsyncEventType::SM_CHANGE:
+      return abi::PnpEvent::SM_CHANGE;
+    case abi::AsyncEventType::GID_CHANGE:
+      return abi::PnpEvent::GID_CHANGE;
+    default:
+      return std::nullopt;
+  }
+}
+
 void PostTo(AccessLayer* al, abi::PnpClass pnp_class,
             const std::vector<abi::PnpEventRecord>& records) {
   std::vector<kernel::ObjectRef> regs;
@@ -243,13 +266,11 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
       }
     }
     for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
-    // A port state change is also PnP news (DESIGN: a port changing state reaches
-    // registered clients as PnP events).
-    if (port_change) {
-      const auto pnp = event.type == abi::AsyncEventType::PORT_ACTIVE ? abi::PnpEvent::PORT_ACTIVE
-                                                                      : abi::PnpEvent::PORT_DOWN;
+    // A change of the port's state or of what the SM set in it is also PnP news (DESIGN:
+    // a port changing state reaches registered clients as PnP events).
+    if (const std::optional<abi::PnpEvent> pnp = PortPnpEvent(event.type)) {
       PostTo(al, abi::PnpClass::PORT,
-             {PortChangeRecord(*this, static_cast<uint8_t>(event.object), pnp)});
+             {PortChangeRecord(*this, static_cast<uint8_t>(event.object), *pnp)});
     }
   }
 }

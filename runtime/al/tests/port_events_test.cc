@@ -262,5 +262,62 @@ TEST(PortEvents, AnExternalCablesFlapBringsAPortWithoutAnSmBackActive) {
   EXPECT_EQ(node->SetExternalLinkUp(guids[0], 2, true), Status::INVALID_PORT);
 }
 
+// What an SM sets in a port reaches the PORT class PnP registrations as IBAL's port news,
+// each with the port's attributes as they are after the change: a new LID (LID_CHANGE), a
+// new master SM (SM_CHANGE), a new subnet prefix (GID_CHANGE), a P_Key table block
+// (PKEY_CHANGE). A Set that changes nothing is no news.
+TEST(PortEvents, WhatAnSmSetsInAPortReachesPnpClients) {
+  auto node = BootDefault("port-events-sm-news");
+  ASSERT_TRUE(node);
+  const uint64_t guid = node->ca_guids()[0];
+  Client client(node->node());
+  abi::RegisterPnpOut reg{};
+  ASSERT_EQ(client.RegisterPnp(
+                {{client.al_handle()}, abi::PnpClass::PORT, abi::PnpRegFlags{}, 0x51}, &reg),
+            Status::SUCCESS);
+  SkipPnpTo(client, reg.reg.value, abi::PnpEvent::REG_COMPLETE);
+  auto next = [&](abi::PnpEvent expected) {
+    const abi::PnpEventRecord r = NextPnp(client, reg.reg.value);
+    EXPECT_EQ(r.event, expected);
+    EXPECT_EQ(r.port_num, 1);
+    EXPECT_EQ(be64toh(r.ca_guid), guid);
+    EXPECT_EQ(r.pnp_context, 0x51u);
+    return r;
+  };
+  auto set = [&](auto change) {
+    mad::PortInfo info = PortInfoOf(*node, guid, 1);
+    info.PortState = 0;  // no change
+    info.PortPhysicalState = 0;
+    info.LinkDownDefaultState = 0;
+    info.LinkWidthEnabled = 0;
+    info.LinkSpeedEnabled = 0;
+    change(info);
+    PortInfoOf(*node, guid, 1, &info);
+  };
+
+  set([](mad::PortInfo& info) { info.LID = 0x0234; });
+  EXPECT_EQ(next(abi::PnpEvent::LID_CHANGE).port.lid, 0x0234);
+  set([](mad::PortInfo& info) { info.MasterSMLID = 0x0077; });
+  EXPECT_EQ(next(abi::PnpEvent::SM_CHANGE).port.sm_lid, 0x0077);
+  set([](mad::PortInfo& info) { info.GIDPrefix = 0xFEC0000000000042ull; });
+  next(abi::PnpEvent::GID_CHANGE);
+  // Nothing changes: no record (the P_Key change below is the next one).
+  set([](mad::PortInfo&) {});
+
+  std::array<uint8_t, 256> request{}, response{};
+  request[0] = 1;
+  request[1] = 0x01;
+  request[2] = 1;
+  request[3] = 2;  // SubnSet
+  request[17] = static_cast<uint8_t>(mad::P_KeyTable::kAttributeId);
+  mad::P_KeyTable block;
+  block.P_KeyEntry[0] = 0xFFFF;
+  block.P_KeyEntry[1] = 0x8123;
+  (void)block.Pack(std::span<uint8_t>(request.data() + 64, 64));
+  ASSERT_EQ(node->LocalMad(guid, 1, request, response), Status::SUCCESS);
+  EXPECT_EQ(response[4] << 8 | response[5], 0);
+  next(abi::PnpEvent::PKEY_CHANGE);
+}
+
 }  // namespace
 }  // namespace softib::testing
