@@ -33,6 +33,8 @@ set(SOFTIB_GEN_KERNEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cm_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cq_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cq_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_ioc_direct.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_ioc_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mcast_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mcast_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mr_mw_direct.cc
@@ -50,6 +52,7 @@ set(SOFTIB_GEN_USER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_ca_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_cm_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_cq_proxy.cc
+    ${CMAKE_CURRENT_LIST_DIR}/user/verbs_ioc_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_mcast_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_mr_mw_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_pd_av_proxy.cc
@@ -69,6 +72,8 @@ set(SOFTIB_GEN_CONFORMANCE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_cm_dispatch_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_cq_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_cq_dispatch_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_ioc_abi_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_ioc_dispatch_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_mcast_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_mcast_dispatch_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/verbs_mr_mw_abi_conformance.cc
@@ -90,6 +95,7 @@ set(SOFTIB_GEN_FUZZ_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_ca_fuzz.cc
     ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_cm_fuzz.cc
     ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_cq_fuzz.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_ioc_fuzz.cc
     ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_mcast_fuzz.cc
     ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_mr_mw_fuzz.cc
     ${CMAKE_CURRENT_LIST_DIR}/fuzz/verbs_pd_av_fuzz.cc

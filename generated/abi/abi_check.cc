@@ -13,6 +13,7 @@
 #include "softib/abi/verbs_ca.h"
 #include "softib/abi/verbs_cm.h"
 #include "softib/abi/verbs_cq.h"
+#include "softib/abi/verbs_ioc.h"
 #include "softib/abi/verbs_mcast.h"
 #include "softib/abi/verbs_mr_mw.h"
 #include "softib/abi/verbs_pd_av.h"

@@ -10,6 +10,7 @@
 #include "user/verbs_ca_proxy.h"
 #include "user/verbs_cm_proxy.h"
 #include "user/verbs_cq_proxy.h"
+#include "user/verbs_ioc_proxy.h"
 #include "user/verbs_mcast_proxy.h"
 #include "user/verbs_mr_mw_proxy.h"
 #include "user/verbs_pd_av_proxy.h"
@@ -521,6 +522,39 @@ Status ProxyCepGetEvent(DeviceHandle device, [[maybe_unused]] std::span<const ui
       device, in, *reinterpret_cast<abi::CepGetEventOut*>(output.data()), overlapped);
 }
 
+Status ProxyCreateIoc(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::CreateIocIn>(input);
+  return user::proxy::CreateIocAsync(
+      device, in, *reinterpret_cast<abi::CreateIocOut*>(output.data()), overlapped);
+}
+
+Status ProxyDestroyIoc(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::DestroyIocIn>(input);
+  return user::proxy::DestroyIocAsync(device, in, overlapped);
+}
+
+Status ProxyAddIocService(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                          [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::AddIocServiceIn>(input);
+  return user::proxy::AddIocServiceAsync(
+      device, in, *reinterpret_cast<abi::AddIocServiceOut*>(output.data()), overlapped);
+}
+
+Status ProxyRemoveIocService(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                             [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::RemoveIocServiceIn>(input);
+  return user::proxy::RemoveIocServiceAsync(device, in, overlapped);
+}
+
+Status ProxyRegisterIoc(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                        [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::RegisterIocIn>(input);
+  return user::proxy::RegisterIocAsync(
+      device, in, *reinterpret_cast<abi::RegisterIocOut*>(output.data()), overlapped);
+}
+
 Status ProxyResolveCaDevice(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                             [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
   const auto in = LoadProxyIn<abi::ResolveCaDeviceIn>(input);
@@ -668,6 +702,11 @@ constexpr ProxyRow kProxies[] = {
     {0x0B0E, &ProxyCepGetRtrAttributes},
     {0x0B0F, &ProxyCepGetRtsAttributes},
     {0x0B10, &ProxyCepGetEvent},
+    {0x0C00, &ProxyCreateIoc},
+    {0x0C01, &ProxyDestroyIoc},
+    {0x0C02, &ProxyAddIocService},
+    {0x0C03, &ProxyRemoveIocService},
+    {0x0C04, &ProxyRegisterIoc},
     {0x0F00, &ProxyResolveCaDevice},
     {0x0F01, &ProxyMapCqRing},
     {0x0F02, &ProxyMapQpRings},

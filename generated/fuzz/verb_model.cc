@@ -10,6 +10,7 @@
 #include "kernel/verbs_ca_direct.h"
 #include "kernel/verbs_cm_direct.h"
 #include "kernel/verbs_cq_direct.h"
+#include "kernel/verbs_ioc_direct.h"
 #include "kernel/verbs_mcast_direct.h"
 #include "kernel/verbs_mr_mw_direct.h"
 #include "kernel/verbs_pd_av_direct.h"
@@ -20,6 +21,7 @@
 #include "softib/abi/verbs_ca.h"
 #include "softib/abi/verbs_cm.h"
 #include "softib/abi/verbs_cq.h"
+#include "softib/abi/verbs_ioc.h"
 #include "softib/abi/verbs_mcast.h"
 #include "softib/abi/verbs_mr_mw.h"
 #include "softib/abi/verbs_pd_av.h"
@@ -2192,6 +2194,104 @@ Irp* BuildCepGetEvent(DeviceObject* target, FileObject* file,
                                      reinterpret_cast<abi::CepGetEventOut*>(output.data()));
 }
 
+// CreateIoc
+constexpr FieldInfo kCreateIocFields[] = {
+    H(0, abi::ObjectType::Ca, FieldAccess::kRead, false, "ca"), I(8, 128, "profile")};
+constexpr abi::Status kCreateIocStatuses[] = {
+    abi::Status::SUCCESS,         abi::Status::INVALID_CA_HANDLE,
+    abi::Status::INVALID_SETTING, abi::Status::INSUFFICIENT_MEMORY,
+    abi::Status::CA_REMOVED,      abi::Status::INVALID_PARAMETER};
+Status DirectCreateIoc(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                       [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::CreateIocIn>(input);
+  auto& out = *reinterpret_cast<abi::CreateIocOut*>(output.data());
+  return kernel::IbCreateIoc(al, in, out, irp);
+}
+Irp* BuildCreateIoc(DeviceObject* target, FileObject* file,
+                    [[maybe_unused]] std::span<const uint8_t> input,
+                    [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::CreateIocIn>(input);
+  return kernel::BuildCreateIocIrp(target, file, in,
+                                   reinterpret_cast<abi::CreateIocOut*>(output.data()));
+}
+
+// DestroyIoc
+constexpr FieldInfo kDestroyIocFields[] = {
+    H(0, abi::ObjectType::Ioc, FieldAccess::kDestroy, false, "ioc")};
+constexpr abi::Status kDestroyIocStatuses[] = {
+    abi::Status::SUCCESS, abi::Status::INVALID_IOC_HANDLE, abi::Status::RESOURCE_BUSY,
+    abi::Status::INVALID_PARAMETER};
+Status DirectDestroyIoc(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                        [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::DestroyIocIn>(input);
+  return kernel::IbDestroyIoc(al, in, irp);
+}
+Irp* BuildDestroyIoc(DeviceObject* target, FileObject* file,
+                     [[maybe_unused]] std::span<const uint8_t> input,
+                     [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::DestroyIocIn>(input);
+  return kernel::BuildDestroyIocIrp(target, file, in);
+}
+
+// AddIocService
+constexpr FieldInfo kAddIocServiceFields[] = {
+    H(0, abi::ObjectType::Ioc, FieldAccess::kWrite, false, "ioc"), I(8, 8, "service_id"),
+    I(16, 40, "name")};
+constexpr abi::Status kAddIocServiceStatuses[] = {
+    abi::Status::SUCCESS, abi::Status::INVALID_IOC_HANDLE, abi::Status::INSUFFICIENT_RESOURCES,
+    abi::Status::INSUFFICIENT_MEMORY, abi::Status::INVALID_PARAMETER};
+Status DirectAddIocService(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                           [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::AddIocServiceIn>(input);
+  auto& out = *reinterpret_cast<abi::AddIocServiceOut*>(output.data());
+  return kernel::IbAddIocService(al, in, out, irp);
+}
+Irp* BuildAddIocService(DeviceObject* target, FileObject* file,
+                        [[maybe_unused]] std::span<const uint8_t> input,
+                        [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::AddIocServiceIn>(input);
+  return kernel::BuildAddIocServiceIrp(target, file, in,
+                                       reinterpret_cast<abi::AddIocServiceOut*>(output.data()));
+}
+
+// RemoveIocService
+constexpr FieldInfo kRemoveIocServiceFields[] = {
+    H(0, abi::ObjectType::IocService, FieldAccess::kDestroy, false, "service")};
+constexpr abi::Status kRemoveIocServiceStatuses[] = {
+    abi::Status::SUCCESS, abi::Status::INVALID_IOC_SERVICE_HANDLE, abi::Status::INVALID_PARAMETER};
+Status DirectRemoveIocService(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                              [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::RemoveIocServiceIn>(input);
+  return kernel::IbRemoveIocService(al, in, irp);
+}
+Irp* BuildRemoveIocService(DeviceObject* target, FileObject* file,
+                           [[maybe_unused]] std::span<const uint8_t> input,
+                           [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::RemoveIocServiceIn>(input);
+  return kernel::BuildRemoveIocServiceIrp(target, file, in);
+}
+
+// RegisterIoc
+constexpr FieldInfo kRegisterIocFields[] = {
+    H(0, abi::ObjectType::Ioc, FieldAccess::kWrite, false, "ioc")};
+constexpr abi::Status kRegisterIocStatuses[] = {
+    abi::Status::SUCCESS,       abi::Status::INVALID_IOC_HANDLE,
+    abi::Status::INVALID_STATE, abi::Status::INSUFFICIENT_RESOURCES,
+    abi::Status::CA_REMOVED,    abi::Status::INVALID_PARAMETER};
+Status DirectRegisterIoc(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                         [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::RegisterIocIn>(input);
+  auto& out = *reinterpret_cast<abi::RegisterIocOut*>(output.data());
+  return kernel::IbRegisterIoc(al, in, out, irp);
+}
+Irp* BuildRegisterIoc(DeviceObject* target, FileObject* file,
+                      [[maybe_unused]] std::span<const uint8_t> input,
+                      [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::RegisterIocIn>(input);
+  return kernel::BuildRegisterIocIrp(target, file, in,
+                                     reinterpret_cast<abi::RegisterIocOut*>(output.data()));
+}
+
 // ResolveCaDevice
 constexpr FieldInfo kResolveCaDeviceFields[] = {
     H(0, abi::ObjectType::Al, FieldAccess::kRead, false, "al"), I(8, 8, "ca_guid")};
@@ -4100,6 +4200,126 @@ constexpr VerbInfo kVerbs[] = {
      abi::ObjectType{},
      &DirectCepGetEvent,
      &BuildCepGetEvent},
+    {"CreateIoc",
+     "verbs_ioc",
+     0x0C00,
+     abi::kIoctlCreateIoc,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     false,
+     136,
+     8,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kCreateIocFields,
+     kCreateIocStatuses,
+     true,
+     abi::ObjectType::Ioc,
+     0,
+     false,
+     abi::ObjectType{},
+     &DirectCreateIoc,
+     &BuildCreateIoc},
+    {"DestroyIoc",
+     "verbs_ioc",
+     0x0C01,
+     abi::kIoctlDestroyIoc,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     false,
+     8,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kDestroyIocFields,
+     kDestroyIocStatuses,
+     false,
+     abi::ObjectType{},
+     0,
+     true,
+     abi::ObjectType::Ioc,
+     &DirectDestroyIoc,
+     &BuildDestroyIoc},
+    {"AddIocService",
+     "verbs_ioc",
+     0x0C02,
+     abi::kIoctlAddIocService,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     false,
+     56,
+     8,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kAddIocServiceFields,
+     kAddIocServiceStatuses,
+     true,
+     abi::ObjectType::IocService,
+     0,
+     false,
+     abi::ObjectType{},
+     &DirectAddIocService,
+     &BuildAddIocService},
+    {"RemoveIocService",
+     "verbs_ioc",
+     0x0C03,
+     abi::kIoctlRemoveIocService,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     false,
+     8,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kRemoveIocServiceFields,
+     kRemoveIocServiceStatuses,
+     false,
+     abi::ObjectType{},
+     0,
+     true,
+     abi::ObjectType::IocService,
+     &DirectRemoveIocService,
+     &BuildRemoveIocService},
+    {"RegisterIoc",
+     "verbs_ioc",
+     0x0C04,
+     abi::kIoctlRegisterIoc,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     false,
+     8,
+     8,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kRegisterIocFields,
+     kRegisterIocStatuses,
+     false,
+     abi::ObjectType{},
+     0,
+     false,
+     abi::ObjectType{},
+     &DirectRegisterIoc,
+     &BuildRegisterIoc},
     {"ResolveCaDevice",
      "runtime_ioctls",
      0x0F00,
@@ -4252,7 +4472,7 @@ constexpr VerbInfo kVerbs[] = {
      true,
      true,
      8,
-     96,
+     440,
      0,
      0,
      0,

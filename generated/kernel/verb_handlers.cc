@@ -65,6 +65,11 @@ bool IsVerbIoctl(uint32_t code) {
     case abi::kIoctlQueryCq:
     case abi::kIoctlModifyCq:
     case abi::kIoctlDestroyCq:
+    case abi::kIoctlCreateIoc:
+    case abi::kIoctlDestroyIoc:
+    case abi::kIoctlAddIocService:
+    case abi::kIoctlRemoveIocService:
+    case abi::kIoctlRegisterIoc:
     case abi::kIoctlAttachMcast:
     case abi::kIoctlDetachMcast:
     case abi::kIoctlRegMem:
@@ -144,6 +149,11 @@ bool IsVerbIoctlNonBlocking(uint32_t code) {
     case abi::kIoctlQueryCq:
     case abi::kIoctlModifyCq:
     case abi::kIoctlDestroyCq:
+    case abi::kIoctlCreateIoc:
+    case abi::kIoctlDestroyIoc:
+    case abi::kIoctlAddIocService:
+    case abi::kIoctlRemoveIocService:
+    case abi::kIoctlRegisterIoc:
     case abi::kIoctlAttachMcast:
     case abi::kIoctlDetachMcast:
     case abi::kIoctlRegPhys:
@@ -363,6 +373,21 @@ Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx,
     case abi::kIoctlDestroyCq:
       if (handlers.verbs_cq == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchDestroyCq(*handlers.verbs_cq, ctx, irp);
+    case abi::kIoctlCreateIoc:
+      if (handlers.verbs_ioc == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchCreateIoc(*handlers.verbs_ioc, ctx, irp);
+    case abi::kIoctlDestroyIoc:
+      if (handlers.verbs_ioc == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchDestroyIoc(*handlers.verbs_ioc, ctx, irp);
+    case abi::kIoctlAddIocService:
+      if (handlers.verbs_ioc == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchAddIocService(*handlers.verbs_ioc, ctx, irp);
+    case abi::kIoctlRemoveIocService:
+      if (handlers.verbs_ioc == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchRemoveIocService(*handlers.verbs_ioc, ctx, irp);
+    case abi::kIoctlRegisterIoc:
+      if (handlers.verbs_ioc == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchRegisterIoc(*handlers.verbs_ioc, ctx, irp);
     case abi::kIoctlAttachMcast:
       if (handlers.verbs_mcast == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchAttachMcast(*handlers.verbs_mcast, ctx, irp);

@@ -11,6 +11,7 @@
 #include "verbs_ca_dispatch.h"
 #include "verbs_cm_dispatch.h"
 #include "verbs_cq_dispatch.h"
+#include "verbs_ioc_dispatch.h"
 #include "verbs_mcast_dispatch.h"
 #include "verbs_mr_mw_dispatch.h"
 #include "verbs_pd_av_dispatch.h"
@@ -26,6 +27,7 @@ struct VerbHandlerSet {
   CaVerbHandlers* verbs_ca = nullptr;
   CmVerbHandlers* verbs_cm = nullptr;
   CqVerbHandlers* verbs_cq = nullptr;
+  IocVerbHandlers* verbs_ioc = nullptr;
   McastVerbHandlers* verbs_mcast = nullptr;
   MrMwVerbHandlers* verbs_mr_mw = nullptr;
   PdAvVerbHandlers* verbs_pd_av = nullptr;

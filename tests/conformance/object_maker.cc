@@ -10,6 +10,7 @@
 #include "softib/abi/verbs_al.h"
 #include "softib/abi/verbs_ca.h"
 #include "softib/abi/verbs_cq.h"
+#include "softib/abi/verbs_ioc.h"
 #include "softib/abi/verbs_mcast.h"
 #include "softib/abi/verbs_mr_mw.h"
 #include "softib/abi/verbs_pd_av.h"
@@ -436,6 +437,10 @@ void ObjectMaker::Override(const VerbInfo& verb, std::vector<uint8_t>& input) {
     av.port_num = 1;
     if (PortInfo(&lid, &port_guid_be)) av.dlid = lid;
     std::memcpy(input.data() + 8, &av, sizeof(av));
+  } else if (name == "CreateIoc") {
+    auto in = As<abi::CreateIocIn>(input);
+    in.profile[7] = 0x01;  // IOControllerProfile GUID 1: a controller needs one
+    Put(input, in);
   } else if (name == "CreateCq") {
     auto in = As<abi::CreateCqIn>(input);
     in.size = kQueueDepth;

@@ -325,6 +325,20 @@ namespace {
   return n;
 }
 
+[[maybe_unused]] void Fill(abi::Gid& v, Rng& r) {
+  for (auto& e : v.raw) {
+    e = r.Int<uint8_t>();
+  }
+}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::Gid& v,
+                           const abi::Gid& w) {
+  int n = 0;
+  for (std::size_t i = 0; i < 16; ++i)
+    n += ExpectField(buf, base + 0 + i * 1, v.raw[i], w.raw[i], "Gid.raw[]");
+  return n;
+}
+
 [[maybe_unused]] void Fill(abi::PnpEventRecord& v, Rng& r) {
   v.event = r.Pick(abi::EnumTraits<abi::PnpEvent>::kValues);
   v.port_num = r.Int<uint8_t>();
@@ -333,6 +347,16 @@ namespace {
   v.pnp_context = r.Int<uint64_t>();
   v.reg.value = r.Int<uint64_t>();
   Fill(v.port, r);
+  v.iou_lid = r.Int<uint16_t>();
+  v.ioc_slot = r.Int<uint8_t>();
+  v.num_service_entries = r.Int<uint8_t>();
+  Fill(v.iou_gid, r);
+  for (auto& e : v.ioc_profile) {
+    e = r.Int<uint8_t>();
+  }
+  for (auto& e : v.service_entries) {
+    e = r.Int<uint8_t>();
+  }
 }
 
 [[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::PnpEventRecord& v,
@@ -347,6 +371,18 @@ namespace {
   n += ExpectField(buf, base + 24, v.pnp_context, w.pnp_context, "PnpEventRecord.pnp_context");
   n += ExpectField(buf, base + 32, v.reg, w.reg, "PnpEventRecord.reg");
   n += Check(buf, base + 40, v.port, w.port);
+  n += ExpectField(buf, base + 96, v.iou_lid, w.iou_lid, "PnpEventRecord.iou_lid");
+  n += ExpectField(buf, base + 98, v.ioc_slot, w.ioc_slot, "PnpEventRecord.ioc_slot");
+  n += ExpectField(buf, base + 99, v.num_service_entries, w.num_service_entries,
+                   "PnpEventRecord.num_service_entries");
+  n += ExpectField(buf, base + 100, v.pad2, w.pad2, "PnpEventRecord.pad2");
+  n += Check(buf, base + 104, v.iou_gid, w.iou_gid);
+  for (std::size_t i = 0; i < 128; ++i)
+    n += ExpectField(buf, base + 120 + i * 1, v.ioc_profile[i], w.ioc_profile[i],
+                     "PnpEventRecord.ioc_profile[]");
+  for (std::size_t i = 0; i < 192; ++i)
+    n += ExpectField(buf, base + 248 + i * 1, v.service_entries[i], w.service_entries[i],
+                     "PnpEventRecord.service_entries[]");
   return n;
 }
 
@@ -757,7 +793,7 @@ TEST(RuntimeIoctlsAbi, GetPnpEventOut) {
   static constexpr FieldOffset kFields[] = {
       {"record", offsetof(abi::GetPnpEventOut, record), 0},
   };
-  int n = ExpectLayout("GetPnpEventOut", sizeof(abi::GetPnpEventOut), 96, kFields);
+  int n = ExpectLayout("GetPnpEventOut", sizeof(abi::GetPnpEventOut), 440, kFields);
   Rng r("GetPnpEventOut");
   for (int i = 0; i < kRoundTrips; ++i) {
     abi::GetPnpEventOut v{};

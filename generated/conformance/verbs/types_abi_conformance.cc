@@ -654,6 +654,16 @@ namespace {
   v.pnp_context = r.Int<uint64_t>();
   v.reg.value = r.Int<uint64_t>();
   Fill(v.port, r);
+  v.iou_lid = r.Int<uint16_t>();
+  v.ioc_slot = r.Int<uint8_t>();
+  v.num_service_entries = r.Int<uint8_t>();
+  Fill(v.iou_gid, r);
+  for (auto& e : v.ioc_profile) {
+    e = r.Int<uint8_t>();
+  }
+  for (auto& e : v.service_entries) {
+    e = r.Int<uint8_t>();
+  }
 }
 
 [[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::PnpEventRecord& v,
@@ -668,6 +678,18 @@ namespace {
   n += ExpectField(buf, base + 24, v.pnp_context, w.pnp_context, "PnpEventRecord.pnp_context");
   n += ExpectField(buf, base + 32, v.reg, w.reg, "PnpEventRecord.reg");
   n += Check(buf, base + 40, v.port, w.port);
+  n += ExpectField(buf, base + 96, v.iou_lid, w.iou_lid, "PnpEventRecord.iou_lid");
+  n += ExpectField(buf, base + 98, v.ioc_slot, w.ioc_slot, "PnpEventRecord.ioc_slot");
+  n += ExpectField(buf, base + 99, v.num_service_entries, w.num_service_entries,
+                   "PnpEventRecord.num_service_entries");
+  n += ExpectField(buf, base + 100, v.pad2, w.pad2, "PnpEventRecord.pad2");
+  n += Check(buf, base + 104, v.iou_gid, w.iou_gid);
+  for (std::size_t i = 0; i < 128; ++i)
+    n += ExpectField(buf, base + 120 + i * 1, v.ioc_profile[i], w.ioc_profile[i],
+                     "PnpEventRecord.ioc_profile[]");
+  for (std::size_t i = 0; i < 192; ++i)
+    n += ExpectField(buf, base + 248 + i * 1, v.service_entries[i], w.service_entries[i],
+                     "PnpEventRecord.service_entries[]");
   return n;
 }
 
@@ -1428,8 +1450,15 @@ TEST(TypesAbi, PnpEventRecord) {
       {"pnp_context", offsetof(abi::PnpEventRecord, pnp_context), 24},
       {"reg", offsetof(abi::PnpEventRecord, reg), 32},
       {"port", offsetof(abi::PnpEventRecord, port), 40},
+      {"iou_lid", offsetof(abi::PnpEventRecord, iou_lid), 96},
+      {"ioc_slot", offsetof(abi::PnpEventRecord, ioc_slot), 98},
+      {"num_service_entries", offsetof(abi::PnpEventRecord, num_service_entries), 99},
+      {"pad2", offsetof(abi::PnpEventRecord, pad2), 100},
+      {"iou_gid", offsetof(abi::PnpEventRecord, iou_gid), 104},
+      {"ioc_profile", offsetof(abi::PnpEventRecord, ioc_profile), 120},
+      {"service_entries", offsetof(abi::PnpEventRecord, service_entries), 248},
   };
-  int n = ExpectLayout("PnpEventRecord", sizeof(abi::PnpEventRecord), 96, kFields);
+  int n = ExpectLayout("PnpEventRecord", sizeof(abi::PnpEventRecord), 440, kFields);
   Rng r("PnpEventRecord");
   for (int i = 0; i < kRoundTrips; ++i) {
     abi::PnpEventRecord v{};

@@ -123,7 +123,8 @@ constexpr VerbCase kCloseCa{"CloseCa",
                             false};
 constexpr HandleField kCloseCaHandles[] = {
     {0, abi::ObjectType::Ca, false, abi::Status::INVALID_CA_HANDLE, "ca"}};
-constexpr abi::ObjectType kCloseCaBusy[] = {abi::ObjectType::Pd, abi::ObjectType::Cq};
+constexpr abi::ObjectType kCloseCaBusy[] = {abi::ObjectType::Pd, abi::ObjectType::Cq,
+                                            abi::ObjectType::Ioc};
 
 constexpr VerbCase kCiCall{"CiCall",
                            0x0107,

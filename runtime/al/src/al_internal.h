@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "runtime/al/src/ioc/io_unit.h"
 #include "runtime/al/src/pending_irps.h"
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/types.h"
@@ -71,8 +72,11 @@ class AlCa {
   // the CQ number of each routes its completion events (special_qp.h).
   std::vector<std::unique_ptr<SpecialQp>> special_qps;
   std::atomic<uint32_t> next_agent_id{1};  // MAD agents' TID high halves
-  void StartSpecialQps();                  // PASSIVE, before StartEvents
-  void StopSpecialQps();                   // PASSIVE, at removal (MAD QPs' too)
+  // The CA's I/O unit: controllers clients registered (ioc_handlers.cc), reported by the
+  // device management agent.
+  ioc::IoUnit io_unit;
+  void StartSpecialQps();  // PASSIVE, before StartEvents
+  void StopSpecialQps();   // PASSIVE, at removal (MAD QPs' too)
   // Clients' MAD QPs by CQ number (lock; mad_qp.cc): their completions go to them.
   std::map<uint32_t, std::shared_ptr<SpecialQp>> mad_qps;
   void AddMadQp(const std::shared_ptr<SpecialQp>& qp);

@@ -38,6 +38,7 @@ kernel::QpVerbHandlers* QpHandlers();
 kernel::MrMwVerbHandlers* MrMwHandlers();
 kernel::SrqVerbHandlers* SrqHandlers();
 kernel::McastVerbHandlers* McastHandlers();
+kernel::IocVerbHandlers* IocHandlers();
 kernel::AlVerbHandlers* AlHandlers();
 kernel::RuntimeIoctlsVerbHandlers* RuntimeHandlers();
 

@@ -162,6 +162,7 @@ const kernel::VerbHandlerSet& Handlers() {
     s.verbs_ca = CaHandlers();
     s.verbs_cm = CmHandlers();  // validation, then UNSUPPORTED until issue 5
     s.verbs_cq = CqHandlers();
+    s.verbs_ioc = IocHandlers();
     s.verbs_mcast = McastHandlers();
     s.verbs_mr_mw = MrMwHandlers();
     s.verbs_pd_av = PdAvHandlers();

@@ -49,9 +49,13 @@ enum class ObjectType : uint16_t {
   /// A multicast group membership joined through the SA (MCMemberRecord), with the
   /// QP attached to the group for the membership's lifetime.
   McastJoin = 17,  // parent Qp
+  /// An I/O controller of the CA's I/O unit, reported by the AL's device management agent.
+  Ioc = 18,  // parent Ca
+  /// A service entry of an I/O controller (ServiceEntries: name and service ID).
+  IocService = 19,  // parent Ioc
 };
 
-inline constexpr uint16_t kObjectTypeCount = 18;
+inline constexpr uint16_t kObjectTypeCount = 20;
 
 constexpr const char* ToString(ObjectType type) {
   switch (type) {
@@ -91,6 +95,10 @@ constexpr const char* ToString(ObjectType type) {
       return "SaReg";
     case ObjectType::McastJoin:
       return "McastJoin";
+    case ObjectType::Ioc:
+      return "Ioc";
+    case ObjectType::IocService:
+      return "IocService";
   }
   return nullptr;
 }
@@ -130,6 +138,10 @@ constexpr ObjectType ParentOf(ObjectType type) {
       return ObjectType::Al;
     case ObjectType::McastJoin:
       return ObjectType::Qp;
+    case ObjectType::Ioc:
+      return ObjectType::Ca;
+    case ObjectType::IocService:
+      return ObjectType::Ioc;
     default:
       return ObjectType::kNone;
   }

@@ -12,6 +12,7 @@
 #include "softib/abi/verbs_ca.h"
 #include "softib/abi/verbs_cm.h"
 #include "softib/abi/verbs_cq.h"
+#include "softib/abi/verbs_ioc.h"
 #include "softib/abi/verbs_mcast.h"
 #include "softib/abi/verbs_mr_mw.h"
 #include "softib/abi/verbs_pd_av.h"
@@ -104,6 +105,11 @@ enum class VerbId : uint32_t {
   CepGetRtrAttributes = 0x0B0E,
   CepGetRtsAttributes = 0x0B0F,
   CepGetEvent = 0x0B10,
+  CreateIoc = 0x0C00,
+  DestroyIoc = 0x0C01,
+  AddIocService = 0x0C02,
+  RemoveIocService = 0x0C03,
+  RegisterIoc = 0x0C04,
   ResolveCaDevice = 0x0F00,
   MapCqRing = 0x0F01,
   MapQpRings = 0x0F02,
@@ -201,6 +207,11 @@ enum class VerbId : uint32_t {
   X(CepGetRtrAttributes, verbs_cm)      \
   X(CepGetRtsAttributes, verbs_cm)      \
   X(CepGetEvent, verbs_cm)              \
+  X(CreateIoc, verbs_ioc)               \
+  X(DestroyIoc, verbs_ioc)              \
+  X(AddIocService, verbs_ioc)           \
+  X(RemoveIocService, verbs_ioc)        \
+  X(RegisterIoc, verbs_ioc)             \
   X(ResolveCaDevice, runtime_ioctls)    \
   X(MapCqRing, runtime_ioctls)          \
   X(MapQpRings, runtime_ioctls)         \
@@ -232,7 +243,7 @@ struct VerbInfo {
   constexpr uint32_t MinOutputLength() const { return out_size; }
 };
 
-inline constexpr std::array<VerbInfo, 93> kVerbInfos = {{
+inline constexpr std::array<VerbInfo, 98> kVerbInfos = {{
     {"GetCaGuids", "verbs_ca", 0x0100, 0x003B6040, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, false, 8, 8, 0, 0, 8, 64},
     {"OpenCa", "verbs_ca", 0x0101, 0x003BE044, VerbIrql::kPassive,
@@ -399,6 +410,16 @@ inline constexpr std::array<VerbInfo, 93> kVerbInfos = {{
      kPathDirect | kPathIrp | kPathProxy, false, 8, 144, 0, 0, 0, 0},
     {"CepGetEvent", "verbs_cm", 0x0B10, 0x003B6240, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, true, 8, 280, 0, 0, 0, 0},
+    {"CreateIoc", "verbs_ioc", 0x0C00, 0x003BE2C0, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, false, 136, 8, 0, 0, 0, 0},
+    {"DestroyIoc", "verbs_ioc", 0x0C01, 0x003BE2C4, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, false, 8, 0, 0, 0, 0, 0},
+    {"AddIocService", "verbs_ioc", 0x0C02, 0x003BE2C8, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, false, 56, 8, 0, 0, 0, 0},
+    {"RemoveIocService", "verbs_ioc", 0x0C03, 0x003BE2CC, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, false, 8, 0, 0, 0, 0, 0},
+    {"RegisterIoc", "verbs_ioc", 0x0C04, 0x003BE2D0, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, false, 8, 8, 0, 0, 0, 0},
     {"ResolveCaDevice", "runtime_ioctls", 0x0F00, 0x003B6300, VerbIrql::kPassive, kPathProxy, false,
      16, 136, 0, 0, 0, 0},
     {"MapCqRing", "runtime_ioctls", 0x0F01, 0x003BE304, VerbIrql::kPassive, kPathProxy, false, 8,
@@ -412,7 +433,7 @@ inline constexpr std::array<VerbInfo, 93> kVerbInfos = {{
     {"GetCompletionEvent", "runtime_ioctls", 0x0F05, 0x003B6314, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, true, 8, 16, 0, 0, 0, 0},
     {"GetPnpEvent", "runtime_ioctls", 0x0F06, 0x003B6318, VerbIrql::kDispatch,
-     kPathDirect | kPathIrp | kPathProxy, true, 8, 96, 0, 0, 0, 0},
+     kPathDirect | kPathIrp | kPathProxy, true, 8, 440, 0, 0, 0, 0},
     {"CancelPending", "runtime_ioctls", 0x0F07, 0x003BE31C, VerbIrql::kPassive, kPathProxy, false,
      24, 4, 0, 0, 0, 0},
     {"QueryObjectCounts", "runtime_ioctls", 0x0F08, 0x003B6320, VerbIrql::kPassive, kPathProxy,
@@ -420,7 +441,7 @@ inline constexpr std::array<VerbInfo, 93> kVerbInfos = {{
     {"GetFileAl", "runtime_ioctls", 0x0F09, 0x003B6324, VerbIrql::kPassive, kPathProxy, false, 8, 8,
      0, 0, 0, 0},
 }};
-inline constexpr uint32_t kVerbCount = 93;
+inline constexpr uint32_t kVerbCount = 98;
 
 constexpr const VerbInfo* FindVerbByOrdinal(uint32_t ordinal) {
   for (const VerbInfo& v : kVerbInfos) {
@@ -445,7 +466,7 @@ struct ObjectInfo {
   uint32_t destroyer_ordinal;
 };
 
-inline constexpr std::array<ObjectInfo, 17> kObjectInfos = {{
+inline constexpr std::array<ObjectInfo, 19> kObjectInfos = {{
     {ObjectType::Al, "Al", ObjectType::kNone, Status::INVALID_AL_HANDLE, 0xA00, 0xA01},
     {ObjectType::Ca, "Ca", ObjectType::Al, Status::INVALID_CA_HANDLE, 0x101, 0x106},
     {ObjectType::Pd, "Pd", ObjectType::Ca, Status::INVALID_PD_HANDLE, 0x200, 0x201},
@@ -464,6 +485,9 @@ inline constexpr std::array<ObjectInfo, 17> kObjectInfos = {{
     {ObjectType::SaReg, "SaReg", ObjectType::Al, Status::INVALID_SA_REG_HANDLE, 0xA23, 0xA24},
     {ObjectType::McastJoin, "McastJoin", ObjectType::Qp, Status::INVALID_MCAST_JOIN_HANDLE, 0xA30,
      0xA31},
+    {ObjectType::Ioc, "Ioc", ObjectType::Ca, Status::INVALID_IOC_HANDLE, 0xC00, 0xC01},
+    {ObjectType::IocService, "IocService", ObjectType::Ioc, Status::INVALID_IOC_SERVICE_HANDLE,
+     0xC02, 0xC03},
 }};
 
 constexpr const ObjectInfo* FindObjectInfo(ObjectType type) {

@@ -323,7 +323,7 @@ inline bool IsValid(const GetPnpEventIn&) { return true; }
 struct GetPnpEventOut {
   PnpEventRecord record;
 };
-static_assert(sizeof(GetPnpEventOut) == 96);
+static_assert(sizeof(GetPnpEventOut) == 440);
 static_assert(offsetof(GetPnpEventOut, record) == 0);
 static_assert(std::is_standard_layout_v<GetPnpEventOut> &&
               std::is_trivially_copyable_v<GetPnpEventOut>);
@@ -605,7 +605,7 @@ struct GetPnpEventVerb {
   using In = GetPnpEventIn;
   using Out = GetPnpEventOut;
   static constexpr uint32_t kInSize = 8;
-  static constexpr uint32_t kOutSize = 96;
+  static constexpr uint32_t kOutSize = 440;
   using InElem = NoStruct;
   static constexpr uint32_t kInElemSize = 0;
   static constexpr uint32_t kInMaxCount = 0;

@@ -46,6 +46,10 @@ inline constexpr uint32_t kServiceRecordBytes = 176;  // SERVICE_RECORD_BYTES
 inline constexpr uint32_t kMcmemberRecordBytes = 52;  // MCMEMBER_RECORD_BYTES
 /// Bytes of a device path returned by the CA redirect.
 inline constexpr uint32_t kDevicePathBytes = 128;  // DEVICE_PATH_BYTES
+/// IOControllerProfile (IBA 16.3.3.4), wire format.
+inline constexpr uint32_t kIocProfileBytes = 128;  // IOC_PROFILE_BYTES
+/// One ServiceEntries attribute: four entries of 48 bytes (IBA 16.3.3.5).
+inline constexpr uint32_t kIocServiceEntriesBytes = 192;  // IOC_SERVICE_ENTRIES_BYTES
 
 /// Result of every verb; the values of IBAL's ib_api_status_t (0..54), then softib's.
 enum class Status : uint32_t {
@@ -113,6 +117,8 @@ enum class Status : uint32_t {
   INVALID_MCAST_JOIN_HANDLE = 61,
   /// The channel adapter was removed while the call was outstanding or the object lived.
   CA_REMOVED = 62,
+  INVALID_IOC_HANDLE = 63,
+  INVALID_IOC_SERVICE_HANDLE = 64,
 };
 
 constexpr bool IsValid(Status v) {
@@ -180,6 +186,8 @@ constexpr bool IsValid(Status v) {
     case Status::INVALID_SA_REG_HANDLE:
     case Status::INVALID_MCAST_JOIN_HANDLE:
     case Status::CA_REMOVED:
+    case Status::INVALID_IOC_HANDLE:
+    case Status::INVALID_IOC_SERVICE_HANDLE:
       return true;
   }
   return false;
@@ -313,6 +321,10 @@ constexpr const char* ToString(Status v) {
       return "INVALID_MCAST_JOIN_HANDLE";
     case Status::CA_REMOVED:
       return "CA_REMOVED";
+    case Status::INVALID_IOC_HANDLE:
+      return "INVALID_IOC_HANDLE";
+    case Status::INVALID_IOC_SERVICE_HANDLE:
+      return "INVALID_IOC_SERVICE_HANDLE";
   }
   return nullptr;
 }
@@ -386,6 +398,8 @@ struct EnumTraits<Status> {
       Status::INVALID_SA_REG_HANDLE,
       Status::INVALID_MCAST_JOIN_HANDLE,
       Status::CA_REMOVED,
+      Status::INVALID_IOC_HANDLE,
+      Status::INVALID_IOC_SERVICE_HANDLE,
   };
 };
 
@@ -2855,8 +2869,21 @@ struct PnpEventRecord {
   Handle<ObjectType::PnpReg> reg;
   /// Port events: the port's attributes after the event.
   PortAttributes port;
+  /// IOU and IOC events: the remote port the AL reached the I/O unit through.
+  uint16_t iou_lid;
+  /// IOC events: the controller's slot in its I/O unit.
+  uint8_t ioc_slot;
+  /// IOC events: the controller's service entries (the first four are in
+  /// `service_entries`).
+  uint8_t num_service_entries;
+  uint32_t pad2;  // pad: must be zero
+  Gid iou_gid;
+  /// IOC events: IOControllerProfile (IBA 16.3.3.4), network order.
+  uint8_t ioc_profile[128];
+  /// IOC events: ServiceEntries 0..3 (IBA 16.3.3.5), network order.
+  uint8_t service_entries[192];
 };
-static_assert(sizeof(PnpEventRecord) == 96);
+static_assert(sizeof(PnpEventRecord) == 440);
 static_assert(offsetof(PnpEventRecord, event) == 0);
 static_assert(offsetof(PnpEventRecord, port_num) == 4);
 static_assert(offsetof(PnpEventRecord, pad0) == 5);
@@ -2866,6 +2893,13 @@ static_assert(offsetof(PnpEventRecord, ca_guid) == 16);
 static_assert(offsetof(PnpEventRecord, pnp_context) == 24);
 static_assert(offsetof(PnpEventRecord, reg) == 32);
 static_assert(offsetof(PnpEventRecord, port) == 40);
+static_assert(offsetof(PnpEventRecord, iou_lid) == 96);
+static_assert(offsetof(PnpEventRecord, ioc_slot) == 98);
+static_assert(offsetof(PnpEventRecord, num_service_entries) == 99);
+static_assert(offsetof(PnpEventRecord, pad2) == 100);
+static_assert(offsetof(PnpEventRecord, iou_gid) == 104);
+static_assert(offsetof(PnpEventRecord, ioc_profile) == 120);
+static_assert(offsetof(PnpEventRecord, service_entries) == 248);
 static_assert(std::is_standard_layout_v<PnpEventRecord> &&
               std::is_trivially_copyable_v<PnpEventRecord>);
 
@@ -2875,6 +2909,7 @@ inline bool IsValid(const PnpEventRecord& v) {
   if (!AllZero(&v.pad0, sizeof(v.pad0))) return false;
   if (!AllZero(&v.pad1, sizeof(v.pad1))) return false;
   if (!IsValid(v.port)) return false;
+  if (!AllZero(&v.pad2, sizeof(v.pad2))) return false;
   return true;
 }
 
