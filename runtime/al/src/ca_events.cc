@@ -4,6 +4,7 @@
 #include <endian.h>
 #include <optional>
 
+#include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/objects.h"
 #include "runtime/al/src/special_qp.h"
 #include "softib/kernel/io.h"
@@ -291,6 +292,7 @@ void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
     kernel::SpinLockGuard guard(lock);
     cas.push_back(ca);
   }
+  GsiRegistration::OnCaArrival(this, ca.get());
   ca->StartEvents();
   BroadcastCaEvent(*ca, abi::PnpEvent::CA_ADD);
   pnp_mutex.Release();
@@ -329,6 +331,9 @@ void AlCa::StopSpecialQps() {
 
 void AccessLayer::OnCaRemoval(AlCa* ca) {
   if (ca->removed.exchange(true)) return;
+  pnp_mutex.Acquire();
+  GsiRegistration::OnCaRemoval(this, ca);  // before their QPs stop
+  pnp_mutex.Release();
   ca->StopSpecialQps();
   pnp_mutex.Acquire();
   // Port removals, then the CA's (IBAL's order: ports go before their CA).
