@@ -3,7 +3,9 @@
 #include <cstring>
 
 #include "kernel/verb_handlers.h"
+#include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/handlers.h"
+#include "runtime/al/src/ioc/devmgt_agent.h"
 #include "runtime/al/src/objects.h"
 #include "softib/hca/hca_driver.h"
 #include "softib/kernel/io.h"
@@ -221,10 +223,14 @@ std::vector<std::shared_ptr<AlCa>> AccessLayer::Cas() {
   return cas;
 }
 
+AccessLayer::AccessLayer(kernel::Node* n) : node(n) {}
+AccessLayer::~AccessLayer() = default;
+
 Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
   auto al = std::make_unique<AccessLayer>(node);
   Status status = kernel::IoCreateDriver(node, "softib_al", &DriverEntry, al.get(), &al->driver);
   if (status != Status::SUCCESS) return status;
+  al->devmgt_agent = StartDevMgtAgent(al.get());  // on every CA from its arrival
   status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
                                                   &OnCiInterface, al.get(), &al->ci_registration);
   if (status != Status::SUCCESS) {
@@ -238,6 +244,7 @@ Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
 
 void UnloadAccessLayer(AccessLayer* al) {
   kernel::IoUnregisterPlugPlayNotification(al->ci_registration);
+  al->devmgt_agent.reset();
   // The CAs still present: let go of them as a removal would, without the IRP.
   for (const auto& ca : al->Cas()) {
     al->OnCaRemoval(ca.get());

@@ -139,7 +139,9 @@ class Instance {
 
 class AccessLayer {
  public:
-  explicit AccessLayer(kernel::Node* n) : node(n) {}
+  // Out of line (al_driver.cc), where the agents' registrations are complete types.
+  explicit AccessLayer(kernel::Node* n);
+  ~AccessLayer();
 
   kernel::Node* const node;
   kernel::DriverObject* driver = nullptr;
@@ -158,6 +160,8 @@ class AccessLayer {
   std::set<PnpRegObj*> pnp_regs;
   // The AL's own QP1 agents (gsi_agent.h), started on each arriving CA (pnp_mutex).
   std::set<GsiRegistration*> gsi_registrations;
+  // The device management agent (ioc/devmgt_agent.h), from load to unload.
+  std::unique_ptr<GsiRegistration> devmgt_agent;
 
   std::shared_ptr<AlCa> FindCa(uint64_t guid);  // host order; null when unknown or removed
   std::vector<std::shared_ptr<AlCa>> Cas();

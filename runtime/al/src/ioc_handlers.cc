@@ -2,6 +2,7 @@
 // the objects own their entries in the CA's IoUnit (ioc/io_unit.h), which the device
 // management agent (ioc/devmgt_agent.cc) reports. While a controller is registered the CA's
 // ports advertise IsDeviceManagementSupported, so that I/O unit discovery finds them.
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/al/src/handlers.h"

@@ -91,16 +91,16 @@ uint16_t IoUnit::Get(uint16_t attribute, uint32_t modifier, std::span<uint8_t> d
   switch (attribute) {
     case kClassPortInfo: {
       if (modifier != 0) return kStatusInvalidField;
-      mad::ClassPortInfo info;
+      softib::mad::ClassPortInfo info;
       info.BaseVersion = 1;
       info.ClassVersion = 1;
       info.RespTimeValue = 18;  // 4.096 us * 2^18, about 1 s: as HCAs report
       (void)info.Pack(data);
       return 0;
     }
-    case mad::IOUnitInfo::kAttributeId: {
+    case softib::mad::IOUnitInfo::kAttributeId: {
       if (modifier != 0) return kStatusInvalidField;
-      mad::IOUnitInfo info;
+      softib::mad::IOUnitInfo info;
       info.ChangeID = change_id_;
       info.MaxControllers = kMaxControllers;
       // One nibble per slot: 1 present, 0 empty, 0xF beyond MaxControllers (no such slot).
@@ -110,10 +110,10 @@ uint16_t IoUnit::Get(uint16_t attribute, uint32_t modifier, std::span<uint8_t> d
       (void)info.Pack(data);
       return 0;
     }
-    case mad::IOControllerProfile::kAttributeId:
+    case softib::mad::IOControllerProfile::kAttributeId:
       if (modifier > 0xFF) return kStatusInvalidField;
       return ProfileLocked(static_cast<uint8_t>(modifier), data);
-    case mad::ServiceEntries::kAttributeId:
+    case softib::mad::ServiceEntries::kAttributeId:
       return ServicesLocked(modifier, data);
     default:
       return kStatusUnsupportedAttribute;
@@ -140,7 +140,7 @@ uint16_t IoUnit::ServicesLocked(uint32_t modifier, std::span<uint8_t> data) cons
   const Controller* c = AtSlotLocked(static_cast<uint8_t>(slot));
   if (c == nullptr) return kStatusNoIoc;
   if (last >= c->services.size()) return kStatusNoServiceEntries;
-  mad::ServiceEntries entries;
+  softib::mad::ServiceEntries entries;
   for (uint32_t i = first; i <= last; ++i) {
     entries.ServiceName[i - first] = c->services[i].name;
     entries.ServiceID[i - first] = c->services[i].id;
