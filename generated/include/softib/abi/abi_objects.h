@@ -46,12 +46,14 @@ enum class ObjectType : uint16_t {
   SaReq = 15,  // parent Al
   /// A service registered with the subnet administrator (ServiceRecord).
   SaReg = 16,  // parent Al
+  /// A subscription to SA Reports (InformInfo).
+  SaInform = 17,  // parent Al
   /// A multicast group membership joined through the SA (MCMemberRecord), with the
   /// QP attached to the group for the membership's lifetime.
-  McastJoin = 17,  // parent Qp
+  McastJoin = 18,  // parent Qp
 };
 
-inline constexpr uint16_t kObjectTypeCount = 18;
+inline constexpr uint16_t kObjectTypeCount = 19;
 
 constexpr const char* ToString(ObjectType type) {
   switch (type) {
@@ -89,6 +91,8 @@ constexpr const char* ToString(ObjectType type) {
       return "SaReq";
     case ObjectType::SaReg:
       return "SaReg";
+    case ObjectType::SaInform:
+      return "SaInform";
     case ObjectType::McastJoin:
       return "McastJoin";
   }
@@ -127,6 +131,8 @@ constexpr ObjectType ParentOf(ObjectType type) {
     case ObjectType::SaReq:
       return ObjectType::Al;
     case ObjectType::SaReg:
+      return ObjectType::Al;
+    case ObjectType::SaInform:
       return ObjectType::Al;
     case ObjectType::McastJoin:
       return ObjectType::Qp;
