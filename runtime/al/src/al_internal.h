@@ -32,6 +32,7 @@ class SrqObj;
 class PnpRegObj;
 class AlObj;
 class SpecialQp;
+class GsiRegistration;
 
 // Live objects per type (leak checks: QueryObjectCounts).
 struct Counters {
@@ -151,6 +152,8 @@ class AccessLayer {
   kernel::FastMutex pnp_mutex;
   std::vector<std::shared_ptr<AlCa>> cas;
   std::set<PnpRegObj*> pnp_regs;
+  // The AL's own QP1 agents (gsi_agent.h), started on each arriving CA (pnp_mutex).
+  std::set<GsiRegistration*> gsi_registrations;
 
   std::shared_ptr<AlCa> FindCa(uint64_t guid);  // host order; null when unknown or removed
   std::vector<std::shared_ptr<AlCa>> Cas();

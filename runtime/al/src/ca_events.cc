@@ -3,6 +3,7 @@
 // the objects, and removal. PnP records for the AL's registrations.
 #include <endian.h>
 
+#include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/objects.h"
 #include "runtime/al/src/special_qp.h"
 #include "softib/kernel/io.h"
@@ -270,6 +271,7 @@ void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
     kernel::SpinLockGuard guard(lock);
     cas.push_back(ca);
   }
+  GsiRegistration::OnCaArrival(this, ca.get());
   ca->StartEvents();
   BroadcastCaEvent(*ca, abi::PnpEvent::CA_ADD);
   pnp_mutex.Release();
@@ -308,6 +310,9 @@ void AlCa::StopSpecialQps() {
 
 void AccessLayer::OnCaRemoval(AlCa* ca) {
   if (ca->removed.exchange(true)) return;
+  pnp_mutex.Acquire();
+  GsiRegistration::OnCaRemoval(this, ca);  // before their QPs stop
+  pnp_mutex.Release();
   ca->StopSpecialQps();
   pnp_mutex.Acquire();
   // Port removals, then the CA's (IBAL's order: ports go before their CA).

@@ -28,11 +28,11 @@ bool MethodsOverlap(const abi::MadSvcParams& a, const abi::MadSvcParams& b) {
 
 }  // namespace
 
-Status SpecialQp::AddService(MadSvcObj* svc) {
+Status SpecialQp::AddService(MadAgent* svc) {
   kernel::SpinLockGuard guard(lock);
   if (stopped_) return Status::INSUFFICIENT_RESOURCES;
   if (svc->params.support_unsolicited != 0) {
-    for (const MadSvcObj* other : services_) {
+    for (const MadAgent* other : services_) {
       if (other->params.support_unsolicited == 0) continue;
       if (!SameClass(other->params.mgmt_class, svc->params.mgmt_class)) continue;
       if (other->params.mgmt_version != svc->params.mgmt_version) continue;
@@ -45,7 +45,7 @@ Status SpecialQp::AddService(MadSvcObj* svc) {
   return Status::SUCCESS;
 }
 
-void SpecialQp::RemoveService(MadSvcObj* svc) {
+void SpecialQp::RemoveService(MadAgent* svc) {
   After after;
   {
     kernel::SpinLockGuard guard(lock);
@@ -60,8 +60,8 @@ void SpecialQp::RemoveService(MadSvcObj* svc) {
   for (auto& f : after) f();
 }
 
-MadSvcObj* SpecialQp::FindRequestServiceLocked(const uint8_t* m) {
-  for (MadSvcObj* svc : services_) {
+MadAgent* SpecialQp::FindRequestServiceLocked(const uint8_t* m) {
+  for (MadAgent* svc : services_) {
     if (!SameClass(svc->params.mgmt_class, mad::Class(m))) continue;
     if (svc->params.mgmt_version != mad::ClassVersion(m)) continue;
     if (svc->TakesUnsolicited(mad::Method(m) & 0x7F)) return svc;
@@ -69,7 +69,7 @@ MadSvcObj* SpecialQp::FindRequestServiceLocked(const uint8_t* m) {
   return nullptr;
 }
 
-void SpecialQp::DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> bytes, const MadOrigin& origin,
+void SpecialQp::DeliverLocked(MadAgent* svc, std::vector<uint8_t> bytes, const MadOrigin& origin,
                               const std::shared_ptr<MadSend>& answered, After& after) {
   abi::MadEventRecord record{};
   record.kind = abi::MadEventKind::RECEIVED;
@@ -85,15 +85,15 @@ void SpecialQp::DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> bytes, const 
   record.path_bits = origin.wc.dlid_path_bits;
   record.wc_flags = origin.wc.flags;
   record.sgid = origin.sgid;
-  kernel::ReferenceObject(svc);  // until the event is posted
+  svc->Hold();  // until the event is posted
   after.push_back([svc, record, bytes = std::move(bytes)]() mutable {
     svc->Post(record, std::move(bytes));
-    kernel::DereferenceObject(svc);
+    svc->Release();
   });
 }
 
 // The outstanding send of `owner` that `response` answers (by TID and class).
-std::shared_ptr<MadSend> SpecialQp::AnsweredLocked(MadSvcObj* owner, const uint8_t* response) {
+std::shared_ptr<MadSend> SpecialQp::AnsweredLocked(MadAgent* owner, const uint8_t* response) {
   if (owner == nullptr) return nullptr;
   const uint64_t tid = mad::Tid(response);
   for (auto& [id, send] : owner->sends) {
@@ -120,7 +120,7 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
   {
     kernel::SpinLockGuard guard(lock);
     if (stopped_) return;
-    MadSvcObj* owner = nullptr;
+    MadAgent* owner = nullptr;
     if (auto a = agents_.find(mad::AgentOfTid(mad::Tid(m))); a != agents_.end()) owner = a->second;
     if (rmpp::IsActive(m) && OnRmppReceive(m, origin, owner, after)) {
       // taken by an RMPP transfer (rmpp_flow.cc)
@@ -134,7 +134,7 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
       } else {
         unmatched.fetch_add(1, std::memory_order_relaxed);
       }
-    } else if (MadSvcObj* svc = FindRequestServiceLocked(m)) {
+    } else if (MadAgent* svc = FindRequestServiceLocked(m)) {
       DeliverLocked(svc, std::vector<uint8_t>(m, m + mad::kMadSize), origin, nullptr, after);
     } else {
       unclaimed_request = true;

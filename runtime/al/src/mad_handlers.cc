@@ -66,38 +66,27 @@ Status SendMadVerb(const kernel::CallContext&, const abi::SendMadIn& in,
   if (!mad::IsSmpClass(mad::Class(bytes.data())) != !svc->sqp->smi()) {
     return Status::INVALID_SETTING;
   }
-  auto send = std::make_shared<MadSend>();
+  MadSendSpec spec;
   if (refs.av) {
     auto* av = As<AvObj>(refs.av);
     if (av->pd_obj->ca_obj->ca.get() != svc->sqp->ca()) return Status::INVALID_AV_HANDLE;
     kernel::SpinLockGuard guard(av->lock);
-    send->to.av = av->av;
+    spec.to.av = av->av;
   } else {
-    send->to.av.dlid = p.remote_lid;
-    send->to.av.sl = p.remote_sl;
-    send->to.av.src_path_bits = p.path_bits;
+    spec.to.av.dlid = p.remote_lid;
+    spec.to.av.sl = p.remote_sl;
+    spec.to.av.src_path_bits = p.path_bits;
   }
-  send->to.remote_qpn = p.remote_qpn;
+  spec.to.remote_qpn = p.remote_qpn;
   // QP1's Q_Key is well known; IBAL's remote_qkey is in network order.
-  send->to.remote_qkey = svc->sqp->smi() ? 0 : be32toh(p.remote_qkey);
-  send->to.pkey_index = p.pkey_index;
-  send->mad.assign(bytes.begin(), bytes.end());
-  send->context = p.context;
-  send->mgmt_class = mad::Class(bytes.data());
-  send->response_expected = p.response_expected != 0;
-  send->timeout_ms = p.timeout_ms;
-  send->retries_left = p.retry_count;
-  // A request carries the agent's id in the high half of its TID (its response finds the
-  // agent by it); a response keeps the requester's TID.
-  if (!mad::IsResponse(send->mad.data())) {
-    const uint64_t tid =
-        (uint64_t{svc->agent_id} << 32) | (mad::Tid(send->mad.data()) & 0xFFFFFFFF);
-    mad::SetTid(send->mad.data(), tid);
-  }
-  send->tid = mad::Tid(send->mad.data());
-  if (segmented) send->rmpp = std::make_unique<RmppSender>(send->mad, p.retry_count);
-  kernel::ReferenceObject(svc);
-  send->svc = kernel::ObjectRef(svc);
+  spec.to.remote_qkey = svc->sqp->smi() ? 0 : be32toh(p.remote_qkey);
+  spec.to.pkey_index = p.pkey_index;
+  spec.context = p.context;
+  spec.response_expected = p.response_expected != 0;
+  spec.timeout_ms = p.timeout_ms;
+  spec.retries = p.retry_count;
+  spec.segmented = segmented;
+  auto send = MakeMadSend(svc, bytes, spec);
   const Status s = svc->sqp->Send(send);
   if (s == Status::SUCCESS) out.send_id = send->send_id;
   return s;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/al/src/mad_format.h"
+#include "runtime/al/src/rmpp.h"
 #include "softib/kernel/verb_support.h"
 
 namespace softib::al {
@@ -22,14 +24,35 @@ MadPoolObj::MadPoolObj(Instance* owner, uint32_t min_in, uint32_t max_in)
 MadSvcObj::MadSvcObj(Instance* owner, QpObj* qp, MadPoolObj* pool_in, SpecialQp* sqp_in,
                      const abi::MadSvcParams& params_in)
     : Waitable(abi::ObjectType::MadSvc, owner, abi::kIoctlGetMadEvent),
+      MadAgent(params_in),
       qp_obj(qp),
       pool(pool_in),
-      sqp(sqp_in),
-      params(params_in) {
+      sqp(sqp_in) {
   kernel::ReferenceObject(pool);
 }
 
 MadSvcObj::~MadSvcObj() { kernel::DereferenceObject(pool); }
+
+std::shared_ptr<MadSend> MakeMadSend(MadAgent* agent, std::span<const uint8_t> bytes,
+                                     const MadSendSpec& spec) {
+  auto send = std::make_shared<MadSend>();
+  send->to = spec.to;
+  send->mad.assign(bytes.begin(), bytes.end());
+  send->context = spec.context;
+  send->mgmt_class = mad::Class(bytes.data());
+  send->response_expected = spec.response_expected;
+  send->timeout_ms = spec.timeout_ms;
+  send->retries_left = spec.retries;
+  if (!mad::IsResponse(send->mad.data())) {
+    const uint64_t tid =
+        (uint64_t{agent->agent_id} << 32) | (mad::Tid(send->mad.data()) & 0xFFFFFFFF);
+    mad::SetTid(send->mad.data(), tid);
+  }
+  send->tid = mad::Tid(send->mad.data());
+  if (spec.segmented) send->rmpp = std::make_unique<RmppSender>(send->mad, spec.retries);
+  send->svc = AgentRef(agent);
+  return send;
+}
 
 SpecialQp* SpecialQpOf(QpObj* qp) {
   if (qp->mad_qp) return qp->mad_qp.get();

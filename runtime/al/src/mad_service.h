@@ -26,7 +26,7 @@ class MadPoolObj final : public AlObject {
   const uint32_t max_elements;
 };
 
-class MadSvcObj final : public Waitable {
+class MadSvcObj final : public Waitable, public MadAgent {
  public:
   MadSvcObj(Instance* owner, QpObj* qp, MadPoolObj* pool, SpecialQp* sqp,
             const abi::MadSvcParams& params);
@@ -35,19 +35,11 @@ class MadSvcObj final : public Waitable {
   QpObj* const qp_obj;     // parent: the alias QP
   MadPoolObj* const pool;  // used (referenced, counted as its child)
   SpecialQp* const sqp;    // the special QP of the alias's port
-  const abi::MadSvcParams params;
-  uint32_t agent_id = 0;  // set by SpecialQp::AddService
-  // Outstanding sends by id (SpecialQp::lock).
-  std::map<uint64_t, std::shared_ptr<MadSend>> sends;
-  uint64_t next_send_id = 1;  // SpecialQp::lock
-
-  bool TakesUnsolicited(uint8_t method) const {
-    return params.support_unsolicited != 0 && (params.method_mask[method / 8] >> (method % 8)) & 1;
-  }
-  bool rmpp() const { return params.svc_type == abi::MadSvcType::RMPP; }
 
   // Queues an event (completes a waiting GetMadEvent if any). Not with SpecialQp::lock held.
-  void Post(const abi::MadEventRecord& record, std::vector<uint8_t> mad);
+  void Post(const abi::MadEventRecord& record, std::vector<uint8_t> mad) override;
+  void Hold() override { kernel::ReferenceObject(this); }
+  void Release() override { kernel::DereferenceObject(this); }
   // GetMadEvent: an event at once, INSUFFICIENT_MEMORY when `mad` cannot hold the next one
   // (it stays queued), else the IRP pends.
   kernel::Status Wait(kernel::Irp* irp, abi::GetMadEventOut& out, std::span<uint8_t> mad);
@@ -64,6 +56,20 @@ class MadSvcObj final : public Waitable {
   kernel::KSpinLock events_lock_;
   std::deque<Event> events_;
 };
+
+// A send of `agent` (held by the send): `mad` is one MAD, or an RMPP transfer when
+// `segmented`. A request's TID gets the agent's id in its high half (its response finds
+// the agent by it); a response keeps the requester's TID.
+struct MadSendSpec {
+  MadAddress to;
+  uint64_t context = 0;
+  bool response_expected = false;
+  uint32_t timeout_ms = 0;
+  uint32_t retries = 0;
+  bool segmented = false;
+};
+std::shared_ptr<MadSend> MakeMadSend(MadAgent* agent, std::span<const uint8_t> mad,
+                                     const MadSendSpec& spec);
 
 // The special QP of the alias QP's port, or the MAD QP's engine (null: neither, or the CA
 // has none).

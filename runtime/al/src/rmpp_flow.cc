@@ -78,11 +78,11 @@ void SpecialQp::RmppTimeoutLocked(const std::shared_ptr<MadSend>& send, After& a
   if (send->on_wire == 0) Wait(send);
 }
 
-bool SpecialQp::OnRmppReceive(const uint8_t* m, const MadOrigin& origin, MadSvcObj* owner,
+bool SpecialQp::OnRmppReceive(const uint8_t* m, const MadOrigin& origin, MadAgent* owner,
                               After& after) {
   if (rmpp::Type(m) != rmpp::kTypeData) return OnRmppControlLocked(m, after);
   // A response's segments go to the agent that asked, a request's to the class's agent.
-  MadSvcObj* svc = mad::IsResponse(m) ? owner : FindRequestServiceLocked(m);
+  MadAgent* svc = mad::IsResponse(m) ? owner : FindRequestServiceLocked(m);
   if (svc == nullptr || !svc->rmpp()) return false;
   OnRmppDataLocked(m, origin, svc, after);
   return true;
@@ -91,7 +91,7 @@ bool SpecialQp::OnRmppReceive(const uint8_t* m, const MadOrigin& origin, MadSvcO
 // ACK, STOP or ABORT: for the sending transfer with that TID and class.
 bool SpecialQp::OnRmppControlLocked(const uint8_t* m, After& after) {
   std::shared_ptr<MadSend> send;
-  for (MadSvcObj* svc : services_) {
+  for (MadAgent* svc : services_) {
     for (auto& [id, candidate] : svc->sends) {
       if (candidate->rmpp && !candidate->done && candidate->tid == mad::Tid(m) &&
           candidate->mgmt_class == mad::Class(m)) {
@@ -131,7 +131,7 @@ bool SpecialQp::OnRmppControlLocked(const uint8_t* m, After& after) {
   return true;
 }
 
-void SpecialQp::OnRmppDataLocked(const uint8_t* m, const MadOrigin& origin, MadSvcObj* svc,
+void SpecialQp::OnRmppDataLocked(const uint8_t* m, const MadOrigin& origin, MadAgent* svc,
                                  After& after) {
   const InboundKey key{svc, mad::Tid(m), uint64_t{origin.wc.slid} << 32 | origin.wc.src_qp};
   auto it = reassembly_.find(key);

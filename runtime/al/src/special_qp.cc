@@ -79,7 +79,7 @@ void SpecialQp::Close() {
     kernel::SpinLockGuard guard(lock);
     if (stopped_) return;
     stopped_ = true;
-    for (MadSvcObj* svc : services_) {
+    for (MadAgent* svc : services_) {
       std::vector<std::shared_ptr<MadSend>> sends;
       for (auto& [id, send] : svc->sends) sends.push_back(send);
       for (auto& send : sends) Finish(send, abi::WcStatus::CANCELED, after);
@@ -172,7 +172,7 @@ Status SpecialQp::Send(std::shared_ptr<MadSend> send) {
   Status s;
   {
     kernel::SpinLockGuard guard(lock);
-    auto* svc = static_cast<MadSvcObj*>(send->svc.get());
+    auto* svc = send->svc.get();
     if (stopped_) return Status::INSUFFICIENT_RESOURCES;
     if (smi() && (s = SmiPrepareSend(*send)) != Status::SUCCESS) return s;
     ApplyRedirectLocked(*send);
@@ -188,7 +188,7 @@ Status SpecialQp::Send(std::shared_ptr<MadSend> send) {
   return s;
 }
 
-Status SpecialQp::Cancel(MadSvcObj* svc, uint64_t send_id) {
+Status SpecialQp::Cancel(MadAgent* svc, uint64_t send_id) {
   After after;
   {
     kernel::SpinLockGuard guard(lock);
@@ -206,17 +206,17 @@ void SpecialQp::Finish(std::shared_ptr<MadSend> send, abi::WcStatus status, Afte
   if (send->done) return;
   send->done = true;
   send->waiting = false;
-  auto* svc = static_cast<MadSvcObj*>(send->svc.get());
+  auto* svc = send->svc.get();
   svc->sends.erase(send->send_id);
   abi::MadEventRecord record{};
   record.kind = abi::MadEventKind::SEND_COMPLETED;
   record.status = status;
   record.send_id = send->send_id;
   record.send_context = send->context;
-  kernel::ReferenceObject(svc);  // until the event is posted
+  svc->Hold();  // until the event is posted
   after.push_back([svc, record] {
     svc->Post(record, {});
-    kernel::DereferenceObject(svc);
+    svc->Release();
   });
 }
 
@@ -232,7 +232,7 @@ void SpecialQp::Wait(const std::shared_ptr<MadSend>& send) {
 void SpecialQp::ArmTimerLocked() {
   if (stopped_) return;
   auto earliest = std::chrono::steady_clock::time_point::max();
-  for (MadSvcObj* svc : services_) {
+  for (MadAgent* svc : services_) {
     for (auto& [id, send] : svc->sends) {
       if (send->waiting) earliest = std::min(earliest, send->deadline);
     }
@@ -256,7 +256,7 @@ void SpecialQp::OnTimer() {
     if (stopped_) return;
     const auto now = std::chrono::steady_clock::now();
     std::vector<std::shared_ptr<MadSend>> due;
-    for (MadSvcObj* svc : services_) {
+    for (MadAgent* svc : services_) {
       for (auto& [id, send] : svc->sends) {
         if (send->waiting && send->deadline <= now) due.push_back(send);
       }

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "runtime/al/src/al_internal.h"
+#include "runtime/al/src/mad_agent.h"
 #include "softib/kernel/timer.h"
 
 namespace softib::al {
 
-class MadSvcObj;
 class RmppSender;
 class RmppReceiver;
 
@@ -52,7 +52,7 @@ using RedirectKey = std::pair<uint8_t, uint16_t>;
 // One send of a MAD service: a single MAD, or an RMPP transfer (rmpp set), whose wire
 // completions, response and retries the special QP tracks. Guarded by SpecialQp::lock.
 struct MadSend {
-  kernel::ObjectRef svc;  // the MadSvcObj
+  AgentRef svc;  // the agent that sent it
   uint64_t send_id = 0;
   uint64_t context = 0;
   std::vector<uint8_t> mad;  // one MAD, or the whole RMPP transfer
@@ -107,12 +107,12 @@ class SpecialQp {
 
   // MAD services on this QP (mad_dispatch.cc): RESOURCE_BUSY when an unsolicited service of
   // the same class and version already takes one of the methods.
-  kernel::Status AddService(MadSvcObj* svc);
-  void RemoveService(MadSvcObj* svc);  // its sends finish CANCELED first
+  kernel::Status AddService(MadAgent* svc);
+  void RemoveService(MadAgent* svc);  // its sends finish CANCELED first
 
   // Starts a send (tracked until it completes); INSUFFICIENT_RESOURCES when no slot is free.
   kernel::Status Send(std::shared_ptr<MadSend> send);
-  kernel::Status Cancel(MadSvcObj* svc, uint64_t send_id);
+  kernel::Status Cancel(MadAgent* svc, uint64_t send_id);
 
   // Counters for tests and diagnostics.
   std::atomic<uint64_t> dropped{0};     // received MADs nobody took
@@ -168,19 +168,19 @@ class SpecialQp {
   void PumpRmppLocked(const std::shared_ptr<MadSend>& send, After& after);
   // An RMPP-active MAD: true when an RMPP transfer took it (false: route it as a plain MAD,
   // e.g. to a service that wants raw segments).
-  bool OnRmppReceive(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* owner, After& after);
+  bool OnRmppReceive(const uint8_t* mad, const MadOrigin& origin, MadAgent* owner, After& after);
   void RmppTimeoutLocked(const std::shared_ptr<MadSend>& send, After& after);
   kernel::Status PostSegmentsLocked(const std::shared_ptr<MadSend>& send);
   bool OnRmppControlLocked(const uint8_t* mad, After& after);
-  void OnRmppDataLocked(const uint8_t* mad, const MadOrigin& origin, MadSvcObj* svc, After& after);
+  void OnRmppDataLocked(const uint8_t* mad, const MadOrigin& origin, MadAgent* svc, After& after);
   void ExpireInboundLocked(std::chrono::steady_clock::time_point now);
   std::chrono::steady_clock::time_point EarliestInboundLocked() const;
-  std::shared_ptr<MadSend> AnsweredLocked(MadSvcObj* owner, const uint8_t* response);
+  std::shared_ptr<MadSend> AnsweredLocked(MadAgent* owner, const uint8_t* response);
   // The receive path (mad_dispatch.cc).
   void Route(const uint8_t* mad, const MadOrigin& origin);
-  void DeliverLocked(MadSvcObj* svc, std::vector<uint8_t> mad, const MadOrigin& origin,
+  void DeliverLocked(MadAgent* svc, std::vector<uint8_t> mad, const MadOrigin& origin,
                      const std::shared_ptr<MadSend>& answered, After& after);
-  MadSvcObj* FindRequestServiceLocked(const uint8_t* mad);
+  MadAgent* FindRequestServiceLocked(const uint8_t* mad);
   // smi.cc. False: `after_smi` (256 bytes) holds the SMP as the receive-side rules left it
   // (ReturnPath, HopPointer), which goes on to the MAD services.
   bool SmiReceive(const uint8_t* mad, const MadOrigin& origin, uint8_t* after_smi);
@@ -200,8 +200,8 @@ class SpecialQp {
   std::vector<uint8_t> memory_;  // receive buffers, then send slots
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
-  std::set<MadSvcObj*> services_;
-  std::map<uint32_t, MadSvcObj*> agents_;  // agent id (TID high half) -> service
+  std::set<MadAgent*> services_;
+  std::map<uint32_t, MadAgent*> agents_;  // agent id (TID high half) -> service
   // RMPP transfers being received (rmpp_flow.cc), by service, TID and sender (LID, QPN);
   // a complete one stays until its deadline to answer a retransmitted last segment.
   struct Inbound {
@@ -210,7 +210,7 @@ class SpecialQp {
     MadAddress from;
     std::vector<uint8_t> first;  // the first segment, to address an ABORT at the stall
   };
-  using InboundKey = std::tuple<MadSvcObj*, uint64_t, uint64_t>;
+  using InboundKey = std::tuple<MadAgent*, uint64_t, uint64_t>;
   std::map<InboundKey, Inbound> reassembly_;
   // Where the agent of a class at a remote port redirected us (mad_redirect.cc).
   std::map<RedirectKey, MadAddress> redirects_;
