@@ -140,8 +140,7 @@ Status SaSubscribeReport(const kernel::CallContext& ctx, const abi::SubscribeRep
   kernel::ObjectRef hold(object);
   uint64_t handle = 0;
   if (const Status s = Publish(InstanceOf(ctx), object, &handle); s != Status::SUCCESS) return s;
-  return object->Begin(irp, handle, &out, sizeof out, &out.inform.value,
-                       object->Request(sa::kSet));
+  return object->Begin(irp, handle, &out, sizeof out, &out.inform.value, object->Request(sa::kSet));
 }
 
 Status SaGetReport(kernel::GetReportRefs& refs, abi::GetReportOut& out, Irp* irp) {

@@ -24,6 +24,11 @@ std::optional<SaAnswer> PathCache::Lookup(const Key& key) {
   return it->second;
 }
 
+void PathCache::CountBypass(uint64_t port_guid) {
+  kernel::SpinLockGuard guard(lock_);
+  ++stats_[port_guid].misses;
+}
+
 void PathCache::Store(const Key& key, const SaAnswer& answer) {
   if (!answer.valid || answer.mad_status != 0 || answer.num_records == 0) return;
   kernel::SpinLockGuard guard(lock_);
@@ -34,7 +39,8 @@ void PathCache::Store(const Key& key, const SaAnswer& answer) {
 void PathCache::Invalidate(uint64_t port_guid) {
   kernel::SpinLockGuard guard(lock_);
   ++stats_[port_guid].invalidations;
-  std::erase_if(entries_, [port_guid](const auto& entry) { return entry.first.port_guid == port_guid; });
+  std::erase_if(entries_,
+                [port_guid](const auto& entry) { return entry.first.port_guid == port_guid; });
 }
 
 PathCache::Stats PathCache::Read(uint64_t port_guid) {

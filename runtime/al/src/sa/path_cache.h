@@ -37,6 +37,7 @@ class PathCache {
   static Key KeyOf(uint64_t port_guid, const SaRequest& request);
 
   std::optional<SaAnswer> Lookup(const Key& key);  // counts a hit or a miss
+  void CountBypass(uint64_t port_guid);            // a miss: asked with BYPASS_CACHE
   // Keeps a successful answer with records (a full cache forgets everything first).
   void Store(const Key& key, const SaAnswer& answer);
   void Invalidate(uint64_t port_guid);  // every answer of the port

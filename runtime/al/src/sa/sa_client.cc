@@ -15,8 +15,7 @@ constexpr uint32_t kDefaultTimeoutMs = 1000;
 
 bool IsRedoEvent(abi::AsyncEventType type) {
   return type == abi::AsyncEventType::SM_CHANGE || type == abi::AsyncEventType::LID_CHANGE ||
-         type == abi::AsyncEventType::CLIENT_REREGISTER ||
-         type == abi::AsyncEventType::PORT_ACTIVE;
+         type == abi::AsyncEventType::CLIENT_REREGISTER || type == abi::AsyncEventType::PORT_ACTIVE;
 }
 
 bool DropsCache(abi::AsyncEventType type) {
@@ -46,8 +45,7 @@ void SaClient::Start() {
   spec.mgmt_version = kSaClassVersion;
   spec.rmpp = true;
   spec.methods = {kReport};
-  spec.on_receive = [this](GsiAgent& agent, std::span<const uint8_t> mad,
-                           const MadOrigin& origin) {
+  spec.on_receive = [this](GsiAgent& agent, std::span<const uint8_t> mad, const MadOrigin& origin) {
     OnReceive(mad, origin, agent.ca()->guid, agent.port());
   };
   agents_ = GsiRegistration::Register(al_, std::move(spec));

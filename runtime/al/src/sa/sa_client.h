@@ -9,8 +9,8 @@
 #include <functional>
 #include <memory>
 #include <set>
-#include <vector>
 #include <span>
+#include <vector>
 
 #include "runtime/al/src/al_internal.h"
 #include "runtime/al/src/sa/path_cache.h"

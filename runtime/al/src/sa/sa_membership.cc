@@ -65,7 +65,7 @@ void SaMembership::Answered(Status status, const SaAnswer& answer) {
   if (irp == nullptr) {
     verb = Status::CANCELED;
   } else if (status == Status::SUCCESS) {
-    verb = !answer.valid ? Status::TIMEOUT
+    verb = !answer.valid            ? Status::TIMEOUT
            : answer.mad_status != 0 ? Status::REMOTE_ERROR
                                     : Accepted(answer, out_);
   }
@@ -104,8 +104,8 @@ void SaMembership::Tell(uint8_t method) {
     return;
   }
   Hold();
-  const Status status =
-      SaOf(al_)->Send(now, request, timeout_ms_, retries_, [this](Status s, const SaAnswer& answer) {
+  const Status status = SaOf(al_)->Send(
+      now, request, timeout_ms_, retries_, [this](Status s, const SaAnswer& answer) {
         if (s == Status::SUCCESS && answer.valid && answer.mad_status == 0) OnRetold(answer);
         Release();
       });

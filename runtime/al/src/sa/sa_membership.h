@@ -45,7 +45,9 @@ class SaMembership : public Waitable, public SaRedo {
   virtual void OnPublished() {}  // after the handle is out (e.g. lease renewal)
   virtual void OnEnd() {}        // OnDestroy, before the SA is told (e.g. detach)
   virtual void OnRetold(const SaAnswer&) {}
-  virtual bool ShouldUndo() { return true; }  // at the end: send the Delete  // the SA accepted a Set again (Redo, renewal)
+  virtual bool ShouldUndo() {
+    return true;
+  }  // at the end: send the Delete  // the SA accepted a Set again (Redo, renewal)
   // Sends `method` of the record through the port's present SM (a Set's answer goes to
   // OnRetold).
   void Tell(uint8_t method);
@@ -65,9 +67,9 @@ class SaMembership : public Waitable, public SaRedo {
   void* out_ = nullptr;  // the creating verb's output, until answered
   std::size_t out_size_ = 0;
   uint64_t* handle_out_ = nullptr;
-  SaTicket ticket_;              // lock_: the creating request
-  bool in_answer_ = false;       // lock_: Answered runs (OnDestroy waits for it)
-  bool destroying_self_ = false; // lock_: Answered destroys the refused object
+  SaTicket ticket_;               // lock_: the creating request
+  bool in_answer_ = false;        // lock_: Answered runs (OnDestroy waits for it)
+  bool destroying_self_ = false;  // lock_: Answered destroys the refused object
 };
 
 }  // namespace softib::al::sa

@@ -138,11 +138,11 @@ Status SaSendRequest(const kernel::CallContext& ctx, const abi::SendSaRequestIn&
   std::optional<sa::PathCache::Key> key;
   if (cacheable) {
     key = sa::PathCache::KeyOf(port.port_guid, request);
-    if (!bypass) {
-      if (std::optional<sa::SaAnswer> cached = cache.Lookup(*key)) {
-        object->Finish(Status::SUCCESS, *cached);
-        return Status::SUCCESS;
-      }
+    if (bypass) {
+      cache.CountBypass(port.port_guid);
+    } else if (std::optional<sa::SaAnswer> cached = cache.Lookup(*key)) {
+      object->Finish(Status::SUCCESS, *cached);
+      return Status::SUCCESS;
     }
   }
   kernel::ReferenceObject(object);  // the request's, until it ends

@@ -11,8 +11,7 @@ kernel::Status SaSendRequest(const kernel::CallContext& ctx, const abi::SendSaRe
                              abi::SendSaRequestOut& out);
 kernel::Status SaGetResponse(kernel::GetSaResponseRefs& refs, abi::GetSaResponseOut& out,
                              std::span<uint8_t> data, kernel::Irp* irp);
-kernel::Status SaPathCacheControl(const kernel::CallContext& ctx,
-                                  const abi::PathCacheControlIn& in,
+kernel::Status SaPathCacheControl(const kernel::CallContext& ctx, const abi::PathCacheControlIn& in,
                                   abi::PathCacheControlOut& out);
 // service_reg.cc
 kernel::Status SaRegisterService(const kernel::CallContext& ctx, const abi::RegisterServiceIn& in,

@@ -23,8 +23,8 @@ constexpr std::size_t kLeaseOffset = 28;
 class SaRegObj final : public sa::SaMembership {
  public:
   SaRegObj(Instance* owner, const sa::SaPort& port, const abi::RegisterServiceIn& in)
-      : SaMembership(abi::ObjectType::SaReg, owner, abi::kIoctlRegisterService, port,
-                     in.timeout_ms, in.retry_count),
+      : SaMembership(abi::ObjectType::SaReg, owner, abi::kIoctlRegisterService, port, in.timeout_ms,
+                     in.retry_count),
         mask_(in.component_mask) {
     std::memcpy(record_, in.record, sizeof record_);
     uint32_t lease;
