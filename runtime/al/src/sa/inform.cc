@@ -29,24 +29,28 @@ class SaInformObj final : public sa::SaMembership {
   SaInformObj(Instance* owner, const sa::SaPort& port, const abi::SubscribeReportIn& in)
       : SaMembership(abi::ObjectType::SaInform, owner, abi::kIoctlGetReport, port, in.timeout_ms,
                      in.retry_count),
-        trap_(in.trap_number) {}
+        trap_(in.trap_number) {
+    for (auto* info : {subscribe_, unsubscribe_}) {
+      info[16] = info[17] = 0xFF;  // LIDRangeBegin 0xFFFF: every LID
+      info[22] = 1;                // IsGeneric
+      info[24] = info[25] = 0xFF;  // Type: all
+      info[26] = static_cast<uint8_t>(trap_ >> 8);
+      info[27] = static_cast<uint8_t>(trap_);
+      info[30] = 1;                           // QPN 1
+      info[31] = 19;                          // RespTimeValue
+      info[33] = info[34] = info[35] = 0xFF;  // ProducerType: all
+    }
+    subscribe_[23] = 1;  // Subscribe
+  }
 
-  // InformInfo (IBA 13.4.8.3): any GID and LID, generic, the trap, QP1, any type/producer.
+  // InformInfo (IBA 13.4.8.3): any GID and LID, generic, the trap, QP1, any type/producer;
+  // Subscribe 1, or 0 to end it (the Delete of a subscription is a Set too). Both built at
+  // construction: redo and the end may ask at once.
   sa::SaRequest Request(uint8_t method) override {
-    std::memset(info_, 0, sizeof info_);
-    info_[16] = info_[17] = 0xFF;  // LIDRangeBegin 0xFFFF: every LID
-    info_[22] = 1;                 // IsGeneric
-    info_[23] = method == sa::kDelete ? 0 : 1;
-    info_[24] = info_[25] = 0xFF;  // Type: all
-    info_[26] = static_cast<uint8_t>(trap_ >> 8);
-    info_[27] = static_cast<uint8_t>(trap_);
-    info_[30] = 1;                             // QPN 1
-    info_[31] = 19;                            // RespTimeValue
-    info_[33] = info_[34] = info_[35] = 0xFF;  // ProducerType: all
     sa::SaRequest request;
-    request.method = sa::kSet;  // unsubscribing is a Set too
+    request.method = sa::kSet;
     request.attribute_id = sa::kInformInfoAttribute;
-    request.attribute = info_;
+    request.attribute = std::span<const uint8_t>(method == sa::kDelete ? unsubscribe_ : subscribe_);
     return request;
   }
 
@@ -117,7 +121,8 @@ class SaInformObj final : public sa::SaMembership {
   }
 
   const uint16_t trap_;
-  uint8_t info_[36];
+  uint8_t subscribe_[36] = {};
+  uint8_t unsubscribe_[36] = {};
   std::deque<Notice> notices_;  // lock_
 };
 

@@ -73,32 +73,24 @@ class McastJoinObj final : public sa::SaMembership {
     return Status::SUCCESS;
   }
 
+  // The CI's attach and detach run under lock_ (they are DISPATCH-safe), so that a re-join
+  // moving the QP to a new MLID and the leave's detach cannot interleave.
   void OnRetold(const sa::SaAnswer& answer) override {
     if (answer.data.size() < abi::kMcmemberRecordBytes || !Receives()) return;
     abi::Gid mgid;
     uint16_t mlid;
     GroupOf(answer, &mgid, &mlid);
-    abi::Gid old_mgid;
-    uint16_t old_mlid;
-    {
-      kernel::SpinLockGuard guard(lock_);
-      if (ended_ || !attached_ || mlid == mlid_) return;
-      old_mgid = mgid_;
-      old_mlid = mlid_;
-      mgid_ = mgid;
-      mlid_ = mlid;
-    }
-    ci()->DetachMcast(qp_->qpn, old_mgid, old_mlid);
-    ci()->AttachMcast(qp_->qpn, mgid, mlid);
+    kernel::SpinLockGuard guard(lock_);
+    if (ended_ || !attached_ || mlid == mlid_) return;
+    ci()->DetachMcast(qp_->qpn, mgid_, mlid_);
+    mgid_ = mgid;
+    mlid_ = mlid;
+    attached_ = ci()->AttachMcast(qp_->qpn, mgid, mlid) == Status::SUCCESS;
   }
 
   void OnEnd() override {
-    bool attached;
-    {
-      kernel::SpinLockGuard guard(lock_);
-      attached = std::exchange(attached_, false);
-    }
-    if (attached) ci()->DetachMcast(qp_->qpn, mgid_, mlid_);
+    kernel::SpinLockGuard guard(lock_);
+    if (std::exchange(attached_, false)) ci()->DetachMcast(qp_->qpn, mgid_, mlid_);
   }
 
   QpObj* const qp_;  // the parent
