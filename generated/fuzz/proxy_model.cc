@@ -388,6 +388,33 @@ Status ProxyDeregisterService(DeviceHandle device, [[maybe_unused]] std::span<co
   return user::proxy::DeregisterServiceAsync(device, in, overlapped);
 }
 
+Status ProxyPathCacheControl(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                             [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::PathCacheControlIn>(input);
+  return user::proxy::PathCacheControlAsync(
+      device, in, *reinterpret_cast<abi::PathCacheControlOut*>(output.data()), overlapped);
+}
+
+Status ProxySubscribeReport(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                            [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::SubscribeReportIn>(input);
+  return user::proxy::SubscribeReportAsync(
+      device, in, *reinterpret_cast<abi::SubscribeReportOut*>(output.data()), overlapped);
+}
+
+Status ProxyGetReport(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                      [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::GetReportIn>(input);
+  return user::proxy::GetReportAsync(
+      device, in, *reinterpret_cast<abi::GetReportOut*>(output.data()), overlapped);
+}
+
+Status ProxyUnsubscribeReport(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
+                              [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
+  const auto in = LoadProxyIn<abi::UnsubscribeReportIn>(input);
+  return user::proxy::UnsubscribeReportAsync(device, in, overlapped);
+}
+
 Status ProxyJoinMcast(DeviceHandle device, [[maybe_unused]] std::span<const uint8_t> input,
                       [[maybe_unused]] std::span<uint8_t> output, Overlapped* overlapped) {
   const auto in = LoadProxyIn<abi::JoinMcastIn>(input);
@@ -683,6 +710,10 @@ constexpr ProxyRow kProxies[] = {
     {0x0A22, &ProxyCancelSaRequest},
     {0x0A23, &ProxyRegisterService},
     {0x0A24, &ProxyDeregisterService},
+    {0x0A25, &ProxyPathCacheControl},
+    {0x0A26, &ProxySubscribeReport},
+    {0x0A27, &ProxyGetReport},
+    {0x0A28, &ProxyUnsubscribeReport},
     {0x0A30, &ProxyJoinMcast},
     {0x0A31, &ProxyLeaveMcast},
     {0x0B00, &ProxyCreateCep},

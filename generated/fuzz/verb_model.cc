@@ -1480,7 +1480,7 @@ constexpr FieldInfo kSendSaRequestFields[] = {
     I(36, 4, "retry_count"),
     I(40, 2, "attribute_id"),
     I(42, 1, "method"),
-    R(43, 1),
+    FL(43, 1, 0x1u, "flags"),
     I(44, 4, "attribute_modifier"),
     C(48, 4, "attribute_length"),
     R(52, 4)};
@@ -1590,6 +1590,93 @@ Irp* BuildDeregisterService(DeviceObject* target, FileObject* file,
                             [[maybe_unused]] std::span<uint8_t> output) {
   const auto in = LoadIn<abi::DeregisterServiceIn>(input);
   return kernel::BuildDeregisterServiceIrp(target, file, in);
+}
+
+// PathCacheControl
+constexpr FieldInfo kPathCacheControlFields[] = {
+    H(0, abi::ObjectType::Al, FieldAccess::kRead, false, "al"), I(8, 8, "port_guid"),
+    I(16, 4, "flush"), R(20, 4)};
+constexpr abi::Status kPathCacheControlStatuses[] = {
+    abi::Status::SUCCESS, abi::Status::INVALID_AL_HANDLE, abi::Status::INVALID_GUID,
+    abi::Status::INVALID_PARAMETER};
+Status DirectPathCacheControl(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                              [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::PathCacheControlIn>(input);
+  auto& out = *reinterpret_cast<abi::PathCacheControlOut*>(output.data());
+  return kernel::IbPathCacheControl(al, in, out, irp);
+}
+Irp* BuildPathCacheControl(DeviceObject* target, FileObject* file,
+                           [[maybe_unused]] std::span<const uint8_t> input,
+                           [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::PathCacheControlIn>(input);
+  return kernel::BuildPathCacheControlIrp(
+      target, file, in, reinterpret_cast<abi::PathCacheControlOut*>(output.data()));
+}
+
+// SubscribeReport
+constexpr FieldInfo kSubscribeReportFields[] = {
+    H(0, abi::ObjectType::Al, FieldAccess::kRead, false, "al"),
+    I(8, 8, "port_guid"),
+    I(16, 8, "context"),
+    I(24, 4, "timeout_ms"),
+    I(28, 4, "retry_count"),
+    I(32, 2, "trap_number"),
+    R(34, 6)};
+constexpr abi::Status kSubscribeReportStatuses[] = {
+    abi::Status::SUCCESS,          abi::Status::INVALID_AL_HANDLE,
+    abi::Status::INVALID_GUID,     abi::Status::INVALID_PORT_STATE,
+    abi::Status::TIMEOUT,          abi::Status::CANCELED,
+    abi::Status::REMOTE_ERROR,     abi::Status::INSUFFICIENT_MEMORY,
+    abi::Status::INVALID_PARAMETER};
+Status DirectSubscribeReport(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                             [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::SubscribeReportIn>(input);
+  auto& out = *reinterpret_cast<abi::SubscribeReportOut*>(output.data());
+  return kernel::IbSubscribeReport(al, in, out, irp);
+}
+Irp* BuildSubscribeReport(DeviceObject* target, FileObject* file,
+                          [[maybe_unused]] std::span<const uint8_t> input,
+                          [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::SubscribeReportIn>(input);
+  return kernel::BuildSubscribeReportIrp(target, file, in,
+                                         reinterpret_cast<abi::SubscribeReportOut*>(output.data()));
+}
+
+// GetReport
+constexpr FieldInfo kGetReportFields[] = {
+    H(0, abi::ObjectType::SaInform, FieldAccess::kRead, false, "inform")};
+constexpr abi::Status kGetReportStatuses[] = {
+    abi::Status::SUCCESS, abi::Status::INVALID_SA_INFORM_HANDLE, abi::Status::CANCELED,
+    abi::Status::INVALID_PARAMETER};
+Status DirectGetReport(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                       [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::GetReportIn>(input);
+  auto& out = *reinterpret_cast<abi::GetReportOut*>(output.data());
+  return kernel::IbGetReport(al, in, out, irp);
+}
+Irp* BuildGetReport(DeviceObject* target, FileObject* file,
+                    [[maybe_unused]] std::span<const uint8_t> input,
+                    [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::GetReportIn>(input);
+  return kernel::BuildGetReportIrp(target, file, in,
+                                   reinterpret_cast<abi::GetReportOut*>(output.data()));
+}
+
+// UnsubscribeReport
+constexpr FieldInfo kUnsubscribeReportFields[] = {
+    H(0, abi::ObjectType::SaInform, FieldAccess::kDestroy, false, "inform")};
+constexpr abi::Status kUnsubscribeReportStatuses[] = {
+    abi::Status::SUCCESS, abi::Status::INVALID_SA_INFORM_HANDLE, abi::Status::INVALID_PARAMETER};
+Status DirectUnsubscribeReport(IbAl* al, [[maybe_unused]] std::span<const uint8_t> input,
+                               [[maybe_unused]] std::span<uint8_t> output, Irp* irp) {
+  const auto in = LoadIn<abi::UnsubscribeReportIn>(input);
+  return kernel::IbUnsubscribeReport(al, in, irp);
+}
+Irp* BuildUnsubscribeReport(DeviceObject* target, FileObject* file,
+                            [[maybe_unused]] std::span<const uint8_t> input,
+                            [[maybe_unused]] std::span<uint8_t> output) {
+  const auto in = LoadIn<abi::UnsubscribeReportIn>(input);
+  return kernel::BuildUnsubscribeReportIrp(target, file, in);
 }
 
 // JoinMcast
@@ -3744,6 +3831,102 @@ constexpr VerbInfo kVerbs[] = {
      abi::ObjectType::SaReg,
      &DirectDeregisterService,
      &BuildDeregisterService},
+    {"PathCacheControl",
+     "verbs_al",
+     0x0A25,
+     abi::kIoctlPathCacheControl,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     false,
+     24,
+     24,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kPathCacheControlFields,
+     kPathCacheControlStatuses,
+     false,
+     abi::ObjectType{},
+     0,
+     false,
+     abi::ObjectType{},
+     &DirectPathCacheControl,
+     &BuildPathCacheControl},
+    {"SubscribeReport",
+     "verbs_al",
+     0x0A26,
+     abi::kIoctlSubscribeReport,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     true,
+     40,
+     8,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kSubscribeReportFields,
+     kSubscribeReportStatuses,
+     true,
+     abi::ObjectType::SaInform,
+     0,
+     false,
+     abi::ObjectType{},
+     &DirectSubscribeReport,
+     &BuildSubscribeReport},
+    {"GetReport",
+     "verbs_al",
+     0x0A27,
+     abi::kIoctlGetReport,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     true,
+     8,
+     80,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kGetReportFields,
+     kGetReportStatuses,
+     false,
+     abi::ObjectType{},
+     0,
+     false,
+     abi::ObjectType{},
+     &DirectGetReport,
+     &BuildGetReport},
+    {"UnsubscribeReport",
+     "verbs_al",
+     0x0A28,
+     abi::kIoctlUnsubscribeReport,
+     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+     true,
+     false,
+     8,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     kUnsubscribeReportFields,
+     kUnsubscribeReportStatuses,
+     false,
+     abi::ObjectType{},
+     0,
+     true,
+     abi::ObjectType::SaInform,
+     &DirectUnsubscribeReport,
+     &BuildUnsubscribeReport},
     {"JoinMcast",
      "verbs_al",
      0x0A30,

@@ -23,6 +23,10 @@ constexpr uint32_t kOrdinals[] = {
     0x0A22,  // CancelSaRequest
     0x0A23,  // RegisterService
     0x0A24,  // DeregisterService
+    0x0A25,  // PathCacheControl
+    0x0A26,  // SubscribeReport
+    0x0A27,  // GetReport
+    0x0A28,  // UnsubscribeReport
     0x0A30,  // JoinMcast
     0x0A31,  // LeaveMcast
 };

@@ -31,6 +31,10 @@ bool IsVerbIoctl(uint32_t code) {
     case abi::kIoctlSendSaRequest:
     case abi::kIoctlGetSaResponse:
     case abi::kIoctlCancelSaRequest:
+    case abi::kIoctlPathCacheControl:
+    case abi::kIoctlSubscribeReport:
+    case abi::kIoctlGetReport:
+    case abi::kIoctlUnsubscribeReport:
     case abi::kIoctlRegisterService:
     case abi::kIoctlDeregisterService:
     case abi::kIoctlJoinMcast:
@@ -118,6 +122,10 @@ bool IsVerbIoctlNonBlocking(uint32_t code) {
     case abi::kIoctlSendSaRequest:
     case abi::kIoctlGetSaResponse:
     case abi::kIoctlCancelSaRequest:
+    case abi::kIoctlPathCacheControl:
+    case abi::kIoctlSubscribeReport:
+    case abi::kIoctlGetReport:
+    case abi::kIoctlUnsubscribeReport:
     case abi::kIoctlRegisterService:
     case abi::kIoctlDeregisterService:
     case abi::kIoctlJoinMcast:
@@ -271,6 +279,18 @@ Status DispatchVerbIoctl(const VerbHandlerSet& handlers, const CallContext& ctx,
     case abi::kIoctlCancelSaRequest:
       if (handlers.verbs_al == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchCancelSaRequest(*handlers.verbs_al, ctx, irp);
+    case abi::kIoctlPathCacheControl:
+      if (handlers.verbs_al == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchPathCacheControl(*handlers.verbs_al, ctx, irp);
+    case abi::kIoctlSubscribeReport:
+      if (handlers.verbs_al == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchSubscribeReport(*handlers.verbs_al, ctx, irp);
+    case abi::kIoctlGetReport:
+      if (handlers.verbs_al == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchGetReport(*handlers.verbs_al, ctx, irp);
+    case abi::kIoctlUnsubscribeReport:
+      if (handlers.verbs_al == nullptr) return refuse(Status::UNSUPPORTED);
+      return DispatchUnsubscribeReport(*handlers.verbs_al, ctx, irp);
     case abi::kIoctlRegisterService:
       if (handlers.verbs_al == nullptr) return refuse(Status::UNSUPPORTED);
       return DispatchRegisterService(*handlers.verbs_al, ctx, irp);

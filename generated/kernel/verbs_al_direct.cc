@@ -606,6 +606,175 @@ Status CallCancelSaRequestIrp(DeviceObject* target, FileObject* file,
   return IoCallDriverAndWait(target, irp);
 }
 
+Status IbPathCacheControl(IbAl* al, const abi::PathCacheControlIn& in,
+                          abi::PathCacheControlOut& out, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "IbPathCacheControl");
+  BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
+  const CallContext ctx = DirectCallContext(al);
+  PathCacheControlRefs refs;
+  if (const Status s = ValidatePathCacheControl(ctx, in, refs); s != Status::SUCCESS) {
+    return FinishDirectCall(irp, s, 0);
+  }
+  out = abi::PathCacheControlOut{};
+  const Status status = DirectHandlers(al).verbs_al->PathCacheControl(ctx, in, refs, out, irp);
+  return FinishDirectCall(irp, status, sizeof(abi::PathCacheControlOut));
+}
+
+Irp* BuildPathCacheControlIrp(DeviceObject* target, FileObject* file,
+                              const abi::PathCacheControlIn& in, abi::PathCacheControlOut* out) {
+  Irp* irp =
+      IoBuildDeviceIoControlRequest(abi::kIoctlPathCacheControl, target, nullptr,
+                                    sizeof(abi::PathCacheControlIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
+  std::memcpy(buffer, &in, sizeof(abi::PathCacheControlIn));
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Status SendPathCacheControlIrp(DeviceObject* target, FileObject* file,
+                               const abi::PathCacheControlIn& in, abi::PathCacheControlOut* out,
+                               IoCompletionRoutine routine, void* context) {
+  Irp* irp = BuildPathCacheControlIrp(target, file, in, out);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  IoSetCompletionRoutine(irp, routine, context, true, true, true);
+  return IoCallDriver(target, irp);
+}
+
+Status CallPathCacheControlIrp(DeviceObject* target, FileObject* file,
+                               const abi::PathCacheControlIn& in, abi::PathCacheControlOut* out) {
+  Irp* irp = BuildPathCacheControlIrp(target, file, in, out);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  return IoCallDriverAndWait(target, irp);
+}
+
+Status IbSubscribeReport(IbAl* al, const abi::SubscribeReportIn& in, abi::SubscribeReportOut& out,
+                         Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "IbSubscribeReport");
+  BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
+  const CallContext ctx = DirectCallContext(al);
+  SubscribeReportRefs refs;
+  if (const Status s = ValidateSubscribeReport(ctx, in, refs); s != Status::SUCCESS) {
+    return FinishDirectCall(irp, s, 0);
+  }
+  out = abi::SubscribeReportOut{};
+  const Status status = DirectHandlers(al).verbs_al->SubscribeReport(ctx, in, refs, out, irp);
+  return FinishDirectCall(irp, status, sizeof(abi::SubscribeReportOut));
+}
+
+Irp* BuildSubscribeReportIrp(DeviceObject* target, FileObject* file,
+                             const abi::SubscribeReportIn& in, abi::SubscribeReportOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlSubscribeReport, target, nullptr,
+                                           sizeof(abi::SubscribeReportIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
+  std::memcpy(buffer, &in, sizeof(abi::SubscribeReportIn));
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Status SendSubscribeReportIrp(DeviceObject* target, FileObject* file,
+                              const abi::SubscribeReportIn& in, abi::SubscribeReportOut* out,
+                              IoCompletionRoutine routine, void* context) {
+  Irp* irp = BuildSubscribeReportIrp(target, file, in, out);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  IoSetCompletionRoutine(irp, routine, context, true, true, true);
+  return IoCallDriver(target, irp);
+}
+
+Status CallSubscribeReportIrp(DeviceObject* target, FileObject* file,
+                              const abi::SubscribeReportIn& in, abi::SubscribeReportOut* out) {
+  Irp* irp = BuildSubscribeReportIrp(target, file, in, out);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  return IoCallDriverAndWait(target, irp);
+}
+
+Status IbGetReport(IbAl* al, const abi::GetReportIn& in, abi::GetReportOut& out, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "IbGetReport");
+  BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
+  const CallContext ctx = DirectCallContext(al);
+  GetReportRefs refs;
+  if (const Status s = ValidateGetReport(ctx, in, refs); s != Status::SUCCESS) {
+    return FinishDirectCall(irp, s, 0);
+  }
+  out = abi::GetReportOut{};
+  const Status status = DirectHandlers(al).verbs_al->GetReport(ctx, in, refs, out, irp);
+  return FinishDirectCall(irp, status, sizeof(abi::GetReportOut));
+}
+
+Irp* BuildGetReportIrp(DeviceObject* target, FileObject* file, const abi::GetReportIn& in,
+                       abi::GetReportOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlGetReport, target, nullptr,
+                                           sizeof(abi::GetReportIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
+  std::memcpy(buffer, &in, sizeof(abi::GetReportIn));
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Status SendGetReportIrp(DeviceObject* target, FileObject* file, const abi::GetReportIn& in,
+                        abi::GetReportOut* out, IoCompletionRoutine routine, void* context) {
+  Irp* irp = BuildGetReportIrp(target, file, in, out);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  IoSetCompletionRoutine(irp, routine, context, true, true, true);
+  return IoCallDriver(target, irp);
+}
+
+Status CallGetReportIrp(DeviceObject* target, FileObject* file, const abi::GetReportIn& in,
+                        abi::GetReportOut* out) {
+  Irp* irp = BuildGetReportIrp(target, file, in, out);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  return IoCallDriverAndWait(target, irp);
+}
+
+Status IbUnsubscribeReport(IbAl* al, const abi::UnsubscribeReportIn& in, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "IbUnsubscribeReport");
+  BeginDirectCall(irp);
+  // A module without handlers answers UNSUPPORTED before any check, as DispatchVerbIoctl.
+  if (DirectHandlers(al).verbs_al == nullptr) return FinishDirectCall(irp, Status::UNSUPPORTED, 0);
+  const CallContext ctx = DirectCallContext(al);
+  UnsubscribeReportRefs refs;
+  if (const Status s = ValidateUnsubscribeReport(ctx, in, refs); s != Status::SUCCESS) {
+    return FinishDirectCall(irp, s, 0);
+  }
+  const Status status = DirectHandlers(al).verbs_al->UnsubscribeReport(ctx, in, refs, irp);
+  return FinishDirectCall(irp, status, 0);
+}
+
+Irp* BuildUnsubscribeReportIrp(DeviceObject* target, FileObject* file,
+                               const abi::UnsubscribeReportIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlUnsubscribeReport, target, nullptr,
+                                           sizeof(abi::UnsubscribeReportIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
+  std::memcpy(buffer, &in, sizeof(abi::UnsubscribeReportIn));
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Status SendUnsubscribeReportIrp(DeviceObject* target, FileObject* file,
+                                const abi::UnsubscribeReportIn& in, IoCompletionRoutine routine,
+                                void* context) {
+  Irp* irp = BuildUnsubscribeReportIrp(target, file, in);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  IoSetCompletionRoutine(irp, routine, context, true, true, true);
+  return IoCallDriver(target, irp);
+}
+
+Status CallUnsubscribeReportIrp(DeviceObject* target, FileObject* file,
+                                const abi::UnsubscribeReportIn& in) {
+  Irp* irp = BuildUnsubscribeReportIrp(target, file, in);
+  if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+  return IoCallDriverAndWait(target, irp);
+}
+
 Status IbRegisterService(IbAl* al, const abi::RegisterServiceIn& in, abi::RegisterServiceOut& out,
                          Irp* irp) {
   VerifyIrqlAtMost(Irql::kDispatch, "IbRegisterService");

@@ -254,6 +254,80 @@ Status SendCancelSaRequestIrp(DeviceObject* target, FileObject* file,
 Status CallCancelSaRequestIrp(DeviceObject* target, FileObject* file,
                               const abi::CancelSaRequestIn& in);
 
+/// The PathRecord cache of a port (SendSaRequest): its counters, and a flush when asked.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbPathCacheControl(IbAl* al, const abi::PathCacheControlIn& in,
+                          abi::PathCacheControlOut& out, Irp* irp = nullptr);
+
+// PathCacheControl through an IRP to `target` (the AL device) for the kernel client's open
+// `file`. The output is copied back on completion.
+Irp* BuildPathCacheControlIrp(DeviceObject* target, FileObject* file,
+                              const abi::PathCacheControlIn& in, abi::PathCacheControlOut* out);
+// Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
+Status SendPathCacheControlIrp(DeviceObject* target, FileObject* file,
+                               const abi::PathCacheControlIn& in, abi::PathCacheControlOut* out,
+                               IoCompletionRoutine routine, void* context);
+// Builds the IRP, sends it and waits for its completion (PASSIVE level).
+Status CallPathCacheControlIrp(DeviceObject* target, FileObject* file,
+                               const abi::PathCacheControlIn& in, abi::PathCacheControlOut* out);
+
+/// Subscribe to SA notices (InformInfo Set, IBAL ib_reg_svc's sibling ib_inform): the SA's
+/// Reports matching the subscription wait for GetReport. Completes with the SA's answer.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbSubscribeReport(IbAl* al, const abi::SubscribeReportIn& in, abi::SubscribeReportOut& out,
+                         Irp* irp = nullptr);
+
+// SubscribeReport through an IRP to `target` (the AL device) for the kernel client's open
+// `file`. The output is copied back on completion.
+Irp* BuildSubscribeReportIrp(DeviceObject* target, FileObject* file,
+                             const abi::SubscribeReportIn& in, abi::SubscribeReportOut* out);
+// Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
+Status SendSubscribeReportIrp(DeviceObject* target, FileObject* file,
+                              const abi::SubscribeReportIn& in, abi::SubscribeReportOut* out,
+                              IoCompletionRoutine routine, void* context);
+// Builds the IRP, sends it and waits for its completion (PASSIVE level).
+Status CallSubscribeReportIrp(DeviceObject* target, FileObject* file,
+                              const abi::SubscribeReportIn& in, abi::SubscribeReportOut* out);
+
+/// Wait for the next Report (its Notice, network order) of a subscription.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
+Status IbGetReport(IbAl* al, const abi::GetReportIn& in, abi::GetReportOut& out,
+                   Irp* irp = nullptr);
+
+// GetReport through an IRP to `target` (the AL device) for the kernel client's open
+// `file`. The output is copied back on completion.
+Irp* BuildGetReportIrp(DeviceObject* target, FileObject* file, const abi::GetReportIn& in,
+                       abi::GetReportOut* out);
+// Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
+Status SendGetReportIrp(DeviceObject* target, FileObject* file, const abi::GetReportIn& in,
+                        abi::GetReportOut* out, IoCompletionRoutine routine, void* context);
+// Builds the IRP, sends it and waits for its completion (PASSIVE level).
+Status CallGetReportIrp(DeviceObject* target, FileObject* file, const abi::GetReportIn& in,
+                        abi::GetReportOut* out);
+
+/// End a subscription (InformInfo Set with Subscribe 0); a waiting GetReport completes
+/// CANCELED.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP.
+Status IbUnsubscribeReport(IbAl* al, const abi::UnsubscribeReportIn& in, Irp* irp = nullptr);
+
+// UnsubscribeReport through an IRP to `target` (the AL device) for the kernel client's open
+// `file`. The output is copied back on completion.
+Irp* BuildUnsubscribeReportIrp(DeviceObject* target, FileObject* file,
+                               const abi::UnsubscribeReportIn& in);
+// Builds the IRP, sets `routine` as its completion routine and sends it (IoCallDriver).
+Status SendUnsubscribeReportIrp(DeviceObject* target, FileObject* file,
+                                const abi::UnsubscribeReportIn& in, IoCompletionRoutine routine,
+                                void* context);
+// Builds the IRP, sends it and waits for its completion (PASSIVE level).
+Status CallUnsubscribeReportIrp(DeviceObject* target, FileObject* file,
+                                const abi::UnsubscribeReportIn& in);
+
 /// Register a service with the SA (ServiceRecord Set); completes with the SA's answer.
 /// REMOTE_ERROR: the SA refused (no registration is created).
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one

@@ -399,6 +399,110 @@ Status DispatchCancelSaRequest(AlVerbHandlers& handlers, const CallContext& ctx,
   return CompleteVerbIrp(irp, status, 0);
 }
 
+Status ValidatePathCacheControl([[maybe_unused]] const CallContext& ctx,
+                                const abi::PathCacheControlIn& in, PathCacheControlRefs& refs) {
+  if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
+  Status s = Status::SUCCESS;
+  s = ResolveHandle(ctx, in.al.value, abi::ObjectType::Al, HandleAccess::kRead, false,
+                    Status::INVALID_AL_HANDLE, &refs.al);
+  if (s != Status::SUCCESS) return s;
+  return Status::SUCCESS;
+}
+
+Status DispatchPathCacheControl(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "PathCacheControl");
+  const BufferedIoctl io(irp);
+  if (io.in_length != sizeof(abi::PathCacheControlIn)) return io.Fail(Status::INVALID_PARAMETER);
+  if (io.out_length < sizeof(abi::PathCacheControlOut)) return io.Fail(Status::INVALID_PARAMETER);
+  abi::PathCacheControlIn in;
+  io.ReadInput(&in);
+  PathCacheControlRefs refs;
+  if (const Status s = ValidatePathCacheControl(ctx, in, refs); s != Status::SUCCESS) {
+    return io.Fail(s);
+  }
+  abi::PathCacheControlOut& out = *io.Output<abi::PathCacheControlOut>();
+  const Status status = handlers.PathCacheControl(ctx, in, refs, out, irp);
+  return CompleteVerbIrp(irp, status, sizeof(abi::PathCacheControlOut));
+}
+
+Status ValidateSubscribeReport([[maybe_unused]] const CallContext& ctx,
+                               const abi::SubscribeReportIn& in, SubscribeReportRefs& refs) {
+  if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
+  Status s = Status::SUCCESS;
+  s = ResolveHandle(ctx, in.al.value, abi::ObjectType::Al, HandleAccess::kRead, false,
+                    Status::INVALID_AL_HANDLE, &refs.al);
+  if (s != Status::SUCCESS) return s;
+  return Status::SUCCESS;
+}
+
+Status DispatchSubscribeReport(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "SubscribeReport");
+  const BufferedIoctl io(irp);
+  if (io.in_length != sizeof(abi::SubscribeReportIn)) return io.Fail(Status::INVALID_PARAMETER);
+  if (io.out_length < sizeof(abi::SubscribeReportOut)) return io.Fail(Status::INVALID_PARAMETER);
+  abi::SubscribeReportIn in;
+  io.ReadInput(&in);
+  SubscribeReportRefs refs;
+  if (const Status s = ValidateSubscribeReport(ctx, in, refs); s != Status::SUCCESS) {
+    return io.Fail(s);
+  }
+  abi::SubscribeReportOut& out = *io.Output<abi::SubscribeReportOut>();
+  const Status status = handlers.SubscribeReport(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
+  return CompleteVerbIrp(irp, status, sizeof(abi::SubscribeReportOut));
+}
+
+Status ValidateGetReport([[maybe_unused]] const CallContext& ctx, const abi::GetReportIn& in,
+                         GetReportRefs& refs) {
+  if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
+  Status s = Status::SUCCESS;
+  s = ResolveHandle(ctx, in.inform.value, abi::ObjectType::SaInform, HandleAccess::kRead, false,
+                    Status::INVALID_SA_INFORM_HANDLE, &refs.inform);
+  if (s != Status::SUCCESS) return s;
+  return Status::SUCCESS;
+}
+
+Status DispatchGetReport(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "GetReport");
+  const BufferedIoctl io(irp);
+  if (io.in_length != sizeof(abi::GetReportIn)) return io.Fail(Status::INVALID_PARAMETER);
+  if (io.out_length < sizeof(abi::GetReportOut)) return io.Fail(Status::INVALID_PARAMETER);
+  abi::GetReportIn in;
+  io.ReadInput(&in);
+  GetReportRefs refs;
+  if (const Status s = ValidateGetReport(ctx, in, refs); s != Status::SUCCESS) {
+    return io.Fail(s);
+  }
+  abi::GetReportOut& out = *io.Output<abi::GetReportOut>();
+  const Status status = handlers.GetReport(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
+  return CompleteVerbIrp(irp, status, sizeof(abi::GetReportOut));
+}
+
+Status ValidateUnsubscribeReport([[maybe_unused]] const CallContext& ctx,
+                                 const abi::UnsubscribeReportIn& in, UnsubscribeReportRefs& refs) {
+  if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;
+  Status s = Status::SUCCESS;
+  s = ResolveHandle(ctx, in.inform.value, abi::ObjectType::SaInform, HandleAccess::kDestroy, false,
+                    Status::INVALID_SA_INFORM_HANDLE, &refs.inform);
+  if (s != Status::SUCCESS) return s;
+  return Status::SUCCESS;
+}
+
+Status DispatchUnsubscribeReport(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp) {
+  VerifyIrqlAtMost(Irql::kDispatch, "UnsubscribeReport");
+  const BufferedIoctl io(irp);
+  if (io.in_length != sizeof(abi::UnsubscribeReportIn)) return io.Fail(Status::INVALID_PARAMETER);
+  abi::UnsubscribeReportIn in;
+  io.ReadInput(&in);
+  UnsubscribeReportRefs refs;
+  if (const Status s = ValidateUnsubscribeReport(ctx, in, refs); s != Status::SUCCESS) {
+    return io.Fail(s);
+  }
+  const Status status = handlers.UnsubscribeReport(ctx, in, refs, irp);
+  return CompleteVerbIrp(irp, status, 0);
+}
+
 Status ValidateRegisterService([[maybe_unused]] const CallContext& ctx,
                                const abi::RegisterServiceIn& in, RegisterServiceRefs& refs) {
   if (!abi::IsValid(in)) return Status::INVALID_PARAMETER;

@@ -82,6 +82,26 @@ struct CancelSaRequestRefs {
   ObjectRef req;
 };
 
+// The objects PathCacheControl's handle parameters name, referenced (empty for a null optional).
+struct PathCacheControlRefs {
+  ObjectRef al;
+};
+
+// The objects SubscribeReport's handle parameters name, referenced (empty for a null optional).
+struct SubscribeReportRefs {
+  ObjectRef al;
+};
+
+// The objects GetReport's handle parameters name, referenced (empty for a null optional).
+struct GetReportRefs {
+  ObjectRef inform;
+};
+
+// The objects UnsubscribeReport's handle parameters name, referenced (empty for a null optional).
+struct UnsubscribeReportRefs {
+  ObjectRef inform;
+};
+
 // The objects RegisterService's handle parameters name, referenced (empty for a null optional).
 struct RegisterServiceRefs {
   ObjectRef al;
@@ -180,6 +200,26 @@ class AlVerbHandlers {
   /// Cancel an SA request (a waiting GetSaResponse completes CANCELED) and release it.
   virtual Status CancelSaRequest(const CallContext& ctx, const abi::CancelSaRequestIn& in,
                                  CancelSaRequestRefs& refs, Irp* irp) = 0;
+
+  /// The PathRecord cache of a port (SendSaRequest): its counters, and a flush when asked.
+  virtual Status PathCacheControl(const CallContext& ctx, const abi::PathCacheControlIn& in,
+                                  PathCacheControlRefs& refs, abi::PathCacheControlOut& out,
+                                  Irp* irp) = 0;
+
+  /// Subscribe to SA notices (InformInfo Set, IBAL ib_reg_svc's sibling ib_inform): the SA's
+  /// Reports matching the subscription wait for GetReport. Completes with the SA's answer.
+  virtual Status SubscribeReport(const CallContext& ctx, const abi::SubscribeReportIn& in,
+                                 SubscribeReportRefs& refs, abi::SubscribeReportOut& out,
+                                 Irp* irp) = 0;
+
+  /// Wait for the next Report (its Notice, network order) of a subscription.
+  virtual Status GetReport(const CallContext& ctx, const abi::GetReportIn& in, GetReportRefs& refs,
+                           abi::GetReportOut& out, Irp* irp) = 0;
+
+  /// End a subscription (InformInfo Set with Subscribe 0); a waiting GetReport completes
+  /// CANCELED.
+  virtual Status UnsubscribeReport(const CallContext& ctx, const abi::UnsubscribeReportIn& in,
+                                   UnsubscribeReportRefs& refs, Irp* irp) = 0;
 
   /// Register a service with the SA (ServiceRecord Set); completes with the SA's answer.
   /// REMOTE_ERROR: the SA refused (no registration is created).
@@ -286,6 +326,30 @@ Status ValidateCancelSaRequest([[maybe_unused]] const CallContext& ctx,
                                const abi::CancelSaRequestIn& in, CancelSaRequestRefs& refs);
 // Dispatches the IOCTL of CancelSaRequest: validates, calls the handler, completes the IRP.
 Status DispatchCancelSaRequest(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
+
+// PathCacheControl (0x0A25): the checks after the lengths, for the dispatch and direct calls.
+Status ValidatePathCacheControl([[maybe_unused]] const CallContext& ctx,
+                                const abi::PathCacheControlIn& in, PathCacheControlRefs& refs);
+// Dispatches the IOCTL of PathCacheControl: validates, calls the handler, completes the IRP.
+Status DispatchPathCacheControl(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
+
+// SubscribeReport (0x0A26): the checks after the lengths, for the dispatch and direct calls.
+Status ValidateSubscribeReport([[maybe_unused]] const CallContext& ctx,
+                               const abi::SubscribeReportIn& in, SubscribeReportRefs& refs);
+// Dispatches the IOCTL of SubscribeReport: validates, calls the handler, completes the IRP.
+Status DispatchSubscribeReport(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
+
+// GetReport (0x0A27): the checks after the lengths, for the dispatch and direct calls.
+Status ValidateGetReport([[maybe_unused]] const CallContext& ctx, const abi::GetReportIn& in,
+                         GetReportRefs& refs);
+// Dispatches the IOCTL of GetReport: validates, calls the handler, completes the IRP.
+Status DispatchGetReport(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
+
+// UnsubscribeReport (0x0A28): the checks after the lengths, for the dispatch and direct calls.
+Status ValidateUnsubscribeReport([[maybe_unused]] const CallContext& ctx,
+                                 const abi::UnsubscribeReportIn& in, UnsubscribeReportRefs& refs);
+// Dispatches the IOCTL of UnsubscribeReport: validates, calls the handler, completes the IRP.
+Status DispatchUnsubscribeReport(AlVerbHandlers& handlers, const CallContext& ctx, Irp* irp);
 
 // RegisterService (0x0A23): the checks after the lengths, for the dispatch and direct calls.
 Status ValidateRegisterService([[maybe_unused]] const CallContext& ctx,

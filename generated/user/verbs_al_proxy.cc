@@ -205,6 +205,56 @@ Status CancelSaRequestAsync(DeviceHandle device, const abi::CancelSaRequestIn& i
                          nullptr, 0, nullptr, overlapped);
 }
 
+Status PathCacheControl(DeviceHandle device, const abi::PathCacheControlIn& in,
+                        abi::PathCacheControlOut& out) {
+  uint32_t returned = 0;
+  return DeviceIoControl(device, abi::kIoctlPathCacheControl, &in, sizeof(abi::PathCacheControlIn),
+                         &out, sizeof(abi::PathCacheControlOut), &returned, nullptr);
+}
+
+Status PathCacheControlAsync(DeviceHandle device, const abi::PathCacheControlIn& in,
+                             abi::PathCacheControlOut& out, Overlapped* overlapped) {
+  return DeviceIoControl(device, abi::kIoctlPathCacheControl, &in, sizeof(abi::PathCacheControlIn),
+                         &out, sizeof(abi::PathCacheControlOut), nullptr, overlapped);
+}
+
+Status SubscribeReport(DeviceHandle device, const abi::SubscribeReportIn& in,
+                       abi::SubscribeReportOut& out) {
+  uint32_t returned = 0;
+  return DeviceIoControl(device, abi::kIoctlSubscribeReport, &in, sizeof(abi::SubscribeReportIn),
+                         &out, sizeof(abi::SubscribeReportOut), &returned, nullptr);
+}
+
+Status SubscribeReportAsync(DeviceHandle device, const abi::SubscribeReportIn& in,
+                            abi::SubscribeReportOut& out, Overlapped* overlapped) {
+  return DeviceIoControl(device, abi::kIoctlSubscribeReport, &in, sizeof(abi::SubscribeReportIn),
+                         &out, sizeof(abi::SubscribeReportOut), nullptr, overlapped);
+}
+
+Status GetReport(DeviceHandle device, const abi::GetReportIn& in, abi::GetReportOut& out) {
+  uint32_t returned = 0;
+  return DeviceIoControl(device, abi::kIoctlGetReport, &in, sizeof(abi::GetReportIn), &out,
+                         sizeof(abi::GetReportOut), &returned, nullptr);
+}
+
+Status GetReportAsync(DeviceHandle device, const abi::GetReportIn& in, abi::GetReportOut& out,
+                      Overlapped* overlapped) {
+  return DeviceIoControl(device, abi::kIoctlGetReport, &in, sizeof(abi::GetReportIn), &out,
+                         sizeof(abi::GetReportOut), nullptr, overlapped);
+}
+
+Status UnsubscribeReport(DeviceHandle device, const abi::UnsubscribeReportIn& in) {
+  uint32_t returned = 0;
+  return DeviceIoControl(device, abi::kIoctlUnsubscribeReport, &in,
+                         sizeof(abi::UnsubscribeReportIn), nullptr, 0, &returned, nullptr);
+}
+
+Status UnsubscribeReportAsync(DeviceHandle device, const abi::UnsubscribeReportIn& in,
+                              Overlapped* overlapped) {
+  return DeviceIoControl(device, abi::kIoctlUnsubscribeReport, &in,
+                         sizeof(abi::UnsubscribeReportIn), nullptr, 0, nullptr, overlapped);
+}
+
 Status RegisterService(DeviceHandle device, const abi::RegisterServiceIn& in,
                        abi::RegisterServiceOut& out) {
   uint32_t returned = 0;

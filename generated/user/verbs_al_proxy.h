@@ -106,6 +106,38 @@ Status CancelSaRequest(DeviceHandle device, const abi::CancelSaRequestIn& in);
 Status CancelSaRequestAsync(DeviceHandle device, const abi::CancelSaRequestIn& in,
                             Overlapped* overlapped);
 
+/// The PathRecord cache of a port (SendSaRequest): its counters, and a flush when asked.
+Status PathCacheControl(DeviceHandle device, const abi::PathCacheControlIn& in,
+                        abi::PathCacheControlOut& out);
+// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
+// completes.
+Status PathCacheControlAsync(DeviceHandle device, const abi::PathCacheControlIn& in,
+                             abi::PathCacheControlOut& out, Overlapped* overlapped);
+
+/// Subscribe to SA notices (InformInfo Set, IBAL ib_reg_svc's sibling ib_inform): the SA's
+/// Reports matching the subscription wait for GetReport. Completes with the SA's answer.
+Status SubscribeReport(DeviceHandle device, const abi::SubscribeReportIn& in,
+                       abi::SubscribeReportOut& out);
+// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
+// completes.
+Status SubscribeReportAsync(DeviceHandle device, const abi::SubscribeReportIn& in,
+                            abi::SubscribeReportOut& out, Overlapped* overlapped);
+
+/// Wait for the next Report (its Notice, network order) of a subscription.
+Status GetReport(DeviceHandle device, const abi::GetReportIn& in, abi::GetReportOut& out);
+// Overlapped form: returns PENDING or the final status; `out` must stay valid until the request
+// completes.
+Status GetReportAsync(DeviceHandle device, const abi::GetReportIn& in, abi::GetReportOut& out,
+                      Overlapped* overlapped);
+
+/// End a subscription (InformInfo Set with Subscribe 0); a waiting GetReport completes
+/// CANCELED.
+Status UnsubscribeReport(DeviceHandle device, const abi::UnsubscribeReportIn& in);
+// Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
+// the request completes.
+Status UnsubscribeReportAsync(DeviceHandle device, const abi::UnsubscribeReportIn& in,
+                              Overlapped* overlapped);
+
 /// Register a service with the SA (ServiceRecord Set); completes with the SA's answer.
 /// REMOTE_ERROR: the SA refused (no registration is created).
 Status RegisterService(DeviceHandle device, const abi::RegisterServiceIn& in,

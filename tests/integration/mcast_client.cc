@@ -6,6 +6,11 @@
 //   softib_mcast_client <run dir> send <MGID hex32> <MLID> <count> [pkey index]
 //     Sends <count> UD SENDs to the group (DLID = MLID, GRH DGID = MGID, DestQP 0xFFFFFF)
 //     with the P_Key at [pkey index] of port 1; prints "sent N".
+//   join-recv / sendonly-recv / join-send instead of recv / send: the QP joins the group
+//     through the SA first (JoinMcast: a full member, which the AL attaches, or a send-only
+//     member, which it does not), creating it when it is new (Q_Key 0x11111111, P_Key
+//     0xFFFF), and uses the MLID the SA answered (the MLID argument is ignored); prints
+//     "joined mlid=0x...". A receiver then leaves (LeaveMcast) before it exits.
 // Exit 0 when the verbs worked (the counts are the caller's to judge).
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +20,7 @@
 
 #include "rc_endpoint.h"
 #include "user/runtime_ioctls_proxy.h"
+#include "user/verbs_al_proxy.h"
 #include "user/verbs_ca_proxy.h"
 #include "user/verbs_cq_proxy.h"
 #include "user/verbs_mcast_proxy.h"
@@ -50,10 +56,13 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "usage: softib_mcast_client RUN_DIR recv|send MGID MLID N [PKEY_INDEX]\n");
     return 2;
   }
-  const bool send = std::strcmp(argv[2], "send") == 0;
+  const std::string mode = argv[2];
+  const bool send = mode == "send" || mode == "join-send";
+  const bool join = mode.starts_with("join-") || mode == "sendonly-recv";
+  const bool full_member = mode == "join-recv";
   abi::Gid mgid{};
   if (!ParseGid(argv[3], &mgid)) return std::fprintf(stderr, "bad MGID\n"), 2;
-  const auto mlid = static_cast<uint16_t>(std::strtoul(argv[4], nullptr, 0));
+  auto mlid = static_cast<uint16_t>(std::strtoul(argv[4], nullptr, 0));
   const double n = std::strtod(argv[5], nullptr);
   const auto pkey_index = static_cast<uint16_t>(argc > 6 ? std::atoi(argv[6]) : 0);
   const long stop = argc > 7 ? std::atol(argv[7]) : -1;
@@ -109,13 +118,39 @@ int Run(int argc, char** argv) {
     return PollCqOne(cq_ring, wc, deadline);
   };
 
+  abi::JoinMcastOut joined{};
+  if (join) {
+    std::vector<abi::PortAttributes> ports(2);
+    abi::QueryCaOut query{};
+    if ((s = user::proxy::QueryCa(ca.device, {ca.ca}, query, ports)) != Status::SUCCESS)
+      return Fail("QueryCa", s);
+    abi::JoinMcastIn in{};
+    in.qp = qp;
+    in.port_guid = ports[0].port_guid;
+    in.timeout_ms = 2000;
+    in.retry_count = 3;
+    // MGID, PortGID, Q_Key, TClass, P_Key, SL, FlowLabel, JoinState (creation's components).
+    in.component_mask = 1 | 2 | 4 | (1 << 6) | (1 << 7) | (1 << 12) | (1 << 13) | (1 << 16);
+    std::memcpy(in.member_record, mgid.raw, 16);
+    std::memcpy(in.member_record + 16, &ports[0].subnet_prefix, 8);
+    std::memcpy(in.member_record + 24, &ports[0].port_guid, 8);
+    std::memcpy(in.member_record + 32, &kQkey, 4);
+    in.member_record[40] = in.member_record[41] = 0xFF;
+    in.member_record[48] = full_member ? 0x1 : 0x8;  // FullMember / SendOnlyFullMember
+    if ((s = user::proxy::JoinMcast(ca.device, in, joined)) != Status::SUCCESS)
+      return Fail("JoinMcast", s);
+    mlid = static_cast<uint16_t>(joined.joined_record[36] << 8 | joined.joined_record[37]);
+    std::printf("joined mlid=0x%04x\n", mlid);
+    std::fflush(stdout);
+  }
+
   if (!send) {
     abi::AttachMcastIn at{};
     at.qp = qp;
     at.mgid = mgid;
     at.mlid = mlid;
     abi::AttachMcastOut at_out{};
-    if ((s = user::proxy::AttachMcast(ca.device, at, at_out)) != Status::SUCCESS)
+    if (!join && (s = user::proxy::AttachMcast(ca.device, at, at_out)) != Status::SUCCESS)
       return Fail("AttachMcast", s);
     for (uint32_t i = 0; i < kSlots; ++i) {
       const abi::RecvWorkRequest wr = RecvWr(i, &buffer[i * kSlot], kSlot, lkey);
@@ -142,6 +177,8 @@ int Run(int argc, char** argv) {
       qp_rings.queue().PostRecv(std::span(&wr, 1), &posted);
     }
     std::printf("received %ld\n", received);
+    if (join && (s = user::proxy::LeaveMcast(ca.device, {joined.join})) != Status::SUCCESS)
+      return Fail("LeaveMcast", s);
     return 0;
   }
 

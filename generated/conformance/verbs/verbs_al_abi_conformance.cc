@@ -327,6 +327,7 @@ namespace {
   v.retry_count = r.Int<uint32_t>();
   v.attribute_id = r.Int<uint16_t>();
   v.method = r.Int<uint8_t>();
+  v.flags = static_cast<abi::SaRequestFlags>(r.Int<uint8_t>() & 0x1u);
   v.attribute_modifier = r.Int<uint32_t>();
   v.attribute_length = r.Int<uint32_t>();
 }
@@ -343,7 +344,7 @@ namespace {
   n += ExpectField(buf, base + 36, v.retry_count, w.retry_count, "SendSaRequestIn.retry_count");
   n += ExpectField(buf, base + 40, v.attribute_id, w.attribute_id, "SendSaRequestIn.attribute_id");
   n += ExpectField(buf, base + 42, v.method, w.method, "SendSaRequestIn.method");
-  n += ExpectField(buf, base + 43, v.pad0, w.pad0, "SendSaRequestIn.pad0");
+  n += ExpectField(buf, base + 43, v.flags, w.flags, "SendSaRequestIn.flags");
   n += ExpectField(buf, base + 44, v.attribute_modifier, w.attribute_modifier,
                    "SendSaRequestIn.attribute_modifier");
   n += ExpectField(buf, base + 48, v.attribute_length, w.attribute_length,
@@ -394,6 +395,108 @@ namespace {
                            const abi::CancelSaRequestIn& w) {
   int n = 0;
   n += ExpectField(buf, base + 0, v.req, w.req, "CancelSaRequestIn.req");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::PathCacheControlIn& v, Rng& r) {
+  v.al.value = r.Int<uint64_t>();
+  v.port_guid = r.Int<uint64_t>();
+  v.flush = r.Int<uint32_t>();
+}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::PathCacheControlIn& v,
+                           const abi::PathCacheControlIn& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.al, w.al, "PathCacheControlIn.al");
+  n += ExpectField(buf, base + 8, v.port_guid, w.port_guid, "PathCacheControlIn.port_guid");
+  n += ExpectField(buf, base + 16, v.flush, w.flush, "PathCacheControlIn.flush");
+  n += ExpectField(buf, base + 20, v.reserved0, w.reserved0, "PathCacheControlIn.reserved0");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::PathCacheControlOut& v, Rng& r) {
+  v.hits = r.Int<uint64_t>();
+  v.misses = r.Int<uint64_t>();
+  v.invalidations = r.Int<uint32_t>();
+  v.entries = r.Int<uint32_t>();
+}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::PathCacheControlOut& v,
+                           const abi::PathCacheControlOut& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.hits, w.hits, "PathCacheControlOut.hits");
+  n += ExpectField(buf, base + 8, v.misses, w.misses, "PathCacheControlOut.misses");
+  n += ExpectField(buf, base + 16, v.invalidations, w.invalidations,
+                   "PathCacheControlOut.invalidations");
+  n += ExpectField(buf, base + 20, v.entries, w.entries, "PathCacheControlOut.entries");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::SubscribeReportIn& v, Rng& r) {
+  v.al.value = r.Int<uint64_t>();
+  v.port_guid = r.Int<uint64_t>();
+  v.context = r.Int<uint64_t>();
+  v.timeout_ms = r.Int<uint32_t>();
+  v.retry_count = r.Int<uint32_t>();
+  v.trap_number = r.Int<uint16_t>();
+}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::SubscribeReportIn& v,
+                           const abi::SubscribeReportIn& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.al, w.al, "SubscribeReportIn.al");
+  n += ExpectField(buf, base + 8, v.port_guid, w.port_guid, "SubscribeReportIn.port_guid");
+  n += ExpectField(buf, base + 16, v.context, w.context, "SubscribeReportIn.context");
+  n += ExpectField(buf, base + 24, v.timeout_ms, w.timeout_ms, "SubscribeReportIn.timeout_ms");
+  n += ExpectField(buf, base + 28, v.retry_count, w.retry_count, "SubscribeReportIn.retry_count");
+  n += ExpectField(buf, base + 32, v.trap_number, w.trap_number, "SubscribeReportIn.trap_number");
+  n += ExpectField(buf, base + 34, v.pad0, w.pad0, "SubscribeReportIn.pad0");
+  n += ExpectField(buf, base + 36, v.reserved0, w.reserved0, "SubscribeReportIn.reserved0");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::SubscribeReportOut& v, Rng& r) {
+  v.inform.value = r.Int<uint64_t>();
+}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::SubscribeReportOut& v,
+                           const abi::SubscribeReportOut& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.inform, w.inform, "SubscribeReportOut.inform");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::GetReportIn& v, Rng& r) { v.inform.value = r.Int<uint64_t>(); }
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::GetReportIn& v,
+                           const abi::GetReportIn& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.inform, w.inform, "GetReportIn.inform");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::GetReportOut& v, Rng& r) {
+  for (auto& e : v.notice) {
+    e = r.Int<uint8_t>();
+  }
+}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::GetReportOut& v,
+                           const abi::GetReportOut& w) {
+  int n = 0;
+  for (std::size_t i = 0; i < 80; ++i)
+    n += ExpectField(buf, base + 0 + i * 1, v.notice[i], w.notice[i], "GetReportOut.notice[]");
+  return n;
+}
+
+[[maybe_unused]] void Fill(abi::UnsubscribeReportIn& v, Rng& r) {
+  v.inform.value = r.Int<uint64_t>();
+}
+
+[[maybe_unused]] int Check(const uint8_t* buf, std::size_t base, const abi::UnsubscribeReportIn& v,
+                           const abi::UnsubscribeReportIn& w) {
+  int n = 0;
+  n += ExpectField(buf, base + 0, v.inform, w.inform, "UnsubscribeReportIn.inform");
   return n;
 }
 
@@ -871,7 +974,7 @@ TEST(VerbsAlAbi, SendSaRequestIn) {
       {"retry_count", offsetof(abi::SendSaRequestIn, retry_count), 36},
       {"attribute_id", offsetof(abi::SendSaRequestIn, attribute_id), 40},
       {"method", offsetof(abi::SendSaRequestIn, method), 42},
-      {"pad0", offsetof(abi::SendSaRequestIn, pad0), 43},
+      {"flags", offsetof(abi::SendSaRequestIn, flags), 43},
       {"attribute_modifier", offsetof(abi::SendSaRequestIn, attribute_modifier), 44},
       {"attribute_length", offsetof(abi::SendSaRequestIn, attribute_length), 48},
       {"reserved0", offsetof(abi::SendSaRequestIn, reserved0), 52},
@@ -977,6 +1080,152 @@ TEST(VerbsAlAbi, CancelSaRequestIn) {
     n += Check(buf, 0, v, w);
   }
   Count("CancelSaRequest", n);
+}
+
+TEST(VerbsAlAbi, PathCacheControlIn) {
+  static constexpr FieldOffset kFields[] = {
+      {"al", offsetof(abi::PathCacheControlIn, al), 0},
+      {"port_guid", offsetof(abi::PathCacheControlIn, port_guid), 8},
+      {"flush", offsetof(abi::PathCacheControlIn, flush), 16},
+      {"reserved0", offsetof(abi::PathCacheControlIn, reserved0), 20},
+  };
+  int n = ExpectLayout("PathCacheControlIn", sizeof(abi::PathCacheControlIn), 24, kFields);
+  Rng r("PathCacheControlIn");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::PathCacheControlIn v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::PathCacheControlIn)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::PathCacheControlIn w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("PathCacheControl", n);
+}
+
+TEST(VerbsAlAbi, PathCacheControlOut) {
+  static constexpr FieldOffset kFields[] = {
+      {"hits", offsetof(abi::PathCacheControlOut, hits), 0},
+      {"misses", offsetof(abi::PathCacheControlOut, misses), 8},
+      {"invalidations", offsetof(abi::PathCacheControlOut, invalidations), 16},
+      {"entries", offsetof(abi::PathCacheControlOut, entries), 20},
+  };
+  int n = ExpectLayout("PathCacheControlOut", sizeof(abi::PathCacheControlOut), 24, kFields);
+  Rng r("PathCacheControlOut");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::PathCacheControlOut v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::PathCacheControlOut)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::PathCacheControlOut w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("PathCacheControl", n);
+}
+
+TEST(VerbsAlAbi, SubscribeReportIn) {
+  static constexpr FieldOffset kFields[] = {
+      {"al", offsetof(abi::SubscribeReportIn, al), 0},
+      {"port_guid", offsetof(abi::SubscribeReportIn, port_guid), 8},
+      {"context", offsetof(abi::SubscribeReportIn, context), 16},
+      {"timeout_ms", offsetof(abi::SubscribeReportIn, timeout_ms), 24},
+      {"retry_count", offsetof(abi::SubscribeReportIn, retry_count), 28},
+      {"trap_number", offsetof(abi::SubscribeReportIn, trap_number), 32},
+      {"pad0", offsetof(abi::SubscribeReportIn, pad0), 34},
+      {"reserved0", offsetof(abi::SubscribeReportIn, reserved0), 36},
+  };
+  int n = ExpectLayout("SubscribeReportIn", sizeof(abi::SubscribeReportIn), 40, kFields);
+  Rng r("SubscribeReportIn");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::SubscribeReportIn v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::SubscribeReportIn)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::SubscribeReportIn w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("SubscribeReport", n);
+}
+
+TEST(VerbsAlAbi, SubscribeReportOut) {
+  static constexpr FieldOffset kFields[] = {
+      {"inform", offsetof(abi::SubscribeReportOut, inform), 0},
+  };
+  int n = ExpectLayout("SubscribeReportOut", sizeof(abi::SubscribeReportOut), 8, kFields);
+  Rng r("SubscribeReportOut");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::SubscribeReportOut v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::SubscribeReportOut)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::SubscribeReportOut w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("SubscribeReport", n);
+}
+
+TEST(VerbsAlAbi, GetReportIn) {
+  static constexpr FieldOffset kFields[] = {
+      {"inform", offsetof(abi::GetReportIn, inform), 0},
+  };
+  int n = ExpectLayout("GetReportIn", sizeof(abi::GetReportIn), 8, kFields);
+  Rng r("GetReportIn");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::GetReportIn v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::GetReportIn)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::GetReportIn w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("GetReport", n);
+}
+
+TEST(VerbsAlAbi, GetReportOut) {
+  static constexpr FieldOffset kFields[] = {
+      {"notice", offsetof(abi::GetReportOut, notice), 0},
+  };
+  int n = ExpectLayout("GetReportOut", sizeof(abi::GetReportOut), 80, kFields);
+  Rng r("GetReportOut");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::GetReportOut v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::GetReportOut)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::GetReportOut w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("GetReport", n);
+}
+
+TEST(VerbsAlAbi, UnsubscribeReportIn) {
+  static constexpr FieldOffset kFields[] = {
+      {"inform", offsetof(abi::UnsubscribeReportIn, inform), 0},
+  };
+  int n = ExpectLayout("UnsubscribeReportIn", sizeof(abi::UnsubscribeReportIn), 8, kFields);
+  Rng r("UnsubscribeReportIn");
+  for (int i = 0; i < kRoundTrips; ++i) {
+    abi::UnsubscribeReportIn v{};
+    Fill(v, r);
+    uint8_t buf[sizeof(abi::UnsubscribeReportIn)];
+    std::memcpy(buf, &v, sizeof(buf));
+    abi::UnsubscribeReportIn w;
+    std::memset(static_cast<void*>(&w), 0x5A, sizeof(w));
+    std::memcpy(static_cast<void*>(&w), buf, sizeof(buf));
+    n += Check(buf, 0, v, w);
+  }
+  Count("UnsubscribeReport", n);
 }
 
 TEST(VerbsAlAbi, RegisterServiceIn) {
@@ -1250,6 +1499,46 @@ TEST(VerbsAlAbi, CancelSaRequestCodes) {
   EXPECT_EQ(abi::IoctlMethod(abi::kIoctlCancelSaRequest), 0u);  // METHOD_BUFFERED
   EXPECT_EQ(abi::IoctlAccess(abi::kIoctlCancelSaRequest), 3u);
   Count("CancelSaRequest", 6);
+}
+
+TEST(VerbsAlAbi, PathCacheControlCodes) {
+  EXPECT_EQ(abi::PathCacheControlVerb::kOrdinal, 0x0A25u);
+  EXPECT_EQ(abi::kIoctlPathCacheControl, 0x003BE1C8u);
+  EXPECT_EQ(abi::IoctlDeviceType(abi::kIoctlPathCacheControl), 0x3Bu);
+  EXPECT_EQ(abi::IoctlFunction(abi::kIoctlPathCacheControl), 0x872u);
+  EXPECT_EQ(abi::IoctlMethod(abi::kIoctlPathCacheControl), 0u);  // METHOD_BUFFERED
+  EXPECT_EQ(abi::IoctlAccess(abi::kIoctlPathCacheControl), 3u);
+  Count("PathCacheControl", 6);
+}
+
+TEST(VerbsAlAbi, SubscribeReportCodes) {
+  EXPECT_EQ(abi::SubscribeReportVerb::kOrdinal, 0x0A26u);
+  EXPECT_EQ(abi::kIoctlSubscribeReport, 0x003BE1CCu);
+  EXPECT_EQ(abi::IoctlDeviceType(abi::kIoctlSubscribeReport), 0x3Bu);
+  EXPECT_EQ(abi::IoctlFunction(abi::kIoctlSubscribeReport), 0x873u);
+  EXPECT_EQ(abi::IoctlMethod(abi::kIoctlSubscribeReport), 0u);  // METHOD_BUFFERED
+  EXPECT_EQ(abi::IoctlAccess(abi::kIoctlSubscribeReport), 3u);
+  Count("SubscribeReport", 6);
+}
+
+TEST(VerbsAlAbi, GetReportCodes) {
+  EXPECT_EQ(abi::GetReportVerb::kOrdinal, 0x0A27u);
+  EXPECT_EQ(abi::kIoctlGetReport, 0x003B61D0u);
+  EXPECT_EQ(abi::IoctlDeviceType(abi::kIoctlGetReport), 0x3Bu);
+  EXPECT_EQ(abi::IoctlFunction(abi::kIoctlGetReport), 0x874u);
+  EXPECT_EQ(abi::IoctlMethod(abi::kIoctlGetReport), 0u);  // METHOD_BUFFERED
+  EXPECT_EQ(abi::IoctlAccess(abi::kIoctlGetReport), 1u);
+  Count("GetReport", 6);
+}
+
+TEST(VerbsAlAbi, UnsubscribeReportCodes) {
+  EXPECT_EQ(abi::UnsubscribeReportVerb::kOrdinal, 0x0A28u);
+  EXPECT_EQ(abi::kIoctlUnsubscribeReport, 0x003BE1D4u);
+  EXPECT_EQ(abi::IoctlDeviceType(abi::kIoctlUnsubscribeReport), 0x3Bu);
+  EXPECT_EQ(abi::IoctlFunction(abi::kIoctlUnsubscribeReport), 0x875u);
+  EXPECT_EQ(abi::IoctlMethod(abi::kIoctlUnsubscribeReport), 0u);  // METHOD_BUFFERED
+  EXPECT_EQ(abi::IoctlAccess(abi::kIoctlUnsubscribeReport), 3u);
+  Count("UnsubscribeReport", 6);
 }
 
 TEST(VerbsAlAbi, RegisterServiceCodes) {

@@ -25,9 +25,10 @@ constexpr VerbCase kCloseAl{
     "CloseAl", 0x0A01, 0, abi::kPathDirect | abi::kPathIrp, false, 8, 0, 0, 0, 0, 0, false};
 constexpr HandleField kCloseAlHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
-constexpr abi::ObjectType kCloseAlBusy[] = {abi::ObjectType::Ca,    abi::ObjectType::MadPool,
-                                            abi::ObjectType::Cep,   abi::ObjectType::PnpReg,
-                                            abi::ObjectType::SaReq, abi::ObjectType::SaReg};
+constexpr abi::ObjectType kCloseAlBusy[] = {abi::ObjectType::Ca,      abi::ObjectType::MadPool,
+                                            abi::ObjectType::Cep,     abi::ObjectType::PnpReg,
+                                            abi::ObjectType::SaReq,   abi::ObjectType::SaReg,
+                                            abi::ObjectType::SaInform};
 
 constexpr VerbCase kRegisterPnp{"RegisterPnp",
                                 0x0A02,
@@ -189,7 +190,8 @@ constexpr VerbCase kSendSaRequest{"SendSaRequest",
                                   48,
                                   4,
                                   false};
-constexpr ByteRange kSendSaRequestReserved[] = {{43, 1, false}, {52, 4, false}};
+constexpr ByteRange kSendSaRequestReserved[] = {{52, 4, false}};
+constexpr FlagField kSendSaRequestFlags[] = {{43, 1, 0x1u, "flags", false}};
 constexpr HandleField kSendSaRequestHandles[] = {
     {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
 constexpr OutputMask kSendSaRequestMasks[] = {{0, 8}};
@@ -223,6 +225,69 @@ constexpr VerbCase kCancelSaRequest{"CancelSaRequest",
                                     false};
 constexpr HandleField kCancelSaRequestHandles[] = {
     {0, abi::ObjectType::SaReq, false, abi::Status::INVALID_SA_REQ_HANDLE, "req"}};
+
+constexpr VerbCase kPathCacheControl{"PathCacheControl",
+                                     0x0A25,
+                                     abi::kIoctlPathCacheControl,
+                                     abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+                                     true,
+                                     24,
+                                     24,
+                                     0,
+                                     0,
+                                     0,
+                                     0,
+                                     false};
+constexpr ByteRange kPathCacheControlReserved[] = {{20, 4, false}};
+constexpr HandleField kPathCacheControlHandles[] = {
+    {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
+
+constexpr VerbCase kSubscribeReport{"SubscribeReport",
+                                    0x0A26,
+                                    abi::kIoctlSubscribeReport,
+                                    abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+                                    true,
+                                    40,
+                                    8,
+                                    0,
+                                    0,
+                                    0,
+                                    0,
+                                    true};
+constexpr ByteRange kSubscribeReportReserved[] = {{34, 6, false}};
+constexpr HandleField kSubscribeReportHandles[] = {
+    {0, abi::ObjectType::Al, false, abi::Status::INVALID_AL_HANDLE, "al"}};
+constexpr OutputMask kSubscribeReportMasks[] = {{0, 8}};
+
+constexpr VerbCase kGetReport{"GetReport",
+                              0x0A27,
+                              abi::kIoctlGetReport,
+                              abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+                              true,
+                              8,
+                              80,
+                              0,
+                              0,
+                              0,
+                              0,
+                              true};
+constexpr HandleField kGetReportHandles[] = {
+    {0, abi::ObjectType::SaInform, false, abi::Status::INVALID_SA_INFORM_HANDLE, "inform"}};
+
+constexpr VerbCase kUnsubscribeReport{"UnsubscribeReport",
+                                      0x0A28,
+                                      abi::kIoctlUnsubscribeReport,
+                                      abi::kPathDirect | abi::kPathIrp | abi::kPathProxy,
+                                      true,
+                                      8,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      false};
+constexpr HandleField kUnsubscribeReportHandles[] = {
+    {0, abi::ObjectType::SaInform, false, abi::Status::INVALID_SA_INFORM_HANDLE, "inform"}};
 
 constexpr VerbCase kRegisterService{"RegisterService",
                                     0x0A23,
@@ -392,6 +457,7 @@ TEST(VerbsAlDispatch, SendSaRequest) {
   DispatchCases c(kSendSaRequest);
   c.Lengths();
   c.Reserved(kSendSaRequestReserved);
+  c.Flags(kSendSaRequestFlags);
   c.Handles(kSendSaRequestHandles);
   c.Paths(kSendSaRequestMasks);
   Count("SendSaRequest", c.cases());
@@ -411,6 +477,40 @@ TEST(VerbsAlDispatch, CancelSaRequest) {
   c.Handles(kCancelSaRequestHandles);
   c.Paths({});
   Count("CancelSaRequest", c.cases());
+}
+
+TEST(VerbsAlDispatch, PathCacheControl) {
+  DispatchCases c(kPathCacheControl);
+  c.Lengths();
+  c.Reserved(kPathCacheControlReserved);
+  c.Handles(kPathCacheControlHandles);
+  c.Paths({});
+  Count("PathCacheControl", c.cases());
+}
+
+TEST(VerbsAlDispatch, SubscribeReport) {
+  DispatchCases c(kSubscribeReport);
+  c.Lengths();
+  c.Reserved(kSubscribeReportReserved);
+  c.Handles(kSubscribeReportHandles);
+  c.Paths(kSubscribeReportMasks);
+  Count("SubscribeReport", c.cases());
+}
+
+TEST(VerbsAlDispatch, GetReport) {
+  DispatchCases c(kGetReport);
+  c.Lengths();
+  c.Handles(kGetReportHandles);
+  c.Paths({});
+  Count("GetReport", c.cases());
+}
+
+TEST(VerbsAlDispatch, UnsubscribeReport) {
+  DispatchCases c(kUnsubscribeReport);
+  c.Lengths();
+  c.Handles(kUnsubscribeReportHandles);
+  c.Paths({});
+  Count("UnsubscribeReport", c.cases());
 }
 
 TEST(VerbsAlDispatch, RegisterService) {

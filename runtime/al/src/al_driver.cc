@@ -7,6 +7,7 @@
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/ioc/devmgt_agent.h"
 #include "runtime/al/src/objects.h"
+#include "runtime/al/src/sa/sa_client.h"
 #include "softib/hca/hca_driver.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/verb_support.h"
@@ -230,10 +231,13 @@ Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
   auto al = std::make_unique<AccessLayer>(node);
   Status status = kernel::IoCreateDriver(node, "softib_al", &DriverEntry, al.get(), &al->driver);
   if (status != Status::SUCCESS) return status;
+  al->sa_client = std::make_shared<sa::SaClient>(al.get());
+  al->sa_client->Start();                         // its agents start with each CA's arrival
   al->devmgt_agent = StartDevMgtAgent(al.get());  // on every CA from its arrival
   status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
                                                   &OnCiInterface, al.get(), &al->ci_registration);
   if (status != Status::SUCCESS) {
+    al->sa_client->Stop();
     kernel::IoDeleteDevice(al->device);
     kernel::IoUnloadDriver(al->driver);
     return status;
@@ -267,6 +271,7 @@ void UnloadAccessLayer(AccessLayer* al) {
     kernel::SpinLockGuard guard(al->lock);
     al->cas.clear();
   }
+  al->sa_client->Stop();
   kernel::IoDeleteDevice(al->device);
   kernel::IoUnloadDriver(al->driver);
   delete al;

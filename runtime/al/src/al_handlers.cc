@@ -1,6 +1,7 @@
 // AL verbs: instances (OpenAl/CloseAl), PnP registrations and the MAD verbs (mad_handlers.cc).
-// The SA and multicast join verbs answer UNSUPPORTED until the SA client exists (issue 4).
+// The SA client and multicast join verbs live in sa/ (sa_verbs.h).
 #include "runtime/al/src/mad_handlers.h"
+#include "runtime/al/src/sa/sa_verbs.h"
 
 namespace softib::al {
 
@@ -84,36 +85,55 @@ class AlVerbs final : public kernel::AlVerbHandlers {
     return MadGetEvent(refs, out, mad, irp);
   }
 
-  // ---- SA and multicast joins: not yet (issue 4, the SA client) ----
-  Status SendSaRequest(const kernel::CallContext&, const abi::SendSaRequestIn&,
-                       std::span<const uint8_t>, kernel::SendSaRequestRefs&, abi::SendSaRequestOut&,
-                       Irp*) override {
-    return Status::UNSUPPORTED;
+  // ---- SA client and multicast joins (sa/) ----
+  Status SendSaRequest(const kernel::CallContext& ctx, const abi::SendSaRequestIn& in,
+                       std::span<const uint8_t> attribute, kernel::SendSaRequestRefs& refs,
+                       abi::SendSaRequestOut& out, Irp*) override {
+    return SaSendRequest(ctx, in, attribute, refs, out);
   }
   Status GetSaResponse(const kernel::CallContext&, const abi::GetSaResponseIn&,
-                       kernel::GetSaResponseRefs&, abi::GetSaResponseOut&, std::span<uint8_t>,
-                       Irp*) override {
-    return Status::UNSUPPORTED;
+                       kernel::GetSaResponseRefs& refs, abi::GetSaResponseOut& out,
+                       std::span<uint8_t> data, Irp* irp) override {
+    return SaGetResponse(refs, out, data, irp);
   }
-  Status CancelSaRequest(const kernel::CallContext&, const abi::CancelSaRequestIn&,
+  Status CancelSaRequest(const kernel::CallContext& ctx, const abi::CancelSaRequestIn& in,
                          kernel::CancelSaRequestRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+    return DestroyHandle(ctx, in.req.value, abi::ObjectType::SaReq, Status::INVALID_SA_REQ_HANDLE);
   }
-  Status RegisterService(const kernel::CallContext&, const abi::RegisterServiceIn&,
-                         kernel::RegisterServiceRefs&, abi::RegisterServiceOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status PathCacheControl(const kernel::CallContext& ctx, const abi::PathCacheControlIn& in,
+                          kernel::PathCacheControlRefs&, abi::PathCacheControlOut& out,
+                          Irp*) override {
+    return SaPathCacheControl(ctx, in, out);
   }
-  Status DeregisterService(const kernel::CallContext&, const abi::DeregisterServiceIn&,
-                           kernel::DeregisterServiceRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status SubscribeReport(const kernel::CallContext& ctx, const abi::SubscribeReportIn& in,
+                         kernel::SubscribeReportRefs& refs, abi::SubscribeReportOut& out,
+                         Irp* irp) override {
+    return SaSubscribeReport(ctx, in, refs, out, irp);
   }
-  Status JoinMcast(const kernel::CallContext&, const abi::JoinMcastIn&, kernel::JoinMcastRefs&,
-                   abi::JoinMcastOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status GetReport(const kernel::CallContext&, const abi::GetReportIn&, kernel::GetReportRefs& refs,
+                   abi::GetReportOut& out, Irp* irp) override {
+    return SaGetReport(refs, out, irp);
   }
-  Status LeaveMcast(const kernel::CallContext&, const abi::LeaveMcastIn&, kernel::LeaveMcastRefs&,
-                    Irp*) override {
-    return Status::UNSUPPORTED;
+  Status UnsubscribeReport(const kernel::CallContext& ctx, const abi::UnsubscribeReportIn& in,
+                           kernel::UnsubscribeReportRefs&, Irp*) override {
+    return SaUnsubscribeReport(ctx, in);
+  }
+  Status RegisterService(const kernel::CallContext& ctx, const abi::RegisterServiceIn& in,
+                         kernel::RegisterServiceRefs& refs, abi::RegisterServiceOut& out,
+                         Irp* irp) override {
+    return SaRegisterService(ctx, in, refs, out, irp);
+  }
+  Status DeregisterService(const kernel::CallContext& ctx, const abi::DeregisterServiceIn& in,
+                           kernel::DeregisterServiceRefs& refs, Irp* irp) override {
+    return SaDeregisterService(ctx, in, refs, irp);
+  }
+  Status JoinMcast(const kernel::CallContext& ctx, const abi::JoinMcastIn& in,
+                   kernel::JoinMcastRefs& refs, abi::JoinMcastOut& out, Irp* irp) override {
+    return SaJoinMcast(ctx, in, refs, out, irp);
+  }
+  Status LeaveMcast(const kernel::CallContext& ctx, const abi::LeaveMcastIn& in,
+                    kernel::LeaveMcastRefs& refs, Irp* irp) override {
+    return SaLeaveMcast(ctx, in, refs, irp);
   }
 };
 

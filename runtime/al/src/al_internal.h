@@ -34,6 +34,9 @@ class PnpRegObj;
 class AlObj;
 class SpecialQp;
 class GsiRegistration;
+namespace sa {
+class SaClient;
+}
 
 // Live objects per type (leak checks: QueryObjectCounts).
 struct Counters {
@@ -160,6 +163,8 @@ class AccessLayer {
   std::set<PnpRegObj*> pnp_regs;
   // The AL's own QP1 agents (gsi_agent.h), started on each arriving CA (pnp_mutex).
   std::set<GsiRegistration*> gsi_registrations;
+  // The SA client (sa/sa_client.h): its QP1 agents, path cache and what it re-registers.
+  std::shared_ptr<sa::SaClient> sa_client;
   // The device management agent (ioc/devmgt_agent.h), from load to unload.
   std::unique_ptr<GsiRegistration> devmgt_agent;
 

@@ -6,6 +6,7 @@
 
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/objects.h"
+#include "runtime/al/src/sa/sa_client.h"
 #include "runtime/al/src/special_qp.h"
 #include "softib/kernel/io.h"
 
@@ -267,6 +268,10 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
       }
     }
     for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
+    // The SA client drops the port's cached paths and re-registers what the SM may have lost.
+    if (ObjectOf(event.type) == EventObject::kCa && al->sa_client) {
+      al->sa_client->OnPortEvent(*this, static_cast<uint8_t>(event.object), event.type);
+    }
     // A change of the port's state or of what the SM set in it is also PnP news (DESIGN:
     // a port changing state reaches registered clients as PnP events).
     if (const std::optional<abi::PnpEvent> pnp = PortPnpEvent(event.type)) {

@@ -46,16 +46,18 @@ enum class ObjectType : uint16_t {
   SaReq = 15,  // parent Al
   /// A service registered with the subnet administrator (ServiceRecord).
   SaReg = 16,  // parent Al
+  /// A subscription to SA Reports (InformInfo).
+  SaInform = 17,  // parent Al
   /// A multicast group membership joined through the SA (MCMemberRecord), with the
   /// QP attached to the group for the membership's lifetime.
-  McastJoin = 17,  // parent Qp
+  McastJoin = 18,  // parent Qp
   /// An I/O controller of the CA's I/O unit, reported by the AL's device management agent.
-  Ioc = 18,  // parent Ca
+  Ioc = 19,  // parent Ca
   /// A service entry of an I/O controller (ServiceEntries: name and service ID).
-  IocService = 19,  // parent Ioc
+  IocService = 20,  // parent Ioc
 };
 
-inline constexpr uint16_t kObjectTypeCount = 20;
+inline constexpr uint16_t kObjectTypeCount = 21;
 
 constexpr const char* ToString(ObjectType type) {
   switch (type) {
@@ -93,6 +95,8 @@ constexpr const char* ToString(ObjectType type) {
       return "SaReq";
     case ObjectType::SaReg:
       return "SaReg";
+    case ObjectType::SaInform:
+      return "SaInform";
     case ObjectType::McastJoin:
       return "McastJoin";
     case ObjectType::Ioc:
@@ -135,6 +139,8 @@ constexpr ObjectType ParentOf(ObjectType type) {
     case ObjectType::SaReq:
       return ObjectType::Al;
     case ObjectType::SaReg:
+      return ObjectType::Al;
+    case ObjectType::SaInform:
       return ObjectType::Al;
     case ObjectType::McastJoin:
       return ObjectType::Qp;

@@ -86,6 +86,10 @@ enum class VerbId : uint32_t {
   CancelSaRequest = 0x0A22,
   RegisterService = 0x0A23,
   DeregisterService = 0x0A24,
+  PathCacheControl = 0x0A25,
+  SubscribeReport = 0x0A26,
+  GetReport = 0x0A27,
+  UnsubscribeReport = 0x0A28,
   JoinMcast = 0x0A30,
   LeaveMcast = 0x0A31,
   CreateCep = 0x0B00,
@@ -188,6 +192,10 @@ enum class VerbId : uint32_t {
   X(CancelSaRequest, verbs_al)          \
   X(RegisterService, verbs_al)          \
   X(DeregisterService, verbs_al)        \
+  X(PathCacheControl, verbs_al)         \
+  X(SubscribeReport, verbs_al)          \
+  X(GetReport, verbs_al)                \
+  X(UnsubscribeReport, verbs_al)        \
   X(JoinMcast, verbs_al)                \
   X(LeaveMcast, verbs_al)               \
   X(CreateCep, verbs_cm)                \
@@ -243,7 +251,7 @@ struct VerbInfo {
   constexpr uint32_t MinOutputLength() const { return out_size; }
 };
 
-inline constexpr std::array<VerbInfo, 98> kVerbInfos = {{
+inline constexpr std::array<VerbInfo, 102> kVerbInfos = {{
     {"GetCaGuids", "verbs_ca", 0x0100, 0x003B6040, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, false, 8, 8, 0, 0, 8, 64},
     {"OpenCa", "verbs_ca", 0x0101, 0x003BE044, VerbIrql::kPassive,
@@ -372,6 +380,14 @@ inline constexpr std::array<VerbInfo, 98> kVerbInfos = {{
      kPathDirect | kPathIrp | kPathProxy, true, 216, 184, 0, 0, 0, 0},
     {"DeregisterService", "verbs_al", 0x0A24, 0x003BE1B4, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, true, 8, 0, 0, 0, 0, 0},
+    {"PathCacheControl", "verbs_al", 0x0A25, 0x003BE1C8, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, false, 24, 24, 0, 0, 0, 0},
+    {"SubscribeReport", "verbs_al", 0x0A26, 0x003BE1CC, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, true, 40, 8, 0, 0, 0, 0},
+    {"GetReport", "verbs_al", 0x0A27, 0x003B61D0, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, true, 8, 80, 0, 0, 0, 0},
+    {"UnsubscribeReport", "verbs_al", 0x0A28, 0x003BE1D4, VerbIrql::kDispatch,
+     kPathDirect | kPathIrp | kPathProxy, false, 8, 0, 0, 0, 0, 0},
     {"JoinMcast", "verbs_al", 0x0A30, 0x003BE1B8, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, true, 104, 64, 0, 0, 0, 0},
     {"LeaveMcast", "verbs_al", 0x0A31, 0x003BE1BC, VerbIrql::kDispatch,
@@ -441,7 +457,7 @@ inline constexpr std::array<VerbInfo, 98> kVerbInfos = {{
     {"GetFileAl", "runtime_ioctls", 0x0F09, 0x003B6324, VerbIrql::kPassive, kPathProxy, false, 8, 8,
      0, 0, 0, 0},
 }};
-inline constexpr uint32_t kVerbCount = 98;
+inline constexpr uint32_t kVerbCount = 102;
 
 constexpr const VerbInfo* FindVerbByOrdinal(uint32_t ordinal) {
   for (const VerbInfo& v : kVerbInfos) {
@@ -466,7 +482,7 @@ struct ObjectInfo {
   uint32_t destroyer_ordinal;
 };
 
-inline constexpr std::array<ObjectInfo, 19> kObjectInfos = {{
+inline constexpr std::array<ObjectInfo, 20> kObjectInfos = {{
     {ObjectType::Al, "Al", ObjectType::kNone, Status::INVALID_AL_HANDLE, 0xA00, 0xA01},
     {ObjectType::Ca, "Ca", ObjectType::Al, Status::INVALID_CA_HANDLE, 0x101, 0x106},
     {ObjectType::Pd, "Pd", ObjectType::Ca, Status::INVALID_PD_HANDLE, 0x200, 0x201},
@@ -483,6 +499,8 @@ inline constexpr std::array<ObjectInfo, 19> kObjectInfos = {{
     {ObjectType::PnpReg, "PnpReg", ObjectType::Al, Status::INVALID_PNP_REG_HANDLE, 0xA02, 0xA03},
     {ObjectType::SaReq, "SaReq", ObjectType::Al, Status::INVALID_SA_REQ_HANDLE, 0xA20, 0xA22},
     {ObjectType::SaReg, "SaReg", ObjectType::Al, Status::INVALID_SA_REG_HANDLE, 0xA23, 0xA24},
+    {ObjectType::SaInform, "SaInform", ObjectType::Al, Status::INVALID_SA_INFORM_HANDLE, 0xA26,
+     0xA28},
     {ObjectType::McastJoin, "McastJoin", ObjectType::Qp, Status::INVALID_MCAST_JOIN_HANDLE, 0xA30,
      0xA31},
     {ObjectType::Ioc, "Ioc", ObjectType::Ca, Status::INVALID_IOC_HANDLE, 0xC00, 0xC01},

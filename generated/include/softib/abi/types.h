@@ -44,6 +44,8 @@ inline constexpr uint32_t kPathRecordBytes = 64;  // PATH_RECORD_BYTES
 inline constexpr uint32_t kServiceRecordBytes = 176;  // SERVICE_RECORD_BYTES
 /// Bytes of an SA MCMemberRecord attribute (IBA 15.2.5.17).
 inline constexpr uint32_t kMcmemberRecordBytes = 52;  // MCMEMBER_RECORD_BYTES
+/// Bytes of an SA Notice (Report) attribute (IBA 13.4.8.2).
+inline constexpr uint32_t kNoticeBytes = 80;  // NOTICE_BYTES
 /// Bytes of a device path returned by the CA redirect.
 inline constexpr uint32_t kDevicePathBytes = 128;  // DEVICE_PATH_BYTES
 /// IOControllerProfile (IBA 16.3.3.4), wire format.
@@ -117,8 +119,9 @@ enum class Status : uint32_t {
   INVALID_MCAST_JOIN_HANDLE = 61,
   /// The channel adapter was removed while the call was outstanding or the object lived.
   CA_REMOVED = 62,
-  INVALID_IOC_HANDLE = 63,
-  INVALID_IOC_SERVICE_HANDLE = 64,
+  INVALID_SA_INFORM_HANDLE = 63,
+  INVALID_IOC_HANDLE = 64,
+  INVALID_IOC_SERVICE_HANDLE = 65,
 };
 
 constexpr bool IsValid(Status v) {
@@ -186,6 +189,7 @@ constexpr bool IsValid(Status v) {
     case Status::INVALID_SA_REG_HANDLE:
     case Status::INVALID_MCAST_JOIN_HANDLE:
     case Status::CA_REMOVED:
+    case Status::INVALID_SA_INFORM_HANDLE:
     case Status::INVALID_IOC_HANDLE:
     case Status::INVALID_IOC_SERVICE_HANDLE:
       return true;
@@ -321,6 +325,8 @@ constexpr const char* ToString(Status v) {
       return "INVALID_MCAST_JOIN_HANDLE";
     case Status::CA_REMOVED:
       return "CA_REMOVED";
+    case Status::INVALID_SA_INFORM_HANDLE:
+      return "INVALID_SA_INFORM_HANDLE";
     case Status::INVALID_IOC_HANDLE:
       return "INVALID_IOC_HANDLE";
     case Status::INVALID_IOC_SERVICE_HANDLE:
@@ -398,6 +404,7 @@ struct EnumTraits<Status> {
       Status::INVALID_SA_REG_HANDLE,
       Status::INVALID_MCAST_JOIN_HANDLE,
       Status::CA_REMOVED,
+      Status::INVALID_SA_INFORM_HANDLE,
       Status::INVALID_IOC_HANDLE,
       Status::INVALID_IOC_SERVICE_HANDLE,
   };

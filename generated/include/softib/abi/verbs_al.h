@@ -16,6 +16,27 @@ namespace softib::abi {
 /// Interface version a client of this IDL passes to OpenAl.
 inline constexpr uint32_t kAlInterfaceVersion = 1;  // AL_INTERFACE_VERSION
 
+/// Flags of SendSaRequest.
+enum class SaRequestFlags : uint8_t {
+  BYPASS_CACHE = 0x1,
+};
+inline constexpr uint8_t kSaRequestFlagsValidMask = 0x1;
+SOFTIB_ABI_FLAG_OPERATORS(SaRequestFlags)
+
+constexpr bool IsValid(SaRequestFlags v) {
+  return (static_cast<uint64_t>(ToUnderlying(v)) & ~uint64_t{0x1}) == 0;
+}
+
+template <>
+struct EnumTraits<SaRequestFlags> {
+  static constexpr const char* kName = "SaRequestFlags";
+  static constexpr bool kIsFlags = true;
+  static constexpr uint64_t kValidMask = 0x1;
+  static constexpr SaRequestFlags kValues[] = {
+      SaRequestFlags::BYPASS_CACHE,
+  };
+};
+
 /// Input of verb OpenAl.
 struct OpenAlIn {
   /// AL_INTERFACE_VERSION; anything else answers UNSUPPORTED.
@@ -289,7 +310,9 @@ struct SendSaRequestIn {
   uint16_t attribute_id;
   /// SubnAdm method: Get, GetTable, GetMulti, GetTraceTable, Set or Delete.
   uint8_t method;
-  uint8_t pad0;  // pad: must be zero
+  /// A PathRecord Get/GetTable is answered from the port's path cache when it can be
+  /// (PathCacheControl); BYPASS_CACHE asks the SA (and refreshes the cache).
+  SaRequestFlags flags;
   uint32_t attribute_modifier;
   uint32_t attribute_length;
   uint32_t reserved0;  // reserved: must be zero
@@ -305,7 +328,7 @@ static_assert(offsetof(SendSaRequestIn, timeout_ms) == 32);
 static_assert(offsetof(SendSaRequestIn, retry_count) == 36);
 static_assert(offsetof(SendSaRequestIn, attribute_id) == 40);
 static_assert(offsetof(SendSaRequestIn, method) == 42);
-static_assert(offsetof(SendSaRequestIn, pad0) == 43);
+static_assert(offsetof(SendSaRequestIn, flags) == 43);
 static_assert(offsetof(SendSaRequestIn, attribute_modifier) == 44);
 static_assert(offsetof(SendSaRequestIn, attribute_length) == 48);
 static_assert(offsetof(SendSaRequestIn, reserved0) == 52);
@@ -314,7 +337,7 @@ static_assert(std::is_standard_layout_v<SendSaRequestIn> &&
 
 // Reserved and pad bytes zero, enum values declared, flag bits within their mask.
 inline bool IsValid(const SendSaRequestIn& v) {
-  if (!AllZero(&v.pad0, sizeof(v.pad0))) return false;
+  if (!IsValid(v.flags)) return false;
   if (!AllZero(&v.reserved0, sizeof(v.reserved0))) return false;
   return true;
 }
@@ -379,6 +402,129 @@ static_assert(std::is_standard_layout_v<CancelSaRequestIn> &&
 
 // Reserved and pad bytes zero, enum values declared, flag bits within their mask.
 inline bool IsValid(const CancelSaRequestIn&) { return true; }
+
+/// Input of verb PathCacheControl.
+struct PathCacheControlIn {
+  Handle<ObjectType::Al> al;
+  /// Network order.
+  uint64_t port_guid;
+  /// Non-zero: drop every cached answer of the port (after reading the counters).
+  uint32_t flush;
+  uint32_t reserved0;  // reserved: must be zero
+};
+static_assert(sizeof(PathCacheControlIn) == 24);
+static_assert(offsetof(PathCacheControlIn, al) == 0);
+static_assert(offsetof(PathCacheControlIn, port_guid) == 8);
+static_assert(offsetof(PathCacheControlIn, flush) == 16);
+static_assert(offsetof(PathCacheControlIn, reserved0) == 20);
+static_assert(std::is_standard_layout_v<PathCacheControlIn> &&
+              std::is_trivially_copyable_v<PathCacheControlIn>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const PathCacheControlIn& v) {
+  if (!AllZero(&v.reserved0, sizeof(v.reserved0))) return false;
+  return true;
+}
+
+/// Output of verb PathCacheControl.
+struct PathCacheControlOut {
+  /// Answers given from the cache, and queries that went to the SA.
+  uint64_t hits;
+  uint64_t misses;
+  /// Times the cache was emptied (port events, SM changes, flushes).
+  uint32_t invalidations;
+  /// Answers cached now.
+  uint32_t entries;
+};
+static_assert(sizeof(PathCacheControlOut) == 24);
+static_assert(offsetof(PathCacheControlOut, hits) == 0);
+static_assert(offsetof(PathCacheControlOut, misses) == 8);
+static_assert(offsetof(PathCacheControlOut, invalidations) == 16);
+static_assert(offsetof(PathCacheControlOut, entries) == 20);
+static_assert(std::is_standard_layout_v<PathCacheControlOut> &&
+              std::is_trivially_copyable_v<PathCacheControlOut>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const PathCacheControlOut&) { return true; }
+
+/// Input of verb SubscribeReport.
+struct SubscribeReportIn {
+  Handle<ObjectType::Al> al;
+  /// Network order.
+  uint64_t port_guid;
+  uint64_t context;
+  uint32_t timeout_ms;
+  uint32_t retry_count;
+  /// Generic trap number (e.g. 64 GID in service, 65 out of service); 0xFFFF: all.
+  uint16_t trap_number;
+  uint16_t pad0;       // pad: must be zero
+  uint32_t reserved0;  // reserved: must be zero
+};
+static_assert(sizeof(SubscribeReportIn) == 40);
+static_assert(offsetof(SubscribeReportIn, al) == 0);
+static_assert(offsetof(SubscribeReportIn, port_guid) == 8);
+static_assert(offsetof(SubscribeReportIn, context) == 16);
+static_assert(offsetof(SubscribeReportIn, timeout_ms) == 24);
+static_assert(offsetof(SubscribeReportIn, retry_count) == 28);
+static_assert(offsetof(SubscribeReportIn, trap_number) == 32);
+static_assert(offsetof(SubscribeReportIn, pad0) == 34);
+static_assert(offsetof(SubscribeReportIn, reserved0) == 36);
+static_assert(std::is_standard_layout_v<SubscribeReportIn> &&
+              std::is_trivially_copyable_v<SubscribeReportIn>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const SubscribeReportIn& v) {
+  if (!AllZero(&v.pad0, sizeof(v.pad0))) return false;
+  if (!AllZero(&v.reserved0, sizeof(v.reserved0))) return false;
+  return true;
+}
+
+/// Output of verb SubscribeReport.
+struct SubscribeReportOut {
+  Handle<ObjectType::SaInform> inform;
+};
+static_assert(sizeof(SubscribeReportOut) == 8);
+static_assert(offsetof(SubscribeReportOut, inform) == 0);
+static_assert(std::is_standard_layout_v<SubscribeReportOut> &&
+              std::is_trivially_copyable_v<SubscribeReportOut>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const SubscribeReportOut&) { return true; }
+
+/// Input of verb GetReport.
+struct GetReportIn {
+  Handle<ObjectType::SaInform> inform;
+};
+static_assert(sizeof(GetReportIn) == 8);
+static_assert(offsetof(GetReportIn, inform) == 0);
+static_assert(std::is_standard_layout_v<GetReportIn> && std::is_trivially_copyable_v<GetReportIn>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const GetReportIn&) { return true; }
+
+/// Output of verb GetReport.
+struct GetReportOut {
+  uint8_t notice[80];
+};
+static_assert(sizeof(GetReportOut) == 80);
+static_assert(offsetof(GetReportOut, notice) == 0);
+static_assert(std::is_standard_layout_v<GetReportOut> &&
+              std::is_trivially_copyable_v<GetReportOut>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const GetReportOut&) { return true; }
+
+/// Input of verb UnsubscribeReport.
+struct UnsubscribeReportIn {
+  Handle<ObjectType::SaInform> inform;
+};
+static_assert(sizeof(UnsubscribeReportIn) == 8);
+static_assert(offsetof(UnsubscribeReportIn, inform) == 0);
+static_assert(std::is_standard_layout_v<UnsubscribeReportIn> &&
+              std::is_trivially_copyable_v<UnsubscribeReportIn>);
+
+// Reserved and pad bytes zero, enum values declared, flag bits within their mask.
+inline bool IsValid(const UnsubscribeReportIn&) { return true; }
 
 /// Input of verb RegisterService.
 struct RegisterServiceIn {
@@ -862,6 +1008,112 @@ struct CancelSaRequestVerb {
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
   static constexpr bool kAsync = false;
   using In = CancelSaRequestIn;
+  using Out = NoStruct;
+  static constexpr uint32_t kInSize = 8;
+  static constexpr uint32_t kOutSize = 0;
+  using InElem = NoStruct;
+  static constexpr uint32_t kInElemSize = 0;
+  static constexpr uint32_t kInMaxCount = 0;
+  using OutElem = NoStruct;
+  static constexpr uint32_t kOutElemSize = 0;
+  static constexpr uint32_t kOutMaxCount = 0;
+};
+
+// ---- verb PathCacheControl
+inline constexpr uint32_t kIoctlPathCacheControl =
+    CtlCode(kFileDeviceInfiniband, 0x872, kMethodBuffered, 3);
+static_assert(kIoctlPathCacheControl == 0x003BE1C8);
+inline constexpr uint32_t kOrdinalPathCacheControl = 0x0A25;
+
+/// The PathRecord cache of a port (SendSaRequest): its counters, and a flush when asked.
+struct PathCacheControlVerb {
+  static constexpr const char* kName = "PathCacheControl";
+  static constexpr uint32_t kOrdinal = 0x0A25;
+  static constexpr uint32_t kIoctlCode = 0x003BE1C8;  // 0: no IOCTL
+  static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
+  static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
+  static constexpr bool kAsync = false;
+  using In = PathCacheControlIn;
+  using Out = PathCacheControlOut;
+  static constexpr uint32_t kInSize = 24;
+  static constexpr uint32_t kOutSize = 24;
+  using InElem = NoStruct;
+  static constexpr uint32_t kInElemSize = 0;
+  static constexpr uint32_t kInMaxCount = 0;
+  using OutElem = NoStruct;
+  static constexpr uint32_t kOutElemSize = 0;
+  static constexpr uint32_t kOutMaxCount = 0;
+};
+
+// ---- verb SubscribeReport
+inline constexpr uint32_t kIoctlSubscribeReport =
+    CtlCode(kFileDeviceInfiniband, 0x873, kMethodBuffered, 3);
+static_assert(kIoctlSubscribeReport == 0x003BE1CC);
+inline constexpr uint32_t kOrdinalSubscribeReport = 0x0A26;
+
+/// Subscribe to SA notices (InformInfo Set, IBAL ib_reg_svc's sibling ib_inform): the SA's
+/// Reports matching the subscription wait for GetReport. Completes with the SA's answer.
+struct SubscribeReportVerb {
+  static constexpr const char* kName = "SubscribeReport";
+  static constexpr uint32_t kOrdinal = 0x0A26;
+  static constexpr uint32_t kIoctlCode = 0x003BE1CC;  // 0: no IOCTL
+  static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
+  static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
+  static constexpr bool kAsync = true;
+  using In = SubscribeReportIn;
+  using Out = SubscribeReportOut;
+  static constexpr uint32_t kInSize = 40;
+  static constexpr uint32_t kOutSize = 8;
+  using InElem = NoStruct;
+  static constexpr uint32_t kInElemSize = 0;
+  static constexpr uint32_t kInMaxCount = 0;
+  using OutElem = NoStruct;
+  static constexpr uint32_t kOutElemSize = 0;
+  static constexpr uint32_t kOutMaxCount = 0;
+};
+
+// ---- verb GetReport
+inline constexpr uint32_t kIoctlGetReport =
+    CtlCode(kFileDeviceInfiniband, 0x874, kMethodBuffered, 1);
+static_assert(kIoctlGetReport == 0x003B61D0);
+inline constexpr uint32_t kOrdinalGetReport = 0x0A27;
+
+/// Wait for the next Report (its Notice, network order) of a subscription.
+struct GetReportVerb {
+  static constexpr const char* kName = "GetReport";
+  static constexpr uint32_t kOrdinal = 0x0A27;
+  static constexpr uint32_t kIoctlCode = 0x003B61D0;  // 0: no IOCTL
+  static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
+  static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
+  static constexpr bool kAsync = true;
+  using In = GetReportIn;
+  using Out = GetReportOut;
+  static constexpr uint32_t kInSize = 8;
+  static constexpr uint32_t kOutSize = 80;
+  using InElem = NoStruct;
+  static constexpr uint32_t kInElemSize = 0;
+  static constexpr uint32_t kInMaxCount = 0;
+  using OutElem = NoStruct;
+  static constexpr uint32_t kOutElemSize = 0;
+  static constexpr uint32_t kOutMaxCount = 0;
+};
+
+// ---- verb UnsubscribeReport
+inline constexpr uint32_t kIoctlUnsubscribeReport =
+    CtlCode(kFileDeviceInfiniband, 0x875, kMethodBuffered, 3);
+static_assert(kIoctlUnsubscribeReport == 0x003BE1D4);
+inline constexpr uint32_t kOrdinalUnsubscribeReport = 0x0A28;
+
+/// End a subscription (InformInfo Set with Subscribe 0); a waiting GetReport completes
+/// CANCELED.
+struct UnsubscribeReportVerb {
+  static constexpr const char* kName = "UnsubscribeReport";
+  static constexpr uint32_t kOrdinal = 0x0A28;
+  static constexpr uint32_t kIoctlCode = 0x003BE1D4;  // 0: no IOCTL
+  static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
+  static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
+  static constexpr bool kAsync = false;
+  using In = UnsubscribeReportIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;
   static constexpr uint32_t kOutSize = 0;

@@ -1,0 +1,142 @@
+#include "runtime/al/src/sa/sa_membership.h"
+
+#include <endian.h>
+
+namespace softib::al::sa {
+
+using kernel::Irp;
+using kernel::Status;
+
+SaMembership::SaMembership(abi::ObjectType type, Instance* owner, uint32_t ioctl,
+                           const SaPort& port, uint32_t timeout_ms, uint32_t retries)
+    : Waitable(type, owner, ioctl),
+      port_(port),
+      timeout_ms_(timeout_ms),
+      retries_(retries),
+      owner_(owner) {}
+
+Status SaMembership::Begin(Irp* irp, uint64_t handle, void* out, std::size_t out_size,
+                           uint64_t* handle_out, const SaRequest& request) {
+  handle_ = handle;
+  out_ = out;
+  out_size_ = out_size;
+  handle_out_ = handle_out;
+  *handle_out = 0;
+  if (irp == nullptr) {  // a direct call without an IRP cannot wait for the SA
+    owner_->table.Destroy(handle, type());
+    return Status::CANCELED;
+  }
+  waiters.Insert(irp);
+  Hold();  // the request's, until Answered ran
+  SaTicket ticket;
+  const Status status = SaOf(al_)->Send(
+      port_, request, timeout_ms_, retries_,
+      [this](Status result, const SaAnswer& answer) {
+        Answered(result, answer);
+        Release();
+      },
+      &ticket);
+  if (status != Status::SUCCESS) {
+    Release();
+    Answered(Status::INSUFFICIENT_MEMORY, SaAnswer{});
+    return Status::PENDING;
+  }
+  kernel::SpinLockGuard guard(lock_);
+  ticket_ = ticket;
+  return Status::PENDING;
+}
+
+void SaMembership::Answered(Status status, const SaAnswer& answer) {
+  const bool accepted = status == Status::SUCCESS && answer.valid && answer.mad_status == 0;
+  bool ended;
+  {
+    kernel::SpinLockGuard guard(lock_);
+    ticket_ = {};
+    ended = ended_;
+    in_answer_ = !ended;
+  }
+  if (ended) {
+    // The object went first (its file's end): what the SA accepted is undone.
+    if (accepted) Tell(kDelete);
+    return;
+  }
+  Irp* irp = waiters.Remove();
+  Status verb = status;
+  if (irp == nullptr) {
+    verb = Status::CANCELED;
+  } else if (status == Status::SUCCESS) {
+    verb = !answer.valid            ? Status::TIMEOUT
+           : answer.mad_status != 0 ? Status::REMOTE_ERROR
+                                    : Accepted(answer, out_);
+  }
+  if (verb == Status::SUCCESS) {
+    *handle_out_ = handle_;
+    {
+      kernel::SpinLockGuard guard(lock_);
+      published_ = true;
+      in_answer_ = false;
+    }
+    SaOf(al_)->AddRedo(this);
+    OnPublished();
+    waiters.Complete(irp, Status::SUCCESS, out_size_);
+    return;
+  }
+  if (accepted) Tell(kDelete);
+  {
+    kernel::SpinLockGuard guard(lock_);
+    destroying_self_ = true;
+  }
+  owner_->table.Destroy(handle_, type());
+  {
+    kernel::SpinLockGuard guard(lock_);
+    in_answer_ = false;
+  }
+  if (irp != nullptr) waiters.Complete(irp, verb, 0);
+}
+
+void SaMembership::Tell(uint8_t method) {
+  // The port as it is now: the SM (its LID) may have changed since the last request.
+  SaPort now;
+  if (SaOf(al_)->FindPort(htobe64(port_.port_guid), &now) != Status::SUCCESS) return;
+  const SaRequest request = Request(method);
+  if (method != kSet) {
+    SaOf(al_)->Send(now, request, timeout_ms_, retries_, [](Status, const SaAnswer&) {});
+    return;
+  }
+  Hold();
+  const Status status = SaOf(al_)->Send(
+      now, request, timeout_ms_, retries_, [this](Status s, const SaAnswer& answer) {
+        if (s == Status::SUCCESS && answer.valid && answer.mad_status == 0) OnRetold(answer);
+        Release();
+      });
+  if (status != Status::SUCCESS) Release();
+}
+
+void SaMembership::Redo() {
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (ended_ || !published_) return;
+  }
+  Tell(kSet);
+}
+
+void SaMembership::OnDestroy() {
+  bool published;
+  SaTicket ticket;
+  for (;;) {
+    kernel::SpinLockGuard guard(lock_);
+    ended_ = true;
+    // An answer being handled finishes first (it may still publish or refuse).
+    if (in_answer_ && !destroying_self_) continue;
+    published = published_;
+    ticket = ticket_;
+    break;
+  }
+  StopWaiting();
+  SaOf(al_)->RemoveRedo(this);
+  if (ticket) SaOf(al_)->Cancel(ticket);
+  OnEnd();
+  if (published && ShouldUndo()) Tell(kDelete);
+}
+
+}  // namespace softib::al::sa
