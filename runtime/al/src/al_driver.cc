@@ -6,6 +6,7 @@
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/ioc/devmgt_agent.h"
+#include "runtime/al/src/ioc/ioc_pnp.h"
 #include "runtime/al/src/objects.h"
 #include "runtime/al/src/sa/sa_client.h"
 #include "softib/hca/hca_driver.h"
@@ -234,9 +235,11 @@ Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
   al->sa_client = std::make_shared<sa::SaClient>(al.get());
   al->sa_client->Start();                         // its agents start with each CA's arrival
   al->devmgt_agent = StartDevMgtAgent(al.get());  // on every CA from its arrival
+  al->ioc_pnp = std::make_unique<ioc::IocPnp>(al.get());
   status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
                                                   &OnCiInterface, al.get(), &al->ci_registration);
   if (status != Status::SUCCESS) {
+    al->ioc_pnp->Stop();
     al->sa_client->Stop();
     kernel::IoDeleteDevice(al->device);
     kernel::IoUnloadDriver(al->driver);
@@ -248,6 +251,7 @@ Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
 
 void UnloadAccessLayer(AccessLayer* al) {
   kernel::IoUnregisterPlugPlayNotification(al->ci_registration);
+  al->ioc_pnp->Stop();  // before the agents its sweep asks through
   al->devmgt_agent.reset();
   // The CAs still present: let go of them as a removal would, without the IRP.
   for (const auto& ca : al->Cas()) {

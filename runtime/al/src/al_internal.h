@@ -34,6 +34,9 @@ class PnpRegObj;
 class AlObj;
 class SpecialQp;
 class GsiRegistration;
+namespace ioc {
+class IocPnp;
+}
 namespace sa {
 class SaClient;
 }
@@ -167,6 +170,8 @@ class AccessLayer {
   std::shared_ptr<sa::SaClient> sa_client;
   // The device management agent (ioc/devmgt_agent.h), from load to unload.
   std::unique_ptr<GsiRegistration> devmgt_agent;
+  // I/O unit and controller discovery for IOU/IOC PnP registrations (ioc/ioc_pnp.h).
+  std::unique_ptr<ioc::IocPnp> ioc_pnp;
 
   std::shared_ptr<AlCa> FindCa(uint64_t guid);  // host order; null when unknown or removed
   std::vector<std::shared_ptr<AlCa>> Cas();

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "runtime/al/src/gsi_agent.h"
+#include "runtime/al/src/ioc/ioc_pnp.h"
 #include "runtime/al/src/objects.h"
 #include "runtime/al/src/sa/sa_client.h"
 #include "runtime/al/src/special_qp.h"
@@ -268,6 +269,12 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
       }
     }
     for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
+    // I/O units may have come into reach (or left it): sweep for them again.
+    if (event.type == abi::AsyncEventType::PORT_ACTIVE ||
+        event.type == abi::AsyncEventType::LID_CHANGE ||
+        event.type == abi::AsyncEventType::SM_CHANGE) {
+      if (al->ioc_pnp) al->ioc_pnp->Kick();
+    }
     // The SA client drops the port's cached paths and re-registers what the SM may have lost.
     if (ObjectOf(event.type) == EventObject::kCa && al->sa_client) {
       al->sa_client->OnPortEvent(*this, static_cast<uint8_t>(event.object), event.type);
@@ -379,6 +386,10 @@ void PostExisting(AccessLayer* al, PnpRegObj* reg) {
     } else if (reg->pnp_class == abi::PnpClass::PORT) {
       for (const auto& record : PortRecords(*ca, true)) reg->Post(record);
     }
+  }
+  if (reg->pnp_class == abi::PnpClass::IOU || reg->pnp_class == abi::PnpClass::IOC) {
+    al->ioc_pnp->PostPresent(reg);
+    al->ioc_pnp->Kick();  // what is out there now, beyond the last sweep
   }
   abi::PnpEventRecord done{};
   done.event = abi::PnpEvent::REG_COMPLETE;
