@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernel/verb_handlers.h"
+#include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/objects.h"
 #include "softib/hca/hca_driver.h"
@@ -225,9 +226,11 @@ Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
   auto al = std::make_unique<AccessLayer>(node);
   Status status = kernel::IoCreateDriver(node, "softib_al", &DriverEntry, al.get(), &al->driver);
   if (status != Status::SUCCESS) return status;
+  al->cm = new cm::ConnectionManager(al.get());  // its agents start with each CA
   status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
                                                   &OnCiInterface, al.get(), &al->ci_registration);
   if (status != Status::SUCCESS) {
+    delete al->cm;
     kernel::IoDeleteDevice(al->device);
     kernel::IoUnloadDriver(al->driver);
     return status;
@@ -256,6 +259,7 @@ void UnloadAccessLayer(AccessLayer* al) {
     }
   }
   kernel::KeFlushQueuedDpcs(al->node);
+  delete std::exchange(al->cm, nullptr);
   {
     kernel::SpinLockGuard guard(al->lock);
     al->cas.clear();

@@ -33,6 +33,9 @@ class PnpRegObj;
 class AlObj;
 class SpecialQp;
 class GsiRegistration;
+namespace cm {
+class ConnectionManager;
+}
 
 // Live objects per type (leak checks: QueryObjectCounts).
 struct Counters {
@@ -154,6 +157,7 @@ class AccessLayer {
   std::set<PnpRegObj*> pnp_regs;
   // The AL's own QP1 agents (gsi_agent.h), started on each arriving CA (pnp_mutex).
   std::set<GsiRegistration*> gsi_registrations;
+  cm::ConnectionManager* cm = nullptr;  // from load to unload (cm/cm.h)
 
   std::shared_ptr<AlCa> FindCa(uint64_t guid);  // host order; null when unknown or removed
   std::vector<std::shared_ptr<AlCa>> Cas();
