@@ -72,7 +72,7 @@ inline Status Listen(Client& client, uint64_t cep, uint64_t service_id,
   in.service_id = htobe64(service_id);
   in.compare_offset = offset;
   in.compare_length = static_cast<uint8_t>(compare.size());
-  std::memcpy(in.compare_data, compare.data(), compare.size());
+  if (!compare.empty()) std::memcpy(in.compare_data, compare.data(), compare.size());
   return kernel::IbCepListen(client.al(), in);
 }
 

@@ -48,6 +48,11 @@ void CepObj::Post(CepEvent event) {
   Pump();
 }
 
+void CepObj::Enqueue(CepEvent event) {
+  kernel::SpinLockGuard guard(events_lock_);
+  events_.push_back(std::move(event));
+}
+
 // Publishes a new CEP into this CEP's file as it is handed out.
 Status CepObj::Fill(CepEvent& event, abi::CepGetEventOut& out) {
   out = abi::CepGetEventOut{};

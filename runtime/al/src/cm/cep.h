@@ -66,6 +66,10 @@ class CepObj final : public Waitable {
 
   // Queues an event (completes a waiting CepGetEvent). Never with the CM's lock held.
   void Post(CepEvent event);
+  // A new CEP's REQ_RECEIVED, queued under the CM's lock (so a listen's end, which takes
+  // that lock first, finds it and rejects the CEP on its own thread), pumped after it.
+  void Enqueue(CepEvent event);
+  void Pump();
   // CepGetEvent: an event at once, else the IRP pends (a direct call without one:
   // CANCELED). A new CEP is published into this CEP's file as the event is handed out.
   kernel::Status Wait(kernel::Irp* irp, abi::CepGetEventOut& out);
@@ -111,7 +115,6 @@ class CepObj final : public Waitable {
 
  private:
   void OnDestroy() override;
-  void Pump();
   kernel::Status Fill(CepEvent& event, abi::CepGetEventOut& out);
 
   kernel::KSpinLock events_lock_;

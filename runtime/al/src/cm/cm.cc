@@ -139,6 +139,7 @@ void ConnectionManager::Flush(Work& work) {
     if (agent) (void)agent->Send(send.to, send.mad, {}, {});
   }
   for (auto& [cep, event] : work.events) static_cast<CepObj*>(cep.get())->Post(std::move(event));
+  for (auto& listen : work.pumps) static_cast<CepObj*>(listen.get())->Pump();
   work.released.clear();
 }
 

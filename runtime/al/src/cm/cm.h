@@ -41,6 +41,7 @@ struct Work {
   std::vector<Outgoing> sends;
   std::vector<std::pair<kernel::ObjectRef, CepEvent>> events;
   std::vector<kernel::ObjectRef> released;  // table references dropped
+  std::vector<kernel::ObjectRef> pumps;     // listens with a new CEP queued
 };
 
 class ConnectionManager {

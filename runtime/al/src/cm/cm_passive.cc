@@ -143,8 +143,9 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
   event.type = abi::CepEventType::REQ_RECEIVED;
   event.new_cep = kernel::ObjectRef(cep);  // the creator's reference
   std::copy_n(mad.begin(), event.mad.size(), event.mad.begin());
+  listen->Enqueue(std::move(event));
   kernel::ReferenceObject(listen);
-  work.events.emplace_back(kernel::ObjectRef(listen), std::move(event));
+  work.pumps.emplace_back(listen);
 }
 
 Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams& p,

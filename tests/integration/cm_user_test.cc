@@ -1,0 +1,42 @@
+// Two user processes connecting through the CM of one softibd by service ID: every CM verb
+// through the channel, CepGetEvent a pending IOCTL, traffic over the speed path, DREQ/DREP
+// and time-wait (softib_cm_user_client).
+#include <gtest/gtest.h>
+
+#include "process.h"
+#include "softibd_instance.h"
+
+namespace softib::integration {
+namespace {
+
+TEST(CmUserTest, TwoProcessesConnectByServiceIdAndDisconnect) {
+  SoftibdInstance daemon;
+  ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY));
+  const std::string service = "1000000000C0FFEE";
+  Process server;
+  ASSERT_TRUE(server.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "server", service}));
+  std::string line;
+  bool listening = false;
+  while (!listening && server.ReadLine(&line, std::chrono::seconds(30))) {
+    std::printf("server: %s\n", line.c_str());
+    listening = line.find("listening") != std::string::npos;
+  }
+  ASSERT_TRUE(listening);
+  Process client;
+  ASSERT_TRUE(client.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "client", service}));
+  const std::string client_out = client.ReadAllStdout(std::chrono::seconds(60));
+  const std::string server_out = server.ReadAllStdout(std::chrono::seconds(60));
+  std::printf("client:\n%sserver:\n%s", client_out.c_str(), server_out.c_str());
+  EXPECT_EQ(client.Wait(std::chrono::seconds(60)), 0);
+  EXPECT_EQ(server.Wait(std::chrono::seconds(60)), 0);
+  EXPECT_EQ(client_out.find("FAILED"), std::string::npos);
+  EXPECT_EQ(server_out.find("FAILED"), std::string::npos);
+  EXPECT_NE(client_out.find("ok     received world"), std::string::npos);
+  EXPECT_NE(server_out.find("ok     received hello"), std::string::npos);
+  EXPECT_NE(client_out.find("ok     time-wait over"), std::string::npos);
+  EXPECT_NE(server_out.find("ok     time-wait over"), std::string::npos);
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace softib::integration
