@@ -9,15 +9,15 @@
 // "listening" once its listen is up); exit 0 only when every check passed.
 #include <endian.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "rc_endpoint.h"
-#include "softib/mad/mad_sa.h"
 #include "transcript.h"
-#include "user/verbs_al_proxy.h"
+#include "user/verbs_ca_proxy.h"
 #include "user/verbs_cm_proxy.h"
 
 namespace {
@@ -150,13 +150,16 @@ int Client(const user::AlFile& al, uint64_t guid, uint64_t server_guid, uint64_t
   Expect(integration::PortLid(server_ca, &server_lid, &state), "server's LID");
   abi::CreateCepOut cep{};
   Expect(user::proxy::CreateCep(s.ca.device, {s.ca.al, 0xC1}, cep), "CreateCep");
-  mad::PathRecord path;
-  path.SLID = s.lid;
-  path.DLID = server_lid;
-  path.P_Key = 0xFFFF;
-  path.MTU = static_cast<uint8_t>(abi::PathMtu::MTU_1024);
-  path.Rate = 3;
-  const auto record = path.Pack();
+  // An SA PathRecord (IBA 15.2.5.16), the fields the CM uses: DLID @40, SLID @42, P_Key @50,
+  // MTU @54 and Rate @55 (low 6 bits each).
+  std::array<uint8_t, 64> record{};
+  record[40] = static_cast<uint8_t>(server_lid >> 8);
+  record[41] = static_cast<uint8_t>(server_lid);
+  record[42] = static_cast<uint8_t>(s.lid >> 8);
+  record[43] = static_cast<uint8_t>(s.lid);
+  record[50] = record[51] = 0xFF;
+  record[54] = static_cast<uint8_t>(abi::PathMtu::MTU_1024);
+  record[55] = 3;  // 2.5 Gb/s
   abi::CepSendReqIn req{};
   req.cep = cep.cep;
   req.qp = s.qp.qp();
