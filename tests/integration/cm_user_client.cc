@@ -1,15 +1,20 @@
-// softib_cm_user_client <run dir> server|client <service id (hex)>: one side of an RC
+// softib_cm_user_client <run dir> server|client|server-dies|client-waits <service id (hex)>:
+// one side of an RC
 // connection made through the CM by a user process, every verb through the channel.
 // server (CA 2): listens for the service, takes the REQ's new CEP, answers with a REP,
 // brings its QP to RTS from the CEP's attributes, receives "hello" and answers "world",
 // then takes the DREQ, answers DREP and waits for time-wait to end.
 // client (CA 1): REQ to the server's port (LID from QueryCa), REP, RTR/RTS, RTU, sends
 // "hello", receives "world", DREQ, DREP, time-wait.
-// CepGetEvent is a pending IOCTL each time. Prints one line per check (the server prints
+// server-dies prints "established" after the exchange and waits to be killed; client-waits
+// then takes the DREQ the CM sends for the dead process, answers DREP and waits for
+// time-wait. CepGetEvent is a pending IOCTL each time. Prints one line per check (the server prints
 // "listening" once its listen is up); exit 0 only when every check passed.
 #include <endian.h>
 
+#include <unistd.h>
 #include <array>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -106,7 +111,7 @@ void Disconnected(Side& s, Cep cep) {
   Expect(user::proxy::DestroyCep(s.ca.device, {cep}), "DestroyCep");
 }
 
-int Server(const user::AlFile& al, uint64_t guid, uint64_t service_id) {
+int Server(const user::AlFile& al, uint64_t guid, uint64_t service_id, bool dies) {
   Side s;
   if (!OpenSide(al, guid, &s)) return integration::FinishTranscript();
   abi::CreateCepOut listen{};
@@ -133,6 +138,11 @@ int Server(const user::AlFile& al, uint64_t guid, uint64_t service_id) {
   ToRts(s, cep);
   SendText(s, "world");
   Check(Exchange(s) == "hello", "received hello");
+  if (dies) {
+    std::printf("established\n");
+    std::fflush(stdout);
+    for (;;) pause();  // until killed, with the connection up
+  }
   NextEvent(s, cep, abi::CepEventType::DREQ_RECEIVED, "DREQ received");
   Expect(user::proxy::CepSendDrep(s.ca.device, {cep, 0, 0}, {}), "CepSendDrep");
   Disconnected(s, cep);
@@ -140,7 +150,8 @@ int Server(const user::AlFile& al, uint64_t guid, uint64_t service_id) {
   return integration::FinishTranscript();
 }
 
-int Client(const user::AlFile& al, uint64_t guid, uint64_t server_guid, uint64_t service_id) {
+int Client(const user::AlFile& al, uint64_t guid, uint64_t server_guid, uint64_t service_id,
+           bool waits) {
   Side s;
   if (!OpenSide(al, guid, &s)) return integration::FinishTranscript();
   user::CaFile server_ca;
@@ -180,8 +191,13 @@ int Client(const user::AlFile& al, uint64_t guid, uint64_t server_guid, uint64_t
   Expect(user::proxy::CepSendRtu(s.ca.device, {cep.cep, 0, 0}, {}), "CepSendRtu");
   SendText(s, "hello");
   Check(Exchange(s) == "world", "received world");
-  Expect(user::proxy::CepSendDreq(s.ca.device, {cep.cep, 0, 0}, {}), "CepSendDreq");
-  NextEvent(s, cep.cep, abi::CepEventType::DREP_RECEIVED, "DREP received");
+  if (waits) {
+    NextEvent(s, cep.cep, abi::CepEventType::DREQ_RECEIVED, "DREQ received (the peer died)");
+    Expect(user::proxy::CepSendDrep(s.ca.device, {cep.cep, 0, 0}, {}), "CepSendDrep");
+  } else {
+    Expect(user::proxy::CepSendDreq(s.ca.device, {cep.cep, 0, 0}, {}), "CepSendDreq");
+    NextEvent(s, cep.cep, abi::CepEventType::DREP_RECEIVED, "DREP received");
+  }
   Disconnected(s, cep.cep);
   return integration::FinishTranscript();
 }
@@ -197,8 +213,10 @@ int main(int argc, char** argv) {
   Expect(user::proxy::GetCaGuids(al.device, {al.al}, guids_out, guids), "GetCaGuids");
   if (!Check(guids_out.num_cas >= 2, "two CAs")) return 1;
   const uint64_t service_id = std::strtoull(argv[3], nullptr, 16);
-  const int code = std::string(argv[2]) == "server" ? Server(al, guids[1], service_id)
-                                                    : Client(al, guids[0], guids[1], service_id);
+  const std::string role = argv[2];
+  const int code = role.starts_with("server")
+                       ? Server(al, guids[1], service_id, role == "server-dies")
+                       : Client(al, guids[0], guids[1], service_id, role == "client-waits");
   user::CloseAl(&al);
   return code;
 }

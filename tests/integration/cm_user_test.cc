@@ -1,7 +1,10 @@
 // Two user processes connecting through the CM of one softibd by service ID: every CM verb
 // through the channel, CepGetEvent a pending IOCTL, traffic over the speed path, DREQ/DREP
-// and time-wait (softib_cm_user_client).
+// and time-wait; a process killed with its connection up, whose peer gets the DREQ
+// (softib_cm_user_client).
 #include <gtest/gtest.h>
+
+#include <csignal>
 
 #include "process.h"
 #include "softibd_instance.h"
@@ -9,19 +12,23 @@
 namespace softib::integration {
 namespace {
 
+// Reads the child's lines until one contains `what`.
+bool WaitForLine(Process& process, const char* what) {
+  std::string line;
+  while (process.ReadLine(&line, std::chrono::seconds(30))) {
+    std::printf("server: %s\n", line.c_str());
+    if (line.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
 TEST(CmUserTest, TwoProcessesConnectByServiceIdAndDisconnect) {
   SoftibdInstance daemon;
   ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY));
   const std::string service = "1000000000C0FFEE";
   Process server;
   ASSERT_TRUE(server.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "server", service}));
-  std::string line;
-  bool listening = false;
-  while (!listening && server.ReadLine(&line, std::chrono::seconds(30))) {
-    std::printf("server: %s\n", line.c_str());
-    listening = line.find("listening") != std::string::npos;
-  }
-  ASSERT_TRUE(listening);
+  ASSERT_TRUE(WaitForLine(server, "listening"));
   Process client;
   ASSERT_TRUE(client.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "client", service}));
   const std::string client_out = client.ReadAllStdout(std::chrono::seconds(60));
@@ -35,6 +42,27 @@ TEST(CmUserTest, TwoProcessesConnectByServiceIdAndDisconnect) {
   EXPECT_NE(server_out.find("ok     received hello"), std::string::npos);
   EXPECT_NE(client_out.find("ok     time-wait over"), std::string::npos);
   EXPECT_NE(server_out.find("ok     time-wait over"), std::string::npos);
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+TEST(CmUserTest, AProcessKilledWithAConnectionUpDisconnectsIt) {
+  SoftibdInstance daemon;
+  ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY));
+  const std::string service = "1000000000C0FFEF";
+  Process server;
+  ASSERT_TRUE(server.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "server-dies", service}));
+  ASSERT_TRUE(WaitForLine(server, "listening"));
+  Process client;
+  ASSERT_TRUE(client.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "client-waits", service}));
+  ASSERT_TRUE(WaitForLine(server, "established"));
+  ASSERT_TRUE(server.Signal(SIGKILL));
+  EXPECT_EQ(server.Wait(std::chrono::seconds(30)), 128 + SIGKILL);
+  const std::string client_out = client.ReadAllStdout(std::chrono::seconds(60));
+  std::printf("client:\n%s", client_out.c_str());
+  EXPECT_EQ(client.Wait(std::chrono::seconds(60)), 0);
+  EXPECT_EQ(client_out.find("FAILED"), std::string::npos);
+  EXPECT_NE(client_out.find("ok     DREQ received (the peer died)"), std::string::npos);
+  EXPECT_NE(client_out.find("ok     time-wait over"), std::string::npos);
   EXPECT_EQ(daemon.Stop(), 0);
 }
 
