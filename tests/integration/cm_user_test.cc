@@ -22,15 +22,24 @@ bool WaitForLine(Process& process, const char* what) {
   return false;
 }
 
-TEST(CmUserTest, TwoProcessesConnectByServiceIdAndDisconnect) {
+// A daemon, a server listening for `service` and a client connecting to it, in `roles`.
+struct CmProcesses {
+  void Start(const char* server_role, const char* client_role, const std::string& service) {
+    ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY));
+    ASSERT_TRUE(server.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), server_role, service}));
+    ASSERT_TRUE(WaitForLine(server, "listening"));
+    ASSERT_TRUE(client.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), client_role, service}));
+  }
   SoftibdInstance daemon;
-  ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY));
-  const std::string service = "1000000000C0FFEE";
   Process server;
-  ASSERT_TRUE(server.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "server", service}));
-  ASSERT_TRUE(WaitForLine(server, "listening"));
   Process client;
-  ASSERT_TRUE(client.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "client", service}));
+};
+
+TEST(CmUserTest, TwoProcessesConnectByServiceIdAndDisconnect) {
+  CmProcesses p;
+  ASSERT_NO_FATAL_FAILURE(p.Start("server", "client", "1000000000C0FFEE"));
+  Process& client = p.client;
+  Process& server = p.server;
   const std::string client_out = client.ReadAllStdout(std::chrono::seconds(60));
   const std::string server_out = server.ReadAllStdout(std::chrono::seconds(60));
   std::printf("client:\n%sserver:\n%s", client_out.c_str(), server_out.c_str());
@@ -42,18 +51,14 @@ TEST(CmUserTest, TwoProcessesConnectByServiceIdAndDisconnect) {
   EXPECT_NE(server_out.find("ok     received hello"), std::string::npos);
   EXPECT_NE(client_out.find("ok     time-wait over"), std::string::npos);
   EXPECT_NE(server_out.find("ok     time-wait over"), std::string::npos);
-  EXPECT_EQ(daemon.Stop(), 0);
+  EXPECT_EQ(p.daemon.Stop(), 0);
 }
 
 TEST(CmUserTest, AProcessKilledWithAConnectionUpDisconnectsIt) {
-  SoftibdInstance daemon;
-  ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY));
-  const std::string service = "1000000000C0FFEF";
-  Process server;
-  ASSERT_TRUE(server.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "server-dies", service}));
-  ASSERT_TRUE(WaitForLine(server, "listening"));
-  Process client;
-  ASSERT_TRUE(client.Start({SOFTIB_CM_USER_CLIENT, daemon.run_dir(), "client-waits", service}));
+  CmProcesses p;
+  ASSERT_NO_FATAL_FAILURE(p.Start("server-dies", "client-waits", "1000000000C0FFEF"));
+  Process& client = p.client;
+  Process& server = p.server;
   ASSERT_TRUE(WaitForLine(server, "established"));
   ASSERT_TRUE(server.Signal(SIGKILL));
   EXPECT_EQ(server.Wait(std::chrono::seconds(30)), 128 + SIGKILL);
@@ -63,7 +68,7 @@ TEST(CmUserTest, AProcessKilledWithAConnectionUpDisconnectsIt) {
   EXPECT_EQ(client_out.find("FAILED"), std::string::npos);
   EXPECT_NE(client_out.find("ok     DREQ received (the peer died)"), std::string::npos);
   EXPECT_NE(client_out.find("ok     time-wait over"), std::string::npos);
-  EXPECT_EQ(daemon.Stop(), 0);
+  EXPECT_EQ(p.daemon.Stop(), 0);
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ class CepObj final : public Waitable {
   ~CepObj() override;
 
   ConnectionManager* const cm;
-  uint64_t context;  // a new CEP's is its listen's until handed over
+  const uint64_t context;  // a new CEP's is its listen's (IBAL's)
   Instance* owner() const { return owner_; }
 
   // Queues an event (completes a waiting CepGetEvent). Never with the CM's lock held.

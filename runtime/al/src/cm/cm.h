@@ -80,6 +80,18 @@ class ConnectionManager {
   // A CM MAD from QP1 (DISPATCH, no AL lock held).
   void OnMad(GsiAgent& agent, std::span<const uint8_t> mad, const MadOrigin& origin);
   void Flush(Work& work);  // after the lock
+  // Runs `body(work)` under the lock, then sends and posts what it collected.
+  template <typename Body>
+  kernel::Status Locked(Body&& body) {
+    Work work;
+    kernel::Status status;
+    {
+      kernel::SpinLockGuard guard(lock_);
+      status = body(work);
+    }
+    Flush(work);
+    return status;
+  }
 
   // ---- Under lock_ ----
   // Tables.

@@ -121,9 +121,7 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
   }
   std::copy(private_data.begin(), private_data.end(), req.PrivateData.begin());
 
-  Work work;
-  {
-    kernel::SpinLockGuard guard(lock_);
+  return Locked([&](Work& work) {
     if (cep->state != CepState::IDLE || closing_) return Status::INVALID_STATE;
     cep->ca = ca;
     cep->port = qa.port_num;
@@ -155,9 +153,8 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
     ArmLocked(cep, CepTimer::REQ,
               CmTime(primary.packet_life_time) * 2 + CmTime(p.remote_cm_response_timeout),
               p.max_cm_retries);
-  }
-  Flush(work);
-  return Status::SUCCESS;
+    return Status::SUCCESS;
+  });
 }
 
 void ConnectionManager::OnRepLocked(std::span<const uint8_t> mad, Work& work) {
@@ -202,9 +199,7 @@ void ConnectionManager::OnRepLocked(std::span<const uint8_t> mad, Work& work) {
 }
 
 Status ConnectionManager::SendRtu(CepObj* cep, std::span<const uint8_t> private_data) {
-  Work work;
-  {
-    kernel::SpinLockGuard guard(lock_);
+  return Locked([&](Work& work) {
     if (cep->state != CepState::REP_RCVD && cep->state != CepState::MRA_REP_SENT) {
       return Status::INVALID_STATE;
     }
@@ -214,9 +209,8 @@ Status ConnectionManager::SendRtu(CepObj* cep, std::span<const uint8_t> private_
     std::copy(private_data.begin(), private_data.end(), rtu.PrivateData.begin());
     SendLocked(cep, wire::ReadyToUse::kAttributeId, rtu.Pack(), work);
     cep->state = CepState::ESTABLISHED;
-  }
-  Flush(work);
-  return Status::SUCCESS;
+    return Status::SUCCESS;
+  });
 }
 
 }  // namespace softib::al::cm

@@ -44,25 +44,19 @@ void ConnectionManager::EnterTimewaitLocked(CepObj* cep, Work&) {
 }
 
 Status ConnectionManager::SendDreq(CepObj* cep, std::span<const uint8_t> private_data) {
-  Work work;
-  {
-    kernel::SpinLockGuard guard(lock_);
+  return Locked([&](Work& work) {
     if (cep->state != CepState::ESTABLISHED) return Status::INVALID_STATE;
     SendDreqLocked(cep, private_data, work);
-  }
-  Flush(work);
-  return Status::SUCCESS;
+    return Status::SUCCESS;
+  });
 }
 
 Status ConnectionManager::SendDrep(CepObj* cep, std::span<const uint8_t> private_data) {
-  Work work;
-  {
-    kernel::SpinLockGuard guard(lock_);
+  return Locked([&](Work& work) {
     if (cep->state != CepState::DREQ_RCVD) return Status::INVALID_STATE;
     SendDrepLocked(cep, private_data, work);
-  }
-  Flush(work);
-  return Status::SUCCESS;
+    return Status::SUCCESS;
+  });
 }
 
 void ConnectionManager::OnDreqLocked(GsiAgent& agent, std::span<const uint8_t> mad,

@@ -156,9 +156,7 @@ Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams
   abi::QpAttributes qa{};
   std::shared_ptr<AlCa> ca = qp->pd_obj->ca_obj->ca;
   if (ca->ci->QueryQp(qp->qpn, &qa) != Status::SUCCESS) return Status::INVALID_QP_HANDLE;
-  Work work;
-  {
-    kernel::SpinLockGuard guard(lock_);
+  return Locked([&](Work& work) {
     if (cep->state != CepState::REQ_RCVD && cep->state != CepState::MRA_REQ_SENT) {
       return Status::INVALID_STATE;
     }
@@ -188,9 +186,8 @@ Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams
     ArmLocked(cep, CepTimer::REP,
               CmTime(cep->primary.packet_life_time) * 2 + CmTime(cep->peer_response_timeout),
               cep->max_cm_retries);
-  }
-  Flush(work);
-  return Status::SUCCESS;
+    return Status::SUCCESS;
+  });
 }
 
 void ConnectionManager::OnRtuLocked(std::span<const uint8_t> mad, Work& work) {
@@ -206,9 +203,7 @@ void ConnectionManager::OnRtuLocked(std::span<const uint8_t> mad, Work& work) {
 
 Status ConnectionManager::SendMra(CepObj* cep, uint8_t service_timeout,
                                   std::span<const uint8_t> private_data) {
-  Work work;
-  {
-    kernel::SpinLockGuard guard(lock_);
+  return Locked([&](Work& work) {
     wire::MsgRcptAck mra;
     if (cep->state == CepState::REQ_RCVD) {
       mra.MessageMRAed = static_cast<uint8_t>(wire::CmMraMessage::REQ);
@@ -224,9 +219,8 @@ Status ConnectionManager::SendMra(CepObj* cep, uint8_t service_timeout,
     mra.ServiceTimeout = std::min<uint8_t>(service_timeout, 31);
     std::copy(private_data.begin(), private_data.end(), mra.PrivateData.begin());
     SendLocked(cep, wire::MsgRcptAck::kAttributeId, mra.Pack(), work);
-  }
-  Flush(work);
-  return Status::SUCCESS;
+    return Status::SUCCESS;
+  });
 }
 
 // The peer needs more time: our retry waits the packet lifetime plus its service timeout.

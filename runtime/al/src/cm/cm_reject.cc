@@ -57,9 +57,7 @@ void ConnectionManager::RejectUnknownLocked(const std::shared_ptr<AlCa>& ca, uin
 Status ConnectionManager::SendRej(CepObj* cep, uint16_t reason, std::span<const uint8_t> ari,
                                   std::span<const uint8_t> private_data) {
   if (ari.size() > abi::kCepAriBytes) return Status::INVALID_PARAMETER;
-  Work work;
-  {
-    kernel::SpinLockGuard guard(lock_);
+  return Locked([&](Work& work) {
     const CepState state = cep->state;
     if (state != CepState::REQ_RCVD && state != CepState::MRA_REQ_SENT &&
         state != CepState::REP_RCVD && state != CepState::MRA_REP_SENT) {
@@ -72,9 +70,8 @@ Status ConnectionManager::SendRej(CepObj* cep, uint16_t reason, std::span<const 
     } else {
       RemoveLocked(cep, work);
     }
-  }
-  Flush(work);
-  return Status::SUCCESS;
+    return Status::SUCCESS;
+  });
 }
 
 // As Linux's cm_rej_handler: a connection being set up ends (in time-wait after a stale
