@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/al/src/cm/cep.h"
+#include "runtime/al/src/cm/cm_wire.h"
 #include "runtime/al/src/gsi_agent.h"
 #include "softib/kernel/timer.h"
 #include "softib/mad/mad_cm.h"
@@ -100,6 +101,13 @@ class ConnectionManager {
   void RemoveLocked(CepObj* cep, Work& work);  // out of the tables, back to IDLE
   CepObj* FindLocalLocked(uint32_t local_id);
   CepObj* FindRemoteLocked(uint32_t remote_id, uint64_t remote_ca_guid);
+  // The CEP a received message names by its RemoteCommunicationID (null: malformed or
+  // unknown).
+  template <typename Message>
+  CepObj* AddressedLocked(std::span<const uint8_t> mad, Message* message) {
+    if (!message->Unpack(CmMessage(mad))) return nullptr;
+    return FindLocalLocked(message->RemoteCommunicationID);
+  }
   CepObj* FindListenLocked(uint64_t service_id, uint64_t port_guid,
                            std::span<const uint8_t> private_data);
   // Sending.

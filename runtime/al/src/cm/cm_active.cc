@@ -159,8 +159,7 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
 
 void ConnectionManager::OnRepLocked(std::span<const uint8_t> mad, Work& work) {
   wire::ConnectReply rep;
-  if (!rep.Unpack(CmMessage(mad))) return;
-  CepObj* cep = FindLocalLocked(rep.RemoteCommunicationID);
+  CepObj* cep = AddressedLocked(mad, &rep);
   if (cep == nullptr) return;
   switch (cep->state) {
     case CepState::REQ_SENT:

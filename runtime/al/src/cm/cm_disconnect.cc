@@ -62,8 +62,7 @@ Status ConnectionManager::SendDrep(CepObj* cep, std::span<const uint8_t> private
 void ConnectionManager::OnDreqLocked(GsiAgent& agent, std::span<const uint8_t> mad,
                                      const MadOrigin& origin, Work& work) {
   wire::DisconnectRequest dreq;
-  if (!dreq.Unpack(CmMessage(mad))) return;
-  CepObj* cep = FindLocalLocked(dreq.RemoteCommunicationID);
+  CepObj* cep = AddressedLocked(mad, &dreq);
   const bool ours = cep != nullptr && cep->remote_id == dreq.LocalCommunicationID &&
                     cep->local_qpn == dreq.RemoteQPNEECN;
   if (!ours || cep->state == CepState::TIMEWAIT) {
@@ -102,8 +101,7 @@ void ConnectionManager::OnDreqLocked(GsiAgent& agent, std::span<const uint8_t> m
 
 void ConnectionManager::OnDrepLocked(std::span<const uint8_t> mad, Work& work) {
   wire::DisconnectReply drep;
-  if (!drep.Unpack(CmMessage(mad))) return;
-  CepObj* cep = FindLocalLocked(drep.RemoteCommunicationID);
+  CepObj* cep = AddressedLocked(mad, &drep);
   if (cep == nullptr || cep->remote_id != drep.LocalCommunicationID) return;
   if (cep->state != CepState::DREQ_SENT) return;
   Event(cep, abi::CepEventType::DREP_RECEIVED, mad, work);

@@ -192,8 +192,7 @@ Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams
 
 void ConnectionManager::OnRtuLocked(std::span<const uint8_t> mad, Work& work) {
   wire::ReadyToUse rtu;
-  if (!rtu.Unpack(CmMessage(mad))) return;
-  CepObj* cep = FindLocalLocked(rtu.RemoteCommunicationID);
+  CepObj* cep = AddressedLocked(mad, &rtu);
   if (cep == nullptr || cep->remote_id != rtu.LocalCommunicationID) return;
   if (cep->state != CepState::REP_SENT && cep->state != CepState::MRA_REP_RCVD) return;
   DisarmLocked(cep);
@@ -226,8 +225,7 @@ Status ConnectionManager::SendMra(CepObj* cep, uint8_t service_timeout,
 // The peer needs more time: our retry waits the packet lifetime plus its service timeout.
 void ConnectionManager::OnMraLocked(std::span<const uint8_t> mad, Work& work) {
   wire::MsgRcptAck mra;
-  if (!mra.Unpack(CmMessage(mad))) return;
-  CepObj* cep = FindLocalLocked(mra.RemoteCommunicationID);
+  CepObj* cep = AddressedLocked(mad, &mra);
   if (cep == nullptr) return;
   const auto message = static_cast<wire::CmMraMessage>(mra.MessageMRAed);
   if (message == wire::CmMraMessage::REQ && cep->state == CepState::REQ_SENT) {

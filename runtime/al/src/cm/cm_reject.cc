@@ -78,8 +78,7 @@ Status ConnectionManager::SendRej(CepObj* cep, uint16_t reason, std::span<const 
 // REJ), one past the REP goes through time-wait.
 void ConnectionManager::OnRejLocked(std::span<const uint8_t> mad, Work& work) {
   wire::ConnectReject rej;
-  if (!rej.Unpack(CmMessage(mad))) return;
-  CepObj* cep = FindLocalLocked(rej.RemoteCommunicationID);
+  CepObj* cep = AddressedLocked(mad, &rej);
   if (cep == nullptr) return;
   // Once we know the peer's ID, the REJ must carry it (a REJ to a REQ may not).
   if (cep->remote_id != 0 && rej.LocalCommunicationID != 0 &&
