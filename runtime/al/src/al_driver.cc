@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernel/verb_handlers.h"
+#include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/ioc/devmgt_agent.h"
@@ -236,9 +237,11 @@ Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
   al->sa_client->Start();                         // its agents start with each CA's arrival
   al->devmgt_agent = StartDevMgtAgent(al.get());  // on every CA from its arrival
   al->ioc_pnp = std::make_unique<ioc::IocPnp>(al.get());
+  al->cm = new cm::ConnectionManager(al.get());  // its agents start with each CA
   status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
                                                   &OnCiInterface, al.get(), &al->ci_registration);
   if (status != Status::SUCCESS) {
+    delete al->cm;
     al->ioc_pnp->Stop();
     al->sa_client->Stop();
     kernel::IoDeleteDevice(al->device);
@@ -271,6 +274,7 @@ void UnloadAccessLayer(AccessLayer* al) {
     }
   }
   kernel::KeFlushQueuedDpcs(al->node);
+  delete std::exchange(al->cm, nullptr);
   {
     kernel::SpinLockGuard guard(al->lock);
     al->cas.clear();

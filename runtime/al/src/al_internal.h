@@ -40,6 +40,9 @@ class IocPnp;
 namespace sa {
 class SaClient;
 }
+namespace cm {
+class ConnectionManager;
+}
 
 // Live objects per type (leak checks: QueryObjectCounts).
 struct Counters {
@@ -172,6 +175,7 @@ class AccessLayer {
   std::unique_ptr<GsiRegistration> devmgt_agent;
   // I/O unit and controller discovery for IOU/IOC PnP registrations (ioc/ioc_pnp.h).
   std::unique_ptr<ioc::IocPnp> ioc_pnp;
+  cm::ConnectionManager* cm = nullptr;  // from load to unload (cm/cm.h)
 
   std::shared_ptr<AlCa> FindCa(uint64_t guid);  // host order; null when unknown or removed
   std::vector<std::shared_ptr<AlCa>> Cas();

@@ -1,8 +1,7 @@
-// The CM verbs (CEPs: REQ/REP/RTU, REJ, MRA, LAP/APR, DREQ/DREP, SIDR) before the CM exists
-// (issue 5). Every verb runs the generated validation first (lengths, reserved bytes, enum
-// values, flag masks, handle lookups), so malformed requests get their exact rejection;
-// a request that passes answers UNSUPPORTED. No CEP can be created, so nothing here
-// pretends a connection works.
+// The CM verbs over the connection manager (cm/cm.h). The generated validation runs first
+// (lengths, reserved bytes, enum values, handles); LAP/APR and SIDR answer UNSUPPORTED
+// after it until they exist (cm_lap.cc, cm_sidr.cc).
+#include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/handlers.h"
 
 namespace softib::al {
@@ -12,46 +11,62 @@ using kernel::Status;
 
 namespace {
 
+cm::CepObj* Cep(const kernel::ObjectRef& ref) { return As<cm::CepObj>(ref); }
+
 class CmVerbs final : public kernel::CmVerbHandlers {
  public:
-  Status CreateCep(const kernel::CallContext&, const abi::CreateCepIn&, kernel::CreateCepRefs&,
-                   abi::CreateCepOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CreateCep(const kernel::CallContext& ctx, const abi::CreateCepIn& in,
+                   kernel::CreateCepRefs& refs, abi::CreateCepOut& out, Irp*) override {
+    Instance* instance = InstanceOf(ctx);
+    if (instance->al->cm == nullptr) return Status::INSUFFICIENT_MEMORY;
+    auto* cep = new cm::CepObj(instance, instance->al->cm, in.context);
+    if (!Adopt(cep, refs.al.get())) {
+      kernel::DereferenceObject(cep);
+      return Status::INVALID_AL_HANDLE;
+    }
+    return Publish(instance, cep, &out.cep.value);
   }
 
-  Status DestroyCep(const kernel::CallContext&, const abi::DestroyCepIn&, kernel::DestroyCepRefs&,
+  Status DestroyCep(const kernel::CallContext& ctx, const abi::DestroyCepIn& in,
+                    kernel::DestroyCepRefs&, Irp*) override {
+    return DestroyHandle(ctx, in.cep.value, abi::ObjectType::Cep, Status::INVALID_CEP_HANDLE);
+  }
+
+  Status CepListen(const kernel::CallContext&, const abi::CepListenIn& in,
+                   kernel::CepListenRefs& refs, Irp*) override {
+    return Cep(refs.cep)->cm->Listen(Cep(refs.cep), in);
+  }
+
+  Status CepSendReq(const kernel::CallContext&, const abi::CepSendReqIn& in,
+                    std::span<const uint8_t> private_data, kernel::CepSendReqRefs& refs,
                     Irp*) override {
-    return Status::UNSUPPORTED;
+    return Cep(refs.cep)->cm->SendReq(Cep(refs.cep), As<QpObj>(refs.qp), in.params, private_data);
   }
 
-  Status CepListen(const kernel::CallContext&, const abi::CepListenIn&, kernel::CepListenRefs&,
-                   Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendRep(const kernel::CallContext&, const abi::CepSendRepIn& in,
+                    std::span<const uint8_t> private_data, kernel::CepSendRepRefs& refs,
+                    Irp*) override {
+    return Cep(refs.cep)->cm->SendRep(Cep(refs.cep), As<QpObj>(refs.qp), in.params, private_data);
   }
 
-  Status CepSendReq(const kernel::CallContext&, const abi::CepSendReqIn&, std::span<const uint8_t>,
-                    kernel::CepSendReqRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendRtu(const kernel::CallContext&, const abi::CepSendRtuIn&,
+                    std::span<const uint8_t> private_data, kernel::CepSendRtuRefs& refs,
+                    Irp*) override {
+    return Cep(refs.cep)->cm->SendRtu(Cep(refs.cep), private_data);
   }
 
-  Status CepSendRep(const kernel::CallContext&, const abi::CepSendRepIn&, std::span<const uint8_t>,
-                    kernel::CepSendRepRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendRej(const kernel::CallContext&, const abi::CepSendRejIn& in,
+                    std::span<const uint8_t> private_data, kernel::CepSendRejRefs& refs,
+                    Irp*) override {
+    if (in.ari_length > sizeof(in.ari)) return Status::INVALID_PARAMETER;
+    return Cep(refs.cep)->cm->SendRej(
+        Cep(refs.cep), in.reason, std::span<const uint8_t>(in.ari, in.ari_length), private_data);
   }
 
-  Status CepSendRtu(const kernel::CallContext&, const abi::CepSendRtuIn&, std::span<const uint8_t>,
-                    kernel::CepSendRtuRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
-  }
-
-  Status CepSendRej(const kernel::CallContext&, const abi::CepSendRejIn&, std::span<const uint8_t>,
-                    kernel::CepSendRejRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
-  }
-
-  Status CepSendMra(const kernel::CallContext&, const abi::CepSendMraIn&, std::span<const uint8_t>,
-                    kernel::CepSendMraRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendMra(const kernel::CallContext&, const abi::CepSendMraIn& in,
+                    std::span<const uint8_t> private_data, kernel::CepSendMraRefs& refs,
+                    Irp*) override {
+    return Cep(refs.cep)->cm->SendMra(Cep(refs.cep), in.service_timeout, private_data);
   }
 
   Status CepSendLap(const kernel::CallContext&, const abi::CepSendLapIn&, std::span<const uint8_t>,
@@ -65,13 +80,15 @@ class CmVerbs final : public kernel::CmVerbHandlers {
   }
 
   Status CepSendDreq(const kernel::CallContext&, const abi::CepSendDreqIn&,
-                     std::span<const uint8_t>, kernel::CepSendDreqRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+                     std::span<const uint8_t> private_data, kernel::CepSendDreqRefs& refs,
+                     Irp*) override {
+    return Cep(refs.cep)->cm->SendDreq(Cep(refs.cep), private_data);
   }
 
   Status CepSendDrep(const kernel::CallContext&, const abi::CepSendDrepIn&,
-                     std::span<const uint8_t>, kernel::CepSendDrepRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+                     std::span<const uint8_t> private_data, kernel::CepSendDrepRefs& refs,
+                     Irp*) override {
+    return Cep(refs.cep)->cm->SendDrep(Cep(refs.cep), private_data);
   }
 
   Status CepSendSidrReq(const kernel::CallContext&, const abi::CepSendSidrReqIn&,
@@ -85,20 +102,20 @@ class CmVerbs final : public kernel::CmVerbHandlers {
   }
 
   Status CepGetRtrAttributes(const kernel::CallContext&, const abi::CepGetRtrAttributesIn&,
-                             kernel::CepGetRtrAttributesRefs&, abi::CepGetRtrAttributesOut&,
-                             Irp*) override {
-    return Status::UNSUPPORTED;
+                             kernel::CepGetRtrAttributesRefs& refs,
+                             abi::CepGetRtrAttributesOut& out, Irp*) override {
+    return Cep(refs.cep)->cm->RtrAttributes(Cep(refs.cep), &out.attributes);
   }
 
   Status CepGetRtsAttributes(const kernel::CallContext&, const abi::CepGetRtsAttributesIn&,
-                             kernel::CepGetRtsAttributesRefs&, abi::CepGetRtsAttributesOut&,
-                             Irp*) override {
-    return Status::UNSUPPORTED;
+                             kernel::CepGetRtsAttributesRefs& refs,
+                             abi::CepGetRtsAttributesOut& out, Irp*) override {
+    return Cep(refs.cep)->cm->RtsAttributes(Cep(refs.cep), &out.attributes);
   }
 
   Status CepGetEvent(const kernel::CallContext&, const abi::CepGetEventIn&,
-                     kernel::CepGetEventRefs&, abi::CepGetEventOut&, Irp*) override {
-    return Status::UNSUPPORTED;
+                     kernel::CepGetEventRefs& refs, abi::CepGetEventOut& out, Irp* irp) override {
+    return Cep(refs.cep)->Wait(irp, out);
   }
 };
 

@@ -27,7 +27,8 @@ struct GsiAgentSpec {
   uint8_t mgmt_version = 0;
   bool rmpp = false;             // responses may come as RMPP transfers (SA GetTable)
   std::vector<uint8_t> methods;  // the unsolicited methods it takes (none: requester only)
-  // An unsolicited MAD (one MAD; more when an RMPP request was reassembled).
+  // An unsolicited MAD (one MAD; more when an RMPP request was reassembled). The origin's
+  // wc.slid, wc.src_qp, wc.pkey_index, wc.sl and grh/sgid say where to answer.
   std::function<void(GsiAgent& agent, std::span<const uint8_t> mad, const MadOrigin& origin)>
       on_receive;
 };
@@ -86,7 +87,9 @@ class GsiAgent final : public MadAgent {
 // The agents of one spec on every port. PASSIVE to create and end.
 class GsiRegistration {
  public:
-  // Agents on every port of every CA present and arriving, until Deregister.
+  // Agents on every port of every CA present and arriving, until the registration goes
+  // (its destructor waits for callbacks in flight). Takes AccessLayer::pnp_mutex: not from
+  // inside a CA's arrival or removal.
   static std::unique_ptr<GsiRegistration> Register(AccessLayer* al, GsiAgentSpec spec);
   ~GsiRegistration();  // Deregister
   GsiRegistration(const GsiRegistration&) = delete;

@@ -19,16 +19,6 @@ constexpr uint32_t kAckTimeoutMs = 1000;  // a send that names no timeout
 // the value to the implementation); a complete one is kept as long for re-ACKs.
 constexpr auto kInboundStall = std::chrono::seconds(10);
 
-MadAddress ReturnAddress(const MadOrigin& origin) {
-  MadAddress to;
-  to.av.dlid = static_cast<uint16_t>(origin.wc.slid);
-  to.av.sl = origin.wc.sl;
-  to.av.src_path_bits = origin.wc.dlid_path_bits;
-  to.remote_qpn = origin.wc.src_qp;
-  to.remote_qkey = mad::kGsiQkey;
-  to.pkey_index = origin.wc.pkey_index;
-  return to;
-}
 }  // namespace
 
 // Posts what the window allows; a segment that finds no free slot waits for the timeout's

@@ -78,6 +78,25 @@ struct MadOrigin {
   bool grh = false;
 };
 
+// Where to answer a MAD that arrived from `origin`: its LID, SL, path bits and QP (with
+// its GRH's source as destination when it came with one), QP1's Q_Key, the P_Key it came
+// with. One rule for every responder (the CM, the DevMgt agent, RMPP ACKs, ReportResponse).
+inline MadAddress ReturnAddress(const MadOrigin& origin) {
+  MadAddress back;
+  back.av.dlid = static_cast<uint16_t>(origin.wc.slid);
+  back.av.sl = origin.wc.sl;
+  back.av.src_path_bits = origin.wc.dlid_path_bits;
+  if (origin.grh) {
+    back.av.grh_present = 1;
+    back.av.grh.dgid = origin.sgid;
+    back.av.grh.hop_limit = 0xFF;
+  }
+  back.remote_qpn = origin.wc.src_qp;
+  back.remote_qkey = 0x80010000;  // QP1's well-known Q_Key (IBA 10.2.5)
+  back.pkey_index = origin.wc.pkey_index;
+  return back;
+}
+
 class SpecialQp {
  public:
   static constexpr uint32_t kRecvDepth = 64;

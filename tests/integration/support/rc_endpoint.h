@@ -33,6 +33,8 @@ class RcEndpoint {
   // (RESET→)INIT→RTR→RTS towards (remote_lid, remote_qpn) on port 1; PSNs fixed so that both
   // sides agree without exchanging them.
   Status Connect(uint16_t remote_lid, uint32_t remote_qpn, const RcTimers& timers = {});
+  // Any transition, e.g. to RTR/RTS with the attributes a CEP reports.
+  Status Modify(abi::QpModifyAttributes attributes);
   // Destroys the QP, then the CQ (the rings are unmapped with this object).
   Status Destroy();
 
@@ -48,8 +50,6 @@ class RcEndpoint {
   abi::Handle<abi::ObjectType::Cq> cq() const { return cq_; }
 
  private:
-  Status Modify(abi::QpModifyAttributes attributes);
-
   user::DeviceHandle device_ = nullptr;
   abi::Handle<abi::ObjectType::Cq> cq_{};
   abi::Handle<abi::ObjectType::Qp> qp_{};

@@ -13,25 +13,6 @@ namespace {
 constexpr uint8_t kClassDevMgt = 0x06;
 constexpr std::size_t kDevMgtData = 64;  // common header 24 + reserved 40 (IBA 16.3.1)
 
-// The response goes back where the request came from: its LID, SL and QP (with its GRH's
-// source as destination when it had one), QP1's Q_Key, the P_Key it arrived with.
-MadAddress ReturnAddress(const GsiAgent& agent, const MadOrigin& origin) {
-  MadAddress to;
-  to.av.port_num = agent.port();
-  to.av.dlid = origin.wc.slid;
-  to.av.sl = origin.wc.sl;
-  to.av.src_path_bits = origin.wc.dlid_path_bits;
-  if (origin.grh) {
-    to.av.grh_present = 1;
-    to.av.grh.dgid = origin.sgid;
-    to.av.grh.hop_limit = 0xFF;
-  }
-  to.remote_qpn = origin.wc.src_qp;
-  to.remote_qkey = mad::kGsiQkey;
-  to.pkey_index = origin.wc.pkey_index;
-  return to;
-}
-
 void Answer(GsiAgent& agent, std::span<const uint8_t> request, const MadOrigin& origin) {
   if (request.size() != mad::kMadSize || mad::IsResponse(request.data())) return;
   std::array<uint8_t, mad::kMadSize> response{};
@@ -50,7 +31,7 @@ void Answer(GsiAgent& agent, std::span<const uint8_t> request, const MadOrigin& 
   }
   response[4] = static_cast<uint8_t>(status >> 8);
   response[5] = static_cast<uint8_t>(status);
-  (void)agent.Send(ReturnAddress(agent, origin), response, {}, {});
+  (void)agent.Send(ReturnAddress(origin), response, {}, {});
 }
 
 }  // namespace

@@ -113,13 +113,8 @@ void SaClient::OnReceive(std::span<const uint8_t> mad, const MadOrigin& origin, 
   answer[3] = kReportResponse;
   answer[4] = answer[5] = 0;
   if (GsiAgentRef agent = agents_ ? agents_->Find(ca_guid, port) : GsiAgentRef()) {
-    MadAddress to;
+    MadAddress to = ReturnAddress(origin);
     to.av.port_num = port;
-    to.av.dlid = origin.wc.slid;
-    to.av.sl = origin.wc.sl;
-    to.remote_qpn = origin.wc.src_qp;
-    to.remote_qkey = kQp1Qkey;
-    to.pkey_index = origin.wc.pkey_index;
     agent->Send(to, answer, GsiSendOptions{}, nullptr);
   }
   reports.fetch_add(1);

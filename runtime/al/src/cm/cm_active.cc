@@ -1,0 +1,215 @@
+// The active side (IBA 12.9.5): REQ out with the QP's attributes and the paths, REP in
+// (duplicates answered with the RTU again), RTU out.
+#include <endian.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/al/src/cm/cm.h"
+#include "runtime/al/src/cm/cm_wire.h"
+#include "softib/mad/mad_cm.h"
+#include "softib/mad/mad_sa.h"
+
+namespace softib::al::cm {
+
+using kernel::Status;
+namespace wire = softib::mad;
+
+namespace {
+
+bool AllZero(std::span<const uint8_t> bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+}
+
+// A path of the connection from an SA PathRecord (wire format) on `port`.
+bool PathOfRecord(AlCa* ca, uint8_t port, std::span<const uint8_t> record, CepPath* path,
+                  wire::PathRecord* parsed) {
+  if (!parsed->Unpack(record) || parsed->DLID == 0 || parsed->SLID == 0) return false;
+  abi::PortAttributes attributes;
+  if (!QueryPort(ca, port, &attributes)) return false;
+  if (!FindPkeyIndex(ca, port, parsed->P_Key, &path->pkey_index)) return false;
+  path->av = {};
+  path->av.port_num = port;
+  path->av.dlid = parsed->DLID;
+  path->av.sl = parsed->SL;
+  path->av.src_path_bits =
+      static_cast<uint8_t>((parsed->SLID - attributes.lid) & ((1u << attributes.lmc) - 1));
+  path->av.static_rate = parsed->Rate;
+  path->av.grh_present = parsed->HopLimit > 1 ? 1 : 0;  // not subnet-local
+  std::memcpy(path->av.grh.dgid.raw, parsed->DGID.data(), 16);
+  path->av.grh.flow_label = parsed->FlowLabel;
+  path->av.grh.hop_limit = parsed->HopLimit;
+  path->av.grh.traffic_class = parsed->TClass;
+  path->mtu = parsed->MTU;
+  path->packet_life_time = parsed->PacketLifeTime;
+  path->local_ack_timeout = static_cast<uint8_t>(std::min(31, parsed->PacketLifeTime + 1));
+  path->pkey = parsed->P_Key;
+  return true;
+}
+
+}  // namespace
+
+Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams& p,
+                                  std::span<const uint8_t> private_data) {
+  if (qp->type != abi::QpType::RC && qp->type != abi::QpType::UC) {
+    return Status::INVALID_SERVICE_TYPE;
+  }
+  if (p.max_cm_retries > 15 || p.remote_cm_response_timeout > 31 ||
+      p.local_cm_response_timeout > 31 || p.retry_count > 7 || p.rnr_retry_count > 7 ||
+      p.starting_psn > 0xFFFFFF) {
+    return Status::INVALID_SETTING;
+  }
+  std::shared_ptr<AlCa> ca = qp->pd_obj->ca_obj->ca;
+  abi::QpAttributes qa{};
+  if (ca->ci->QueryQp(qp->qpn, &qa) != Status::SUCCESS) return Status::INVALID_QP_HANDLE;
+  if (qa.state != abi::QpState::INIT) return Status::INVALID_QP_STATE;
+  abi::PortAttributes port;
+  if (!QueryPort(ca.get(), qa.port_num, &port)) return Status::INVALID_SETTING;
+  if (port.link_state != 4) return Status::INVALID_PORT_STATE;
+  CepPath primary, alternate;
+  wire::PathRecord pri, alt;
+  if (!PathOfRecord(ca.get(), qa.port_num, p.primary_path, &primary, &pri)) {
+    return Status::INVALID_SETTING;
+  }
+  const bool has_alternate = !AllZero(p.alternate_path);
+  if (has_alternate && !PathOfRecord(ca.get(), qa.port_num, p.alternate_path, &alternate, &alt)) {
+    return Status::INVALID_SETTING;
+  }
+
+  wire::ConnectRequest req;
+  req.ServiceID = be64toh(p.service_id);
+  req.LocalCAGUID = ca->guid;
+  req.LocalQPN = qp->qp_num;
+  req.ResponderResources = p.responder_resources;
+  req.InitiatorDepth = p.initiator_depth;
+  req.RemoteCMResponseTimeout = p.remote_cm_response_timeout;
+  req.TransportServiceType =
+      static_cast<uint8_t>(qp->type == abi::QpType::RC ? wire::CmTransportServiceType::RC
+                                                       : wire::CmTransportServiceType::UC);
+  req.EndToEndFlowControl = p.flow_control ? 1 : 0;
+  req.StartingPSN = p.starting_psn;
+  req.LocalCMResponseTimeout = p.local_cm_response_timeout;
+  req.RetryCount = p.retry_count;
+  req.PartitionKey = pri.P_Key;
+  req.PathPacketPayloadMTU = pri.MTU;
+  req.RNRRetryCount = p.rnr_retry_count;
+  req.MaxCMRetries = p.max_cm_retries;
+  req.SRQ = qp->srq != nullptr ? 1 : 0;
+  req.PrimaryLocalPortLID = pri.SLID;
+  req.PrimaryRemotePortLID = pri.DLID;
+  req.PrimaryLocalPortGID = pri.SGID;
+  req.PrimaryRemotePortGID = pri.DGID;
+  req.PrimaryFlowLabel = pri.FlowLabel;
+  req.PrimaryPacketRate = pri.Rate;
+  req.PrimaryTrafficClass = pri.TClass;
+  req.PrimaryHopLimit = pri.HopLimit;
+  req.PrimarySL = pri.SL;
+  req.PrimarySubnetLocal = pri.HopLimit <= 1 ? 1 : 0;
+  req.PrimaryLocalACKTimeout = primary.local_ack_timeout;
+  if (has_alternate) {
+    req.AlternateLocalPortLID = alt.SLID;
+    req.AlternateRemotePortLID = alt.DLID;
+    req.AlternateLocalPortGID = alt.SGID;
+    req.AlternateRemotePortGID = alt.DGID;
+    req.AlternateFlowLabel = alt.FlowLabel;
+    req.AlternatePacketRate = alt.Rate;
+    req.AlternateTrafficClass = alt.TClass;
+    req.AlternateHopLimit = alt.HopLimit;
+    req.AlternateSL = alt.SL;
+    req.AlternateSubnetLocal = alt.HopLimit <= 1 ? 1 : 0;
+    req.AlternateLocalACKTimeout = alternate.local_ack_timeout;
+  }
+  std::copy(private_data.begin(), private_data.end(), req.PrivateData.begin());
+
+  return Locked([&](Work& work) {
+    if (cep->state != CepState::IDLE || closing_) return Status::INVALID_STATE;
+    cep->ca = ca;
+    cep->port = qa.port_num;
+    cep->service_id = req.ServiceID;
+    cep->qp_type = qp->type;
+    cep->local_qpn = qp->qp_num;
+    cep->sq_psn = p.starting_psn;
+    cep->responder_resources = p.responder_resources;
+    cep->initiator_depth = p.initiator_depth;
+    cep->retry_count = p.retry_count;
+    cep->rnr_retry_count = p.rnr_retry_count;
+    cep->max_cm_retries = p.max_cm_retries;
+    cep->peer_response_timeout = p.remote_cm_response_timeout;
+    cep->primary = primary;
+    cep->alternate = alternate;
+    cep->has_alternate = has_alternate;
+    cep->remote_id = 0;
+    cep->remote_ca_guid = 0;
+    cep->peer_cm = {};
+    cep->peer_cm.av = primary.av;
+    cep->peer_cm.av.static_rate = 0;
+    cep->peer_cm.remote_qpn = 1;
+    cep->peer_cm.remote_qkey = kQp1Qkey;
+    cep->peer_cm.pkey_index = primary.pkey_index;
+    InsertLocked(cep);
+    req.LocalCommunicationID = cep->local_id;
+    cep->state = CepState::REQ_SENT;
+    SendLocked(cep, wire::ConnectRequest::kAttributeId, req.Pack(), work);
+    ArmLocked(cep, CepTimer::REQ,
+              CmTime(primary.packet_life_time) * 2 + CmTime(p.remote_cm_response_timeout),
+              p.max_cm_retries);
+    return Status::SUCCESS;
+  });
+}
+
+void ConnectionManager::OnRepLocked(std::span<const uint8_t> mad, Work& work) {
+  wire::ConnectReply rep;
+  CepObj* cep = AddressedLocked(mad, &rep);
+  if (cep == nullptr) return;
+  switch (cep->state) {
+    case CepState::REQ_SENT:
+    case CepState::MRA_REQ_RCVD:
+      break;
+    case CepState::ESTABLISHED:   // our RTU was lost: send it again
+    case CepState::MRA_REP_SENT:  // our MRA was lost
+      if (cep->remote_id == rep.LocalCommunicationID && cep->has_last) {
+        work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->last});
+        resent.fetch_add(1, std::memory_order_relaxed);
+      }
+      return;
+    default:
+      return;
+  }
+  if (FindRemoteLocked(rep.LocalCommunicationID, rep.LocalCAGUID) != nullptr) {
+    // The peer's ID is in use by another connection of ours: stale (IBA 12.9.8.3).
+    cep->remote_id = rep.LocalCommunicationID;
+    SendRejLocked(cep, static_cast<uint16_t>(wire::CmRejReason::STALE_CONNECTION), {}, {}, work);
+    Event(cep, abi::CepEventType::REJ_RECEIVED, cep->last, work);
+    EnterTimewaitLocked(cep, work);
+    return;
+  }
+  DisarmLocked(cep);
+  cep->remote_id = rep.LocalCommunicationID;
+  cep->remote_ca_guid = rep.LocalCAGUID;
+  cep->remote_qpn = rep.LocalQPN;
+  cep->rq_psn = rep.StartingPSN;
+  // The REP settles RDMA reads both ways: what the peer accepts is what we may issue.
+  cep->initiator_depth = std::min(cep->initiator_depth, rep.ResponderResources);
+  cep->responder_resources = rep.InitiatorDepth;
+  cep->rnr_retry_count = rep.RNRRetryCount;
+  InsertRemoteLocked(cep);
+  cep->state = CepState::REP_RCVD;
+  Event(cep, abi::CepEventType::REP_RECEIVED, mad, work);
+}
+
+Status ConnectionManager::SendRtu(CepObj* cep, std::span<const uint8_t> private_data) {
+  return Locked([&](Work& work) {
+    if (cep->state != CepState::REP_RCVD && cep->state != CepState::MRA_REP_SENT) {
+      return Status::INVALID_STATE;
+    }
+    wire::ReadyToUse rtu;
+    rtu.LocalCommunicationID = cep->local_id;
+    rtu.RemoteCommunicationID = cep->remote_id;
+    std::copy(private_data.begin(), private_data.end(), rtu.PrivateData.begin());
+    SendLocked(cep, wire::ReadyToUse::kAttributeId, rtu.Pack(), work);
+    cep->state = CepState::ESTABLISHED;
+    return Status::SUCCESS;
+  });
+}
+
+}  // namespace softib::al::cm

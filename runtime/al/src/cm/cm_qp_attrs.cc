@@ -1,0 +1,73 @@
+// The ModifyQp attributes a connection's QP needs (IBA 12.9, as Linux's
+// ib_cm_init_qp_attr): RTR once the REP is sent or received (the peer's QPN and PSN, the
+// path, responder resources), RTS after (our PSN, ACK timeout and retries, initiator
+// depth). QP transitions stay with the client.
+#include "runtime/al/src/cm/cm.h"
+
+namespace softib::al::cm {
+
+using kernel::Status;
+using M = abi::QpAttrMask;
+
+namespace {
+
+bool PastRep(CepState state) {
+  switch (state) {
+    case CepState::REP_SENT:
+    case CepState::MRA_REP_RCVD:
+    case CepState::REP_RCVD:
+    case CepState::MRA_REP_SENT:
+    case CepState::ESTABLISHED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Status ConnectionManager::RtrAttributes(CepObj* cep, abi::QpModifyAttributes* out) {
+  kernel::SpinLockGuard guard(lock_);
+  if (!PastRep(cep->state)) return Status::INVALID_STATE;
+  abi::QpModifyAttributes a{};
+  a.mask = M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN;
+  a.state = abi::QpState::RTR;
+  a.av = cep->primary.av;
+  a.path_mtu = cep->primary.mtu;
+  a.dest_qpn = cep->remote_qpn;
+  a.rq_psn = cep->rq_psn;
+  if (cep->qp_type == abi::QpType::RC) {
+    a.mask = a.mask | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER;
+    a.max_dest_rd_atomic = cep->responder_resources;
+    a.min_rnr_timer = 0;  // Linux's default: 655.36 ms
+  }
+  if (cep->has_alternate) {
+    a.mask = a.mask | M::ALT_PATH;
+    a.alt_av = cep->alternate.av;
+    a.alt_port_num = cep->alternate.av.port_num;
+    a.alt_pkey_index = cep->alternate.pkey_index;
+    a.alt_timeout = cep->alternate.local_ack_timeout;
+  }
+  *out = a;
+  return Status::SUCCESS;
+}
+
+Status ConnectionManager::RtsAttributes(CepObj* cep, abi::QpModifyAttributes* out) {
+  kernel::SpinLockGuard guard(lock_);
+  if (!PastRep(cep->state)) return Status::INVALID_STATE;
+  abi::QpModifyAttributes a{};
+  a.mask = M::STATE | M::SQ_PSN;
+  a.state = abi::QpState::RTS;
+  a.sq_psn = cep->sq_psn;
+  if (cep->qp_type == abi::QpType::RC) {
+    a.mask = a.mask | M::TIMEOUT | M::RETRY_COUNT | M::RNR_RETRY | M::MAX_RD_ATOMIC;
+    a.timeout = cep->primary.local_ack_timeout;
+    a.retry_count = cep->retry_count;
+    a.rnr_retry = cep->rnr_retry_count;
+    a.max_rd_atomic = cep->initiator_depth;
+  }
+  *out = a;
+  return Status::SUCCESS;
+}
+
+}  // namespace softib::al::cm

@@ -1,0 +1,97 @@
+// The CM's retry and time-wait timer: one kernel timer due at the earliest CEP deadline.
+// An expired REQ/REP/DREQ is sent again while MaxCMRetries lasts; then a REQ or REP ends
+// with REJ(timeout) to the peer and REQ_TIMEOUT/REP_TIMEOUT, a DREQ with DREQ_TIMEOUT and
+// time-wait; time-wait ends with TIMEWAIT_EXIT.
+#include <endian.h>
+
+#include <cstring>
+
+#include "runtime/al/src/cm/cm.h"
+#include "softib/mad/mad_cm.h"
+
+namespace softib::al::cm {
+
+namespace wire = softib::mad;
+
+void ConnectionManager::ArmLocked(CepObj* cep, CepTimer what, std::chrono::nanoseconds timeout,
+                                  uint32_t retries) {
+  cep->timer = what;
+  cep->timeout = std::max<std::chrono::nanoseconds>(timeout, std::chrono::microseconds(100));
+  cep->retries_left = retries;
+  cep->deadline = std::chrono::steady_clock::now() + cep->timeout;
+  RescheduleLocked();
+}
+
+void ConnectionManager::DisarmLocked(CepObj* cep) { cep->timer = CepTimer::NONE; }
+
+void ConnectionManager::RescheduleLocked() {
+  if (closing_) return;
+  auto earliest = std::chrono::steady_clock::time_point::max();
+  for (const auto& [id, cep] : by_local_) {
+    if (cep->timer != CepTimer::NONE) earliest = std::min(earliest, cep->deadline);
+  }
+  if (earliest == std::chrono::steady_clock::time_point::max()) return;
+  const auto due = std::max<std::chrono::nanoseconds>(earliest - std::chrono::steady_clock::now(),
+                                                      std::chrono::microseconds(100));
+  kernel::KeSetTimer(&timer_, due, &timer_dpc_);
+}
+
+void ConnectionManager::TimerDpc(kernel::Kdpc*, void* context, void*, void*) {
+  static_cast<ConnectionManager*>(context)->OnTimer();
+}
+
+void ConnectionManager::OnTimer() {
+  Work work;
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (closing_) return;
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<CepObj*> due;
+    for (const auto& [id, cep] : by_local_) {
+      if (cep->timer != CepTimer::NONE && cep->deadline <= now) due.push_back(cep);
+    }
+    for (CepObj* cep : due) ExpireLocked(cep, work);
+    RescheduleLocked();
+  }
+  Flush(work);
+}
+
+void ConnectionManager::ExpireLocked(CepObj* cep, Work& work) {
+  const CepTimer what = std::exchange(cep->timer, CepTimer::NONE);
+  if (what == CepTimer::TIMEWAIT) {
+    Event(cep, abi::CepEventType::TIMEWAIT_EXIT, {}, work);
+    RemoveLocked(cep, work);
+    return;
+  }
+  if (cep->retries_left > 0 && cep->has_last) {
+    --cep->retries_left;
+    cep->timer = what;
+    cep->deadline = std::chrono::steady_clock::now() + cep->timeout;
+    work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->last});
+    retries.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  switch (what) {
+    case CepTimer::REQ:
+    case CepTimer::REP: {
+      // REJ(timeout), the ARI our CA GUID (IBA 12.6.7.2).
+      uint8_t ari[8];
+      const uint64_t guid = htobe64(cep->ca->guid);
+      std::memcpy(ari, &guid, sizeof(ari));
+      SendRejLocked(cep, static_cast<uint16_t>(wire::CmRejReason::TIMEOUT), ari, {}, work);
+      Event(cep,
+            what == CepTimer::REQ ? abi::CepEventType::REQ_TIMEOUT : abi::CepEventType::REP_TIMEOUT,
+            {}, work);
+      RemoveLocked(cep, work);
+      break;
+    }
+    case CepTimer::DREQ:
+      Event(cep, abi::CepEventType::DREQ_TIMEOUT, {}, work);
+      EnterTimewaitLocked(cep, work);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace softib::al::cm
