@@ -297,6 +297,7 @@ void Hca::ReceiveRcNak(QueuePair& qp, uint32_t psn, uint8_t syndrome) {
       } else {
         if (qp.rnr_retry != kInfinite) --req.rnr_retry_left;
         req.rnr_deadline = now_ns_ + RnrTimerNs(value);
+        timed_qps_.insert(qp.handle);
         req.rnr_psn = psn;
         req.ack_deadline = 0;  // the RNR timer replaces the ACK timer meanwhile
       }

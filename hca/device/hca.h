@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -446,6 +447,8 @@ class Hca {
   AhTable ahs_;
   std::map<uint32_t, std::unique_ptr<CompletionQueue>> cqs_;
   std::map<uint32_t, std::unique_ptr<QueuePair>> qps_;
+  // RC QPs (by handle, the key of qps_) whose ACK or RNR timer may run: what Tick looks at.
+  std::set<uint32_t> timed_qps_;
   std::map<uint32_t, std::unique_ptr<SharedReceiveQueue>> srqs_;
   McastTable mcast_;
   uint32_t next_srq_ = 1;

@@ -366,12 +366,23 @@ void Hca::RetransmitFrom(QueuePair& qp, uint32_t psn) {
 void Hca::ArmAckTimer(QueuePair& qp) {
   const uint64_t timeout = AckTimeoutNs(qp.timeout);
   qp.rc.req.ack_deadline = timeout == 0 ? 0 : now_ns_ + timeout;
+  if (timeout != 0) timed_qps_.insert(qp.handle);
 }
 
 void Hca::Tick(uint64_t now_ns) {
   now_ns_ = now_ns;
-  for (auto& [qpn, qp] : qps_)
-    if (qp->type == abi::QpType::RC) RunRcTimers(*qp);
+  // Only the RC QPs whose ACK or RNR timer runs: a node holding 20,000 connections ticks
+  // for the few that wait, not for all of them.
+  for (auto it = timed_qps_.begin(); it != timed_qps_.end();) {
+    auto q = qps_.find(*it);
+    if (q == qps_.end()) {
+      it = timed_qps_.erase(it);
+      continue;
+    }
+    RunRcTimers(*q->second);  // may re-arm (insert into timed_qps_: iterators stay valid)
+    const RcRequester& req = q->second->rc.req;
+    it = req.ack_deadline == 0 && req.rnr_deadline == 0 ? timed_qps_.erase(it) : std::next(it);
+  }
   for (Port& p : ports_)
     if (!p.traps.empty() && now_ns_ >= p.traps.next_ns()) SendDueTraps(p);
 }

@@ -99,8 +99,8 @@ inline MadAddress ReturnAddress(const MadOrigin& origin) {
 
 class SpecialQp {
  public:
-  static constexpr uint32_t kRecvDepth = 64;
-  static constexpr uint32_t kSendSlots = 128;
+  static constexpr uint32_t kRecvDepth = 512;  // Linux's mad_recvq_size
+  static constexpr uint32_t kSendSlots = 512;
 
   // type SMI or GSI: the port's QP0/QP1; MAD: a client's MAD QP (mad_qp.cc), a UD QP the
   // client brings up with ModifyQp, its port learnt at INIT.

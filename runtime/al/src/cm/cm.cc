@@ -70,6 +70,7 @@ void ConnectionManager::InsertLocked(CepObj* cep) {
 
 void ConnectionManager::InsertRemoteLocked(CepObj* cep) {
   by_remote_[{cep->remote_id, cep->remote_ca_guid}] = cep;
+  by_remote_qp_.emplace(std::pair{cep->remote_ca_guid, cep->remote_qpn}, cep);
 }
 
 void ConnectionManager::RemoveLocked(CepObj* cep, Work& work) {
@@ -80,6 +81,13 @@ void ConnectionManager::RemoveLocked(CepObj* cep, Work& work) {
   by_local_.erase(cep->local_id);
   auto remote = by_remote_.find({cep->remote_id, cep->remote_ca_guid});
   if (remote != by_remote_.end() && remote->second == cep) by_remote_.erase(remote);
+  auto [first, last] = by_remote_qp_.equal_range({cep->remote_ca_guid, cep->remote_qpn});
+  for (auto it = first; it != last; ++it) {
+    if (it->second == cep) {
+      by_remote_qp_.erase(it);
+      break;
+    }
+  }
   cep->in_tables = false;
   work.released.emplace_back(cep);  // the tables' reference, dropped after the lock
 }

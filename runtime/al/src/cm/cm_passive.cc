@@ -77,9 +77,10 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
     return;
   }
   // A new REQ from a QP we are connected to: that connection is stale (IBA 12.9.8.3.1).
-  for (auto& [key, cep] : by_remote_) {
-    if (key.second == req.LocalCAGUID && cep->remote_qpn == req.LocalQPN &&
-        cep->state == CepState::ESTABLISHED) {
+  auto [first, last] = by_remote_qp_.equal_range({req.LocalCAGUID, req.LocalQPN});
+  for (auto it = first; it != last; ++it) {
+    CepObj* cep = it->second;
+    if (cep->state == CepState::ESTABLISHED) {
       reject(wire::CmRejReason::STALE_CONNECTION);
       SendDreqLocked(cep, {}, work);
       return;

@@ -1,4 +1,5 @@
-// The CM's retry and time-wait timer: one kernel timer due at the earliest CEP deadline.
+// The CM's retry and time-wait timer: one kernel timer due at the earliest CEP deadline
+// (an ordered index of the armed CEPs).
 // An expired REQ/REP/DREQ is sent again while MaxCMRetries lasts; then a REQ or REP ends
 // with REJ(timeout) to the peer and REQ_TIMEOUT/REP_TIMEOUT, a DREQ with DREQ_TIMEOUT and
 // time-wait; time-wait ends with TIMEWAIT_EXIT.
@@ -15,24 +16,33 @@ namespace wire = softib::mad;
 
 void ConnectionManager::ArmLocked(CepObj* cep, CepTimer what, std::chrono::nanoseconds timeout,
                                   uint32_t retries) {
+  UnqueueLocked(cep);
   cep->timer = what;
   cep->timeout = std::max<std::chrono::nanoseconds>(timeout, std::chrono::microseconds(100));
   cep->retries_left = retries;
   cep->deadline = std::chrono::steady_clock::now() + cep->timeout;
-  RescheduleLocked();
+  QueueLocked(cep);
 }
 
-void ConnectionManager::DisarmLocked(CepObj* cep) { cep->timer = CepTimer::NONE; }
+void ConnectionManager::DisarmLocked(CepObj* cep) {
+  UnqueueLocked(cep);
+  cep->timer = CepTimer::NONE;
+}
+
+void ConnectionManager::QueueLocked(CepObj* cep) {
+  const auto [it, inserted] = deadlines_.emplace(cep->deadline, cep);
+  // Only a new earliest deadline moves the kernel timer.
+  if (inserted && it == deadlines_.begin()) RescheduleLocked();
+}
+
+void ConnectionManager::UnqueueLocked(CepObj* cep) {
+  if (cep->timer != CepTimer::NONE) deadlines_.erase({cep->deadline, cep});
+}
 
 void ConnectionManager::RescheduleLocked() {
-  if (closing_) return;
-  auto earliest = std::chrono::steady_clock::time_point::max();
-  for (const auto& [id, cep] : by_local_) {
-    if (cep->timer != CepTimer::NONE) earliest = std::min(earliest, cep->deadline);
-  }
-  if (earliest == std::chrono::steady_clock::time_point::max()) return;
-  const auto due = std::max<std::chrono::nanoseconds>(earliest - std::chrono::steady_clock::now(),
-                                                      std::chrono::microseconds(100));
+  if (closing_ || deadlines_.empty()) return;
+  const auto due = std::max<std::chrono::nanoseconds>(
+      deadlines_.begin()->first - std::chrono::steady_clock::now(), std::chrono::microseconds(100));
   kernel::KeSetTimer(&timer_, due, &timer_dpc_);
 }
 
@@ -47,8 +57,9 @@ void ConnectionManager::OnTimer() {
     if (closing_) return;
     const auto now = std::chrono::steady_clock::now();
     std::vector<CepObj*> due;
-    for (const auto& [id, cep] : by_local_) {
-      if (cep->timer != CepTimer::NONE && cep->deadline <= now) due.push_back(cep);
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+      due.push_back(deadlines_.begin()->second);  // out of the index; its timer still set
+      deadlines_.erase(deadlines_.begin());
     }
     for (CepObj* cep : due) ExpireLocked(cep, work);
     RescheduleLocked();
@@ -67,6 +78,7 @@ void ConnectionManager::ExpireLocked(CepObj* cep, Work& work) {
     --cep->retries_left;
     cep->timer = what;
     cep->deadline = std::chrono::steady_clock::now() + cep->timeout;
+    deadlines_.emplace(cep->deadline, cep);  // OnTimer reschedules after the expiries
     work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->last});
     retries.fetch_add(1, std::memory_order_relaxed);
     return;
