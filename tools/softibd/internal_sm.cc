@@ -19,9 +19,11 @@ namespace {
 constexpr uint8_t kDirectedRouteClass = 0x81;
 constexpr uint8_t kLidRoutedClass = 0x01;
 constexpr unsigned kInternalSmWindow = 256;
-// As the AL's SA port (al_mad_port.cc): an ACK within 1 s, 3 timeouts in a row at most.
-constexpr std::chrono::milliseconds kRmppAckTimeout{1000};
-constexpr uint32_t kRmppRetries = 3;
+// The requester's AL ACKs within a millisecond here, and gives a whole query ~3 s (softib-sm
+// --query: 3 tries of 1 s): a lost segment or ACK costs one ACK timeout, so a short one (the
+// AL's 1 s would fail a table at 1 % loss); 10 in a row (2 s of silence) end the transfer.
+constexpr std::chrono::milliseconds kRmppAckTimeout{200};
+constexpr uint32_t kRmppRetries = 10;
 
 // Received MADs wait here between the fabric's thread (which appends under the light
 // host's lock) and the SM's thread (which takes the whole queue at once).
