@@ -69,8 +69,8 @@ class LightHostMadPort final : public sm::MadPort {
     return sm::PortStatus::kOk;
   }
 
-  // RMPP ACKs, STOPs and ABORTs are the transfers' (RmppTransfers), never the SM's; their
-  // ACK timeouts run from this loop's clock.
+  // RMPP ACKs, STOPs and ABORTs are the transfers' (RmppTransfers), never the SM's, and an
+  // RMPP request reaches the SM whole; the ACK timeouts run from this loop's clock.
   sm::PortStatus Receive(sm::ReceivedMad& out, int timeout_ms) override {
     using Clock = RmppTransfers::Clock;
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -79,12 +79,23 @@ class LightHostMadPort final : public sm::MadPort {
       while (!taken_.empty()) {
         sm::ReceivedMad in = std::move(taken_.front());
         taken_.pop_front();
-        if (in.send_failed || !RmppTransfers::IsControl(in.mad)) {
-          out = std::move(in);
-          return sm::PortStatus::kOk;
+        if (!in.send_failed && RmppTransfers::IsControl(in.mad)) {
+          rmpp_.OnControl(in.mad, in.from, Clock::now(), segments);
+          Queue(segments);
+          continue;
         }
-        rmpp_.OnControl(in.mad, in.from, Clock::now(), segments);
-        Queue(segments);
+        if (!in.send_failed && RmppTransfers::IsRequestData(in.mad)) {
+          const bool whole =
+              rmpp_.OnRequestData(in.mad, in.from, Clock::now(), segments, in.transfer);
+          Queue(segments);
+          if (!whole) continue;
+          // As the AL's MadPort gives it: `mad` holds the transfer's first bytes.
+          in.mad.fill(0);
+          std::memcpy(in.mad.data(), in.transfer.data(),
+                      std::min(in.transfer.size(), in.mad.size()));
+        }
+        out = std::move(in);
+        return sm::PortStatus::kOk;
       }
       Clock::time_point now = Clock::now();
       rmpp_.OnTimer(now, segments);

@@ -2,6 +2,10 @@
 
 namespace softib::softibd {
 
+namespace {
+constexpr uint32_t kGsiQkey = 0x80010000;  // QP1's well-known Q_Key (IBA 9.6.1.1)
+}  // namespace
+
 uint64_t RmppTransfers::Tid(std::span<const uint8_t> mad) {
   uint64_t tid = 0;
   for (std::size_t i = 8; i < 16; ++i) tid = tid << 8 | mad[i];
@@ -31,6 +35,53 @@ bool RmppTransfers::IsControl(std::span<const uint8_t> mad) {
     return false;
   const uint8_t type = rmpp::Type(mad.data());
   return type == rmpp::kTypeAck || type == rmpp::kTypeStop || type == rmpp::kTypeAbort;
+}
+
+bool RmppTransfers::IsRequestData(std::span<const uint8_t> mad) {
+  constexpr uint8_t kOnly = rmpp::kFlagActive | rmpp::kFlagFirst | rmpp::kFlagLast;
+  return mad.size() >= rmpp::kMadSize && rmpp::HeaderLength(mad[1]) != rmpp::kHeaderEnd &&
+         rmpp::IsActive(mad.data()) && rmpp::Type(mad.data()) == rmpp::kTypeData &&
+         (mad[3] & 0x80) == 0 && rmpp::Flags(mad.data()) != kOnly;
+}
+
+bool RmppTransfers::OnRequestData(std::span<const uint8_t> mad, const sm::MadAddress& from,
+                                  Clock::time_point now, std::vector<Segment>& out,
+                                  std::vector<uint8_t>& request) {
+  const Key key{from.lid, from.qpn, Tid(mad)};
+  auto it = requests_.find(key);
+  // Segment 1 of a request already whole is the request asked again (a lost final ACK
+  // repeats the last unACKed segment, and segment 1 is ACKed before any other is sent).
+  if (it != requests_.end() && it->second.receiver.complete() &&
+      (rmpp::Flags(mad.data()) & rmpp::kFlagFirst) != 0) {
+    requests_.erase(it);
+    it = requests_.end();
+  }
+  if (it == requests_.end()) it = requests_.try_emplace(key).first;
+  Request& r = it->second;
+  r.forget = now + kInboundStall;
+  const bool was_complete = r.receiver.complete();
+  const rmpp::RmppReceiver::Result result = r.receiver.OnData(mad.data());
+  if (result.ack || result.abort) {
+    Segment& s = out.emplace_back();
+    if (result.ack) {
+      rmpp::BuildControl(mad.data(), rmpp::kTypeAck, rmpp::kStatusNormal, result.ack_segment,
+                         result.window_last, s.mad.data());
+    } else {
+      ++stats_.request_aborts;
+      rmpp::BuildControl(mad.data(), rmpp::kTypeAbort, result.abort_status, 0, 0, s.mad.data());
+    }
+    s.to = from;
+    s.to.qkey = kGsiQkey;
+    s.to.length = 0;
+  }
+  if (result.abort) {
+    requests_.erase(it);  // the requester starts again with segment 1
+    return false;
+  }
+  if (!result.complete || was_complete) return false;
+  ++stats_.requests;
+  request = r.receiver.TakeMessage();
+  return true;
 }
 
 void RmppTransfers::OnControl(std::span<const uint8_t> mad, const sm::MadAddress& from,
@@ -76,12 +127,15 @@ void RmppTransfers::OnTimer(Clock::time_point now, std::vector<Segment>& out) {
       it = transfers_.erase(it);
     }
   }
+  std::erase_if(requests_, [now](const auto& entry) { return entry.second.forget <= now; });
 }
 
 std::optional<RmppTransfers::Clock::time_point> RmppTransfers::NextDeadline() const {
   std::optional<Clock::time_point> next;
   for (const auto& [key, t] : transfers_)
     if (!next || t.deadline < *next) next = t.deadline;
+  for (const auto& [key, r] : requests_)
+    if (!next || r.forget < *next) next = r.forget;
   return next;
 }
 

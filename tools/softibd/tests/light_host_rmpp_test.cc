@@ -2,7 +2,8 @@
 // a simulated wire with a made-up clock: a whole GetTable answer arrives byte for byte, a
 // lost ACK costs one timeout and a retransmission, silence ends in an ABORT, a STOP ends the
 // transfer, and ACKs of no transfer (or SMPs whose M_Key looks like an RMPP header) are not
-// taken for controls.
+// taken for controls. Requests of several segments, from the AL's sender, are reassembled
+// and ACKed; one-segment requests are left to the SM.
 #include <gtest/gtest.h>
 
 #include "light_host_rmpp.h"
@@ -234,6 +235,102 @@ TEST(RmppTransfers, OnlyRmppClassesHaveControls) {
   smp[25] = rmpp::kTypeAck;
   smp[26] = 0;
   EXPECT_FALSE(RmppTransfers::IsControl(smp));  // RMPP inactive
+}
+
+// A GetMulti request of `gids` GIDs after a 24-byte MultiPathRecord, as the AL's sender
+// cuts it.
+std::vector<uint8_t> MultiPathRequest(std::size_t gids) {
+  std::vector<uint8_t> t = Table(0);
+  t[3] = 0x14;  // GetMulti
+  t[17] = 0x3A;
+  t.resize(56 + 24 + gids * 16);
+  for (std::size_t i = 56; i < t.size(); ++i) t[i] = static_cast<uint8_t>(i * 5 + 1);
+  return t;
+}
+
+// Feeds every segment the sender may send to `transfers`; the ACKs back to the sender.
+// Returns the requests delivered.
+std::vector<std::vector<uint8_t>> SendRequest(rmpp::RmppSender& sender, RmppTransfers& transfers,
+                                              Clock::time_point now, int* acks = nullptr) {
+  std::vector<std::vector<uint8_t>> delivered;
+  for (int rounds = 0; rounds < 100 && !sender.complete() && !sender.failed(); ++rounds) {
+    for (uint32_t n : sender.Sendable()) {
+      sm::MadBytes segment{};
+      sender.BuildSegment(n, segment.data());
+      EXPECT_TRUE(RmppTransfers::IsRequestData(segment));
+      Segments out;
+      std::vector<uint8_t> request;
+      if (transfers.OnRequestData(segment, Requester(), now, out, request))
+        delivered.push_back(request);
+      for (const RmppTransfers::Segment& ack : out) {
+        EXPECT_EQ(rmpp::Type(ack.mad.data()), rmpp::kTypeAck);
+        EXPECT_EQ(ack.mad[3], 0x94);  // the request's method, R bit set
+        EXPECT_EQ(ack.to.qkey, 0x80010000u);
+        if (acks) ++*acks;
+        sender.OnControl(ack.mad.data());
+      }
+    }
+  }
+  EXPECT_TRUE(sender.complete());
+  return delivered;
+}
+
+TEST(RmppTransfers, ARequestOfSeveralSegmentsReachesTheSmWhole) {
+  RmppTransfers transfers(kAckTimeout, 3);
+  const std::vector<uint8_t> request = MultiPathRequest(40);  // 664 bytes: 4 segments
+  rmpp::RmppSender sender(request, 3);
+  ASSERT_EQ(sender.segment_count(), 4u);
+  int acks = 0;
+  const auto delivered = SendRequest(sender, transfers, Clock::time_point{}, &acks);
+  ASSERT_EQ(delivered.size(), 1u);
+  ExpectSameTransfer(delivered[0], request);
+  EXPECT_EQ(acks, 2);  // ACK(1) opening the window, then ACK(4) of the whole
+  EXPECT_EQ(transfers.stats().requests, 1u);
+
+  // The last segment again (our final ACK lost): ACKed again, not delivered again.
+  sm::MadBytes last{};
+  sender.BuildSegment(4, last.data());
+  Segments out;
+  std::vector<uint8_t> again;
+  EXPECT_FALSE(transfers.OnRequestData(last, Requester(), Clock::time_point{}, out, again));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(rmpp::Segment(out[0].mad.data()), 4u);
+  // The whole request asked again (same TID): delivered again.
+  rmpp::RmppSender retry(request, 3);
+  EXPECT_EQ(SendRequest(retry, transfers, Clock::time_point{}).size(), 1u);
+  // Forgotten once idle.
+  EXPECT_EQ(transfers.requests_kept(), 1u);
+  out.clear();
+  transfers.OnTimer(Clock::time_point{} + RmppTransfers::kInboundStall, out);
+  EXPECT_EQ(transfers.requests_kept(), 0u);
+  EXPECT_FALSE(transfers.NextDeadline().has_value());
+}
+
+TEST(RmppTransfers, ARequestStartingPastSegmentOneIsAborted) {
+  RmppTransfers transfers(kAckTimeout, 3);
+  rmpp::RmppSender sender(MultiPathRequest(40), 3);
+  sm::MadBytes second{};
+  sender.BuildSegment(2, second.data());
+  Segments out;
+  std::vector<uint8_t> request;
+  EXPECT_FALSE(transfers.OnRequestData(second, Requester(), Clock::time_point{}, out, request));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(rmpp::Type(out[0].mad.data()), rmpp::kTypeAbort);
+  EXPECT_EQ(rmpp::RmppStatus(out[0].mad.data()), rmpp::kStatusBadFirstOrSegment);
+  EXPECT_EQ(transfers.requests_kept(), 0u);  // segment 1 may start it afresh
+  EXPECT_EQ(SendRequest(sender, transfers, Clock::time_point{}).size(), 1u);
+}
+
+TEST(RmppTransfers, AOneSegmentRequestIsTheSms) {
+  rmpp::RmppSender one(MultiPathRequest(2), 3);  // 56 + 56 bytes: one segment
+  sm::MadBytes segment{};
+  one.BuildSegment(1, segment.data());
+  EXPECT_FALSE(RmppTransfers::IsRequestData(segment));
+  rmpp::RmppSender four(MultiPathRequest(40), 3);
+  four.BuildSegment(1, segment.data());
+  EXPECT_TRUE(RmppTransfers::IsRequestData(segment));
+  segment[3] |= 0x80;  // a response's segment: not a request
+  EXPECT_FALSE(RmppTransfers::IsRequestData(segment));
 }
 
 }  // namespace
