@@ -275,6 +275,18 @@ std::vector<std::vector<uint8_t>> SendRequest(rmpp::RmppSender& sender, RmppTran
   return delivered;
 }
 
+// Segment `n` of `sender`'s request alone: what `transfers` answered, and whether it
+// completed a request.
+Segments OneSegment(RmppTransfers& transfers, const rmpp::RmppSender& sender, uint32_t n,
+                    bool* whole) {
+  sm::MadBytes segment{};
+  sender.BuildSegment(n, segment.data());
+  Segments out;
+  std::vector<uint8_t> request;
+  *whole = transfers.OnRequestData(segment, Requester(), Clock::time_point{}, out, request);
+  return out;
+}
+
 TEST(RmppTransfers, ARequestOfSeveralSegmentsReachesTheSmWhole) {
   RmppTransfers transfers(kAckTimeout, 3);
   const std::vector<uint8_t> request = MultiPathRequest(40);  // 664 bytes: 4 segments
@@ -288,11 +300,9 @@ TEST(RmppTransfers, ARequestOfSeveralSegmentsReachesTheSmWhole) {
   EXPECT_EQ(transfers.stats().requests, 1u);
 
   // The last segment again (our final ACK lost): ACKed again, not delivered again.
-  sm::MadBytes last{};
-  sender.BuildSegment(4, last.data());
-  Segments out;
-  std::vector<uint8_t> again;
-  EXPECT_FALSE(transfers.OnRequestData(last, Requester(), Clock::time_point{}, out, again));
+  bool whole = true;
+  Segments out = OneSegment(transfers, sender, 4, &whole);
+  EXPECT_FALSE(whole);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(rmpp::Segment(out[0].mad.data()), 4u);
   // The whole request asked again (same TID): delivered again.
@@ -309,11 +319,9 @@ TEST(RmppTransfers, ARequestOfSeveralSegmentsReachesTheSmWhole) {
 TEST(RmppTransfers, ARequestStartingPastSegmentOneIsAborted) {
   RmppTransfers transfers(kAckTimeout, 3);
   rmpp::RmppSender sender(MultiPathRequest(40), 3);
-  sm::MadBytes second{};
-  sender.BuildSegment(2, second.data());
-  Segments out;
-  std::vector<uint8_t> request;
-  EXPECT_FALSE(transfers.OnRequestData(second, Requester(), Clock::time_point{}, out, request));
+  bool whole = true;
+  const Segments out = OneSegment(transfers, sender, 2, &whole);
+  EXPECT_FALSE(whole);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(rmpp::Type(out[0].mad.data()), rmpp::kTypeAbort);
   EXPECT_EQ(rmpp::RmppStatus(out[0].mad.data()), rmpp::kStatusBadFirstOrSegment);
