@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include "light_host_rmpp.h"
+#include "softib/sm/al_mad_port.h"
 #include "softib/sm/subnet_manager.h"
 
 namespace softib::softibd {
@@ -17,6 +19,11 @@ namespace {
 constexpr uint8_t kDirectedRouteClass = 0x81;
 constexpr uint8_t kLidRoutedClass = 0x01;
 constexpr unsigned kInternalSmWindow = 256;
+// The requester's AL ACKs within a millisecond here, and gives a whole query ~3 s (softib-sm
+// --query: 3 tries of 1 s): a lost segment or ACK costs one ACK timeout, so a short one (the
+// AL's 1 s would fail a table at 1 % loss); 10 in a row (2 s of silence) end the transfer.
+constexpr std::chrono::milliseconds kRmppAckTimeout{200};
+constexpr uint32_t kRmppRetries = 10;
 
 // Received MADs wait here between the fabric's thread (which appends under the light
 // host's lock) and the SM's thread (which takes the whole queue at once).
@@ -40,40 +47,77 @@ class LightHostMadPort final : public sm::MadPort {
       Push(std::move(answer));
       return sm::PortStatus::kOk;
     }
-    hca::Hca::ManagementAddress address;
-    address.dlid = to.lid;
-    address.sl = to.sl;
-    address.remote_qpn = to.qpn;
-    address.remote_qkey = to.qkey;
-    const std::size_t length = to.length == 0 || to.length > mad.size() ? mad.size() : to.length;
     // Held until the SM next waits for answers: its whole window then reaches the fabric's
-    // thread in one wake-up instead of one per SMP.
-    outbox_.push_back({mad, to, address, length});
+    // thread in one wake-up instead of one per SMP. Always the whole MAD (to.length is for
+    // requesters over umad2sim): a short MAD would be no MAD at the far port.
+    outbox_.push_back({mad, to, false});
     return sm::PortStatus::kOk;
   }
 
+  std::size_t MaxRmppBytes() const override { return sm::AlMaxRmppBytes(); }
+
+  // The transfer's first window goes with the SM's next wait; ACKs and timeouts move it on
+  // in Receive.
+  sm::PortStatus SendRmpp(std::span<const uint8_t> transfer, const sm::MadAddress& to) override {
+    std::vector<RmppTransfers::Segment> segments;
+    if (transfer.size() > MaxRmppBytes() ||
+        !rmpp_.Start(transfer, to, RmppTransfers::Clock::now(), segments)) {
+      last_error_ = "an RMPP transfer of " + std::to_string(transfer.size()) + " bytes";
+      return sm::PortStatus::kError;
+    }
+    Queue(segments);
+    return sm::PortStatus::kOk;
+  }
+
+  // RMPP ACKs, STOPs and ABORTs are the transfers' (RmppTransfers), never the SM's, and an
+  // RMPP request reaches the SM whole; the ACK timeouts run from this loop's clock.
   sm::PortStatus Receive(sm::ReceivedMad& out, int timeout_ms) override {
-    if (taken_.empty()) {
+    using Clock = RmppTransfers::Clock;
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::vector<RmppTransfers::Segment> segments;
+    for (;;) {
+      while (!taken_.empty()) {
+        sm::ReceivedMad in = std::move(taken_.front());
+        taken_.pop_front();
+        if (!in.send_failed && RmppTransfers::IsControl(in.mad)) {
+          rmpp_.OnControl(in.mad, in.from, Clock::now(), segments);
+          Queue(segments);
+          continue;
+        }
+        if (!in.send_failed && RmppTransfers::IsRequestData(in.mad)) {
+          const bool whole =
+              rmpp_.OnRequestData(in.mad, in.from, Clock::now(), segments, in.transfer);
+          Queue(segments);
+          if (!whole) continue;
+          // As the AL's MadPort gives it: `mad` holds the transfer's first bytes.
+          in.mad.fill(0);
+          std::memcpy(in.mad.data(), in.transfer.data(),
+                      std::min(in.transfer.size(), in.mad.size()));
+        }
+        out = std::move(in);
+        return sm::PortStatus::kOk;
+      }
+      Clock::time_point now = Clock::now();
+      rmpp_.OnTimer(now, segments);
+      Queue(segments);
       Flush();  // the answers taken last time are used up: what they caused goes out
+      Clock::time_point until = deadline;
+      if (const auto due = rmpp_.NextDeadline(); due && *due < until) until = *due;
       std::unique_lock<std::mutex> lock(mutex_);
-      if (queue_.empty() && timeout_ms > 0) {
+      if (queue_.empty() && until > now) {
         waiting_ = true;
-        arrived_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                          [this] { return !queue_.empty(); });
+        arrived_.wait_until(lock, until, [this] { return !queue_.empty(); });
         waiting_ = false;
       }
       taken_.swap(queue_);
+      if (taken_.empty() && Clock::now() >= deadline) return sm::PortStatus::kTimeout;
     }
-    if (taken_.empty()) return sm::PortStatus::kTimeout;
-    out = std::move(taken_.front());
-    taken_.pop_front();
-    return sm::PortStatus::kOk;
   }
 
   std::string Describe() const override {
     return "light host " + std::to_string(host_->guid()) + " port " + std::to_string(port_);
   }
-  std::string LastError() const override { return "the port dropped the MAD"; }
+  std::string LastError() const override { return last_error_; }
 
  private:
   // On the fabric's thread, the light host's lock held.
@@ -93,11 +137,21 @@ class LightHostMadPort final : public sm::MadPort {
       arrived_.notify_one();
     }
   }
+  void Queue(std::vector<RmppTransfers::Segment>& segments) {
+    for (RmppTransfers::Segment& segment : segments)
+      outbox_.push_back({segment.mad, segment.to, true});
+    segments.clear();
+  }
   void Flush() {
     for (const Outgoing& o : outbox_) {
+      hca::Hca::ManagementAddress address;
+      address.dlid = o.to.lid;
+      address.sl = o.to.sl;
+      address.remote_qpn = o.to.qpn;
+      address.remote_qkey = o.to.qkey;
       const uint32_t qpn = o.to.qpn == 0 ? hca::kSmiQpn : hca::kGsiQpn;
-      if (!host_->SendFromAbove(port_, qpn, o.address, std::span(o.mad).first(o.length)))
-        (void)Failed(o.mad, o.to);
+      // A lost segment is the transfer's to repeat (its ACK timeout), not the SM's.
+      if (!host_->SendFromAbove(port_, qpn, address, o.mad) && !o.rmpp) (void)Failed(o.mad, o.to);
     }
     outbox_.clear();
   }
@@ -121,10 +175,11 @@ class LightHostMadPort final : public sm::MadPort {
   struct Outgoing {
     sm::MadBytes mad;
     sm::MadAddress to;
-    hca::Hca::ManagementAddress address;
-    std::size_t length;
+    bool rmpp;  // a segment of an RMPP transfer
   };
   std::vector<Outgoing> outbox_;  // the SM's thread only: sent at its next Receive
+  RmppTransfers rmpp_{kRmppAckTimeout, kRmppRetries};  // the SM's thread only
+  std::string last_error_ = "the port dropped the MAD";
 };
 
 }  // namespace

@@ -2,8 +2,9 @@
 // thread inside softibd, at port 1 of one light host (the SM host). Its MadPort hands MADs
 // to and from that port's QP0/QP1 in memory (fabric/net LightHost::SendFromAbove/SetAbove):
 // no sockets, no ibsim protocol, and the SM's window of SMPs crosses to the fabric's thread
-// in one wake-up. It sweeps once, then stays MASTER (light sweeps, SMInfo, traps, SA) until
-// Stop. Each sweep's summary line goes to stdout and to <run_dir>/sm.summary.
+// in one wake-up; the SA's tables go by RMPP (light_host_rmpp.h). It sweeps once, then
+// stays MASTER (light sweeps, SMInfo, traps, SA) until Stop. Each sweep's summary line goes
+// to stdout and to <run_dir>/sm.summary.
 #pragma once
 
 #include <atomic>

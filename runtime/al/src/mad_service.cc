@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "runtime/al/src/mad_format.h"
-#include "runtime/al/src/rmpp.h"
 #include "softib/kernel/verb_support.h"
+#include "softib/rmpp/rmpp.h"
 
 namespace softib::al {
 

@@ -6,7 +6,7 @@
 
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
-#include "runtime/al/src/rmpp.h"
+#include "softib/rmpp/rmpp.h"
 
 namespace softib::al {
 

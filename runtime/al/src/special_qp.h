@@ -19,10 +19,15 @@
 #include "runtime/al/src/mad_agent.h"
 #include "softib/kernel/timer.h"
 
-namespace softib::al {
-
+namespace softib::rmpp {
 class RmppSender;
 class RmppReceiver;
+}  // namespace softib::rmpp
+
+namespace softib::al {
+
+using rmpp::RmppReceiver;
+using rmpp::RmppSender;
 
 // Where a MAD goes (the UD addressing of a send).
 struct MadAddress {

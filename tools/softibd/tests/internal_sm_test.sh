@@ -3,12 +3,15 @@
 # light host), brings every port Active with the LFTs read back and the routes checked; its
 # summary is in <run-dir>/sm.summary; then validated RC traffic runs between user processes
 # on host-0002 and host-0004 across the spine; host-0004's cable flaps, its port goes Down
-# and the SM activates it again. Bad --sm-host / --sm-verify get one error.
+# and the SM activates it again. Bad --sm-host / --sm-verify get one error. GetTables of
+# NodeRecords from a user process (softib-sm --query over the AL's SA client) get every
+# record by RMPP: 7 on the default fabric, 612 (343 segments) on ft36.
 #
-#   internal_sm_test.sh SOFTIBD SOFTIB_PERF SOFTIB
+#   internal_sm_test.sh SOFTIBD SOFTIB_PERF SOFTIB SOFTIB_SM
 softibd=$(realpath "$1")
 perf=$(realpath "$2")
 softib=$(realpath "$3")
+softib_sm=$(realpath "$4")
 source "$(dirname "$0")/daemons.sh"
 
 rc=0
@@ -33,6 +36,17 @@ grep -q '0 retries, 0 timeouts' <<<"$summary" || fail "lost SMPs: $summary"
 grep -q 'routes 42 pairs ok=yes max 2 hops' <<<"$summary" || fail "routes: $summary"
 grep -q "$summary \[first sweep\]" "$work/sm.log" || fail "summary on stdout: $(cat "$work/sm.log")"
 
+# query_nr RUN_DIR COUNT SEGMENTS: a GetTable of every NodeRecord from the host's user
+# process, answered by the internal SM's SA by RMPP; COUNT records, each one once.
+query_nr() {
+  "$softib_sm" --run-dir "$1" --query NR >"$work/nr.out" 2>&1 || fail "--query NR at $1: $(cat "$work/nr.out")"
+  grep -q "^$2 records (RMPP: $((56 + $2 * 112)) bytes in $3 segments)\$" "$work/nr.out" ||
+    fail "--query NR at $1: $(tail -3 "$work/nr.out")"
+  [[ $(grep -c '^NodeRecord dump:' "$work/nr.out") -eq $2 ]] || fail "NodeRecord dumps: $(tail -3 "$work/nr.out")"
+  [[ $(grep '^  NodeGUID:' "$work/nr.out" | sort -u | wc -l) -eq $2 ]] || fail "NodeGUIDs not distinct"
+}
+query_nr "$run/host-0002" 7 4
+
 # host-0002 (leaf 1) to host-0004 (leaf 2): host -> leaf -> spine -> leaf -> host.
 oob="unix:$work/oob.sock"
 "$perf" send_lat -s 8 -n 300 --validate --run-dir "$run/host-0004" --oob "$oob" --timeout 20 \
@@ -55,7 +69,8 @@ wait_port "$name" host-0004 Active
 # switches are programmed (fast_bringup: all but each switch's block holding the SM's LID,
 # sent by directed route first), and every LFT read back still holds what the SM computed.
 stop_daemons
-start_daemon ft --run-dir "$work/ft" --fabric ft36 --light-hosts --sm internal --sm-verify
+start_daemon ft --run-dir "$work/ft" --fabric ft36 --light-hosts --full-hosts host-0002 --sm internal \
+  --sm-verify
 for _ in $(seq 400); do [[ -s "$work/ft/sm.summary" ]] && break; sleep 0.05; done
 summary=$(cat "$work/ft/sm.summary" 2>/dev/null) || fail "ft36: no sm.summary: $(cat "$work/ft.log")"
 grep -q '360 LFT blocks (minhop, 324 LID-routed)' <<<"$summary" || fail "ft36 LFT blocks: $summary"
@@ -63,5 +78,7 @@ grep -q '360 LFT blocks (minhop, 324 LID-routed)' <<<"$summary" || fail "ft36 LF
 # written only where they differ.
 grep -q '1728 ports ACTIVE, 8929 SMPs (0 retries, 0 timeouts)' <<<"$summary" &&
   grep -q 'ok=yes' <<<"$summary" || fail "ft36: $summary"
+# 36 switches and 576 CAs: 68,600 bytes, far beyond one MAD (one record).
+query_nr "$work/ft/host-0002" 612 343
 echo "PASS: softibd --sm internal: 16 ports ACTIVE, 42 routes verified; send_lat across the spine; a host's flap re-activated;"
-echo "      ft36's LFT blocks LID-routed and read back"
+echo "      ft36's LFT blocks LID-routed and read back; GetTable NodeRecord by RMPP: 7 and 612 records"

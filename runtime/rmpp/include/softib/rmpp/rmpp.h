@@ -1,8 +1,9 @@
 // RMPP (IBA 13.6): the header fields, and the sender's and receiver's state machines as
 // plain classes over MAD bytes (no QP, no timer), so that tests can drive them with lost,
-// duplicated and reordered segments. rmpp_flow.cc runs them on a special QP.
+// duplicated and reordered segments. The AL runs them on a special QP (runtime/al
+// rmpp_flow.cc), softibd's internal SM on its light host's port (tools/softibd).
 //
-// A transfer, as SendMad takes it and GetMadEvent gives it back, is the first segment's
+// A transfer, as the AL's SendMad takes it and GetMadEvent gives it back, is the first segment's
 // headers (common, RMPP and class headers: HeaderLength(class) bytes) followed by the whole
 // data; each segment carries the same headers and the next SegmentData(class) bytes.
 #pragma once
@@ -12,9 +13,8 @@
 #include <span>
 #include <vector>
 
-namespace softib::al {
+namespace softib::rmpp {
 
-namespace rmpp {
 inline constexpr uint8_t kVersion = 1;
 inline constexpr uint8_t kTypeData = 1;
 inline constexpr uint8_t kTypeAck = 2;
@@ -58,7 +58,6 @@ inline uint32_t SegmentData(uint8_t mgmt_class) { return kMadSize - HeaderLength
 // is a request-method MAD), then the RMPP fields.
 void BuildControl(const uint8_t* data, uint8_t type, uint8_t status, uint32_t segment,
                   uint32_t data2, uint8_t out[kMadSize]);
-}  // namespace rmpp
 
 // The sending side of one transfer. The caller posts what Sendable() names, feeds ACKs,
 // STOPs and ABORTs to OnControl, and calls OnTimeout when the ACK did not come.
@@ -143,4 +142,4 @@ class RmppReceiver {
   std::vector<uint8_t> message_;
 };
 
-}  // namespace softib::al
+}  // namespace softib::rmpp

@@ -6,9 +6,9 @@
 #include <deque>
 #include <random>
 
-#include "runtime/al/src/rmpp.h"
+#include "softib/rmpp/rmpp.h"
 
-namespace softib::al {
+namespace softib::rmpp {
 namespace {
 
 using Mad = std::vector<uint8_t>;
@@ -317,4 +317,4 @@ TEST(RmppReceiver, LostFinalAckIsRepairedByTheRetransmittedLastSegment) {
 }
 
 }  // namespace
-}  // namespace softib::al
+}  // namespace softib::rmpp

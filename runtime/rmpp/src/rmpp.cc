@@ -1,13 +1,12 @@
 // RMPP state machines (rmpp.h): segmentation and the sender's window, reassembly and the
 // receiver's ACKs (IBA 13.6.4, 13.6.5).
-#include "runtime/al/src/rmpp.h"
+#include "softib/rmpp/rmpp.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace softib::al {
+namespace softib::rmpp {
 
-namespace rmpp {
 namespace {
 
 // Bytes of RMPP data in a segment: everything after the RMPP header (class header too);
@@ -54,10 +53,6 @@ void BuildControl(const uint8_t* data, uint8_t type, uint8_t status, uint32_t se
   out[26] = 0;
   SetRmpp(out, type, kFlagActive, status, segment, data2);
 }
-
-}  // namespace rmpp
-
-using namespace rmpp;
 
 // ------------------------------------------------------------------------------- sender
 
@@ -234,4 +229,4 @@ RmppReceiver::Result RmppReceiver::OnData(const uint8_t* m) {
   return Result{};
 }
 
-}  // namespace softib::al
+}  // namespace softib::rmpp
