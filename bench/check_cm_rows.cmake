@@ -6,7 +6,8 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "softib_bench_cm exited with ${rc}")
 endif()
 foreach(row "200 RC connections established and held" "(no leak)"
-            "connect +[0-9]+ connections/s" "teardown +[0-9]+ disconnections/s")
+            "floor +[0-9]+ MAD round trips/s" "connect +[0-9]+ connections/s +\\([0-9.]+x"
+            "teardown +[0-9]+ disconnections/s +\\([0-9.]+x")
   if(NOT out MATCHES "${row}")
     message(FATAL_ERROR "row missing: ${row}")
   endif()
