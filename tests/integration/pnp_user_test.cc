@@ -1,0 +1,97 @@
+// PnP news of fabric changes reach a user process (issue 5): on softibd's default fabric, a
+// process on host-0002 registered for PORT class events sees
+//   - its cable taken down and up again (`softib fabric down|up host-0002:1`): PORT_DOWN,
+//     then PORT_ACTIVE once the SM has activated the port again;
+//   - the master SM (host-0001) killed and the standby (host-0003) taking over: SM_CHANGE
+//     naming the new SM's LID, and PKEY_CHANGE as the new master, which has a partition file
+//     with one more partition, programs the port's P_Key table.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+
+#include "process.h"
+#include "softibd_instance.h"
+
+namespace softib::integration {
+namespace {
+
+std::string Host(const SoftibdInstance& daemon, int n) {
+  return daemon.run_dir() + "/host-000" + std::to_string(n);
+}
+
+bool ReadUntil(Process& p, const std::string& what, std::string* transcript,
+               std::chrono::seconds limit = std::chrono::seconds(30)) {
+  std::string line;
+  while (p.ReadLine(&line, limit)) {
+    *transcript += line + "\n";
+    if (line.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+int RunTool(const std::vector<std::string>& argv) {
+  Process p;
+  if (!p.Start(argv)) return -1;
+  return p.Wait(std::chrono::seconds(20));
+}
+
+TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
+  SoftibdInstance daemon;
+  ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY, {"--fabric", "default", "--sm", "external"}));
+  Process master;
+  ASSERT_TRUE(master.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir",
+                            Host(daemon, 1), "-q", "--sweep-interval", "0"}));
+  std::string master_out;
+  ASSERT_TRUE(ReadUntil(master, "subnet up", &master_out)) << master_out;
+  const std::string partitions = daemon.run_dir() + "/../partitions.conf";
+  std::ofstream(partitions) << "Default=0x7fff : ALL=full ;\nstorage=0x0123 : ALL=full ;\n";
+  Process standby;
+  ASSERT_TRUE(standby.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir",
+                             Host(daemon, 3), "-q", "--sweep-interval", "0", "--poll-interval",
+                             "0.2", "-t", "100", "-r", "1", "--partitions", partitions}));
+  std::string standby_out;
+  ASSERT_TRUE(ReadUntil(standby, "STANDBY", &standby_out)) << standby_out;
+
+  Process watcher;
+  ASSERT_TRUE(watcher.Start({SOFTIB_PNP_USER_CLIENT, Host(daemon, 2), "60"}));
+  std::string seen;
+  ASSERT_TRUE(ReadUntil(watcher, "REG_COMPLETE", &seen)) << seen;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(seen, m, std::regex("PORT_ACTIVE port=1 state=4 lid=(\\d+) sm_lid=(\\d+)")))
+      << seen;
+  const std::string my_lid = m[1], first_sm = m[2];
+
+  // The cable down and up: the port goes Down, then Active again by the master.
+  ASSERT_EQ(
+      RunTool({SOFTIB_BINARY, "fabric", "--run-dir", daemon.run_dir(), "down", "host-0002:1"}), 0);
+  ASSERT_TRUE(ReadUntil(watcher, "PORT_DOWN port=1 state=1", &seen)) << seen;
+  ASSERT_EQ(RunTool({SOFTIB_BINARY, "fabric", "--run-dir", daemon.run_dir(), "up", "host-0002:1"}),
+            0);
+  ASSERT_TRUE(ReadUntil(watcher, "PORT_ACTIVE port=1 state=4 lid=" + my_lid, &seen)) << seen;
+
+  // The master dies; the standby takes over: a new SM LID, then its partitions.
+  ASSERT_TRUE(master.Signal(SIGKILL));
+  master.Wait(std::chrono::seconds(10));
+  ASSERT_TRUE(ReadUntil(standby, "MASTER, subnet up", &standby_out)) << standby_out;
+  ASSERT_TRUE(ReadUntil(watcher, "SM_CHANGE", &seen)) << seen;
+  ASSERT_TRUE(
+      std::regex_search(seen, m, std::regex("SM_CHANGE port=1 state=4 lid=\\d+ sm_lid=(\\d+)")))
+      << seen;
+  EXPECT_NE(std::string(m[1]), first_sm) << seen;
+  ASSERT_TRUE(ReadUntil(watcher, "PKEY_CHANGE port=1", &seen)) << seen;
+  std::printf("%s", seen.c_str());
+
+  standby.Signal(SIGTERM);
+  EXPECT_NE(standby.Wait(std::chrono::seconds(15)), -1);
+  watcher.Signal(SIGTERM);
+  watcher.Wait(std::chrono::seconds(10));
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace softib::integration
