@@ -154,7 +154,7 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--service-id", service,
                  "no out-of-band channel: the server registers this service ID (hex) with the "
                  "SA and listens on the CM; the client finds it through the SA and connects "
-                 "through the CM (RC or UC; user processes)");
+                 "through the CM (RC; user processes)");
   app.add_flag("--connect", o.connect, "be the client (connect to --oob or --service-id)");
   app.add_flag("--kernel", o.kernel,
                "run server and client in this process as kernel clients of an in-process node "
@@ -282,8 +282,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
     if (!server.empty() || !oob.empty()) {
       return fail("--service-id connects through the SA and the CM: no --oob or server address");
     }
-    if (o.transport == Transport::kUd) {
-      return fail("--service-id: the CM connects RC or UC QPs (UD would need SIDR)");
+    if (o.transport != Transport::kRc) {
+      // The barriers ride the QP: on UC a control message meeting an empty receive queue
+      // is dropped; UD would need SIDR.
+      return fail("--service-id: RC only (the control messages travel on the QP)");
     }
     if (o.iterations > kMaxCmIterations) {
       return fail("--service-id: at most " + std::to_string(kMaxCmIterations) +

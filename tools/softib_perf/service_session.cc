@@ -193,7 +193,10 @@ bool ServiceSide::FindService(std::array<uint8_t, 16>* gid, std::string* error) 
   for (;;) {
     abi::GetSaResponseOut out{};
     Bytes data;
-    if (!AskSa(kSaGetTable, kServiceRecord, 1, tmpl, &out, &data, error)) return false;
+    if (!AskSa(kSaGetTable, kServiceRecord, 1, tmpl, &out, &data, error)) {
+      *error = "SA ServiceRecord GetTable by ServiceID: " + *error;
+      return false;
+    }
     if (out.mad_status == 0 && out.num_records > 0) {
       std::memcpy(gid->data(), data.data() + 8, 16);  // ServiceGID
       std::string name(reinterpret_cast<const char*>(data.data() + 48), 64);
@@ -219,6 +222,7 @@ bool ServiceSide::FindPath(const std::array<uint8_t, 16>& dgid, Bytes* path, std
   std::memcpy(&tmpl[24], gid_.data(), 16);
   abi::GetSaResponseOut out{};
   if (!AskSa(kSaGet, kPathRecord, (1ull << 2) | (1ull << 3), tmpl, &out, path, error)) {
+    *error = "SA PathRecord Get by GIDs: " + *error;
     return false;
   }
   if (out.mad_status != 0 || out.num_records < 1 || path->size() < abi::kPathRecordBytes) {

@@ -114,6 +114,7 @@ TEST(PerfOptions, ServiceIdReplacesTheOutOfBandChannel) {
            {"send_lat", "--service-id", "xyz"},
            {"send_lat", "--service-id", "1", "--oob", "unix:/tmp/x"},
            {"send_lat", "--service-id", "1", "-c", "UD"},
+           {"send_lat", "--service-id", "1", "-c", "UC"},
            {"send_lat", "--service-id", "1", "--kernel"},
            {"send_lat", "--service-id", "1", "-n", "268435456"}}) {
     EXPECT_EQ(Parse(bad).exit_code, 2) << bad[2];
