@@ -584,14 +584,13 @@ bool Side::Run(std::string* error) {
         break;
     }
     if (!ok) {
-      // Tell the peer, best effort (on the QP only when a send fits without waiting).
+      // Tell the peer, best effort (on the QP only when a send fits without waiting); the
+      // first error stays the one reported.
       std::string ignored;
       if (oob_ != nullptr) {
         oob_->SendValue(Token{kFailed, 0, 0}, &ignored);
       } else if (control_in_flight_ < kControlSendRoom) {
-        const std::string kept = *error_;
         PostControlSend(Token{kFailed, 0, 0});
-        *error_ = kept;
       }
       return false;
     }
