@@ -33,59 +33,82 @@ pids+=($!)
 for _ in $(seq 300); do grep -q "subnet up" "$work/sm.out" && break; sleep 0.1; done
 grep -q "subnet up" "$work/sm.out" || fail "softib-sm: $(cat "$work/sm.out")"
 
-# pair SERVER_ARGS -- CLIENT_ARGS: server on host-0003, client on host-0001; sets server_rc,
-# client_rc; outputs in $work/{server,client}.{out,err}.
-service=$(printf '0x%x' $((0x50F7000000 + $$)))
+# pair LABEL SERVER_ARGS -- CLIENT_ARGS: server on host-0003, client on host-0001, by a
+# service ID of their own; outputs in $work/LABEL.{server,client}.{out,err,rc}. The pairs
+# run at once: each ends with DREQ/DREP and time-wait (2 x packet lifetime + the local ACK
+# timeout: 4.3 s under softib-sm's default lifetime).
+base=$((0x50F7000000 + $$ * 16))
 pair() {
+  local label=$1 id
+  id=$(printf '0x%x' $((base + ${#started[@]})))
+  shift
   local server_args=()
   while [[ $1 != -- ]]; do server_args+=("$1"); shift; done
   shift
-  "$perf" "${server_args[@]}" --run-dir "$work/run/host-0003" --service-id "$service" \
-    --timeout 10 >"$work/server.out" 2>"$work/server.err" &
-  local server=$!
-  client_rc=0
-  "$perf" "$@" --run-dir "$work/run/host-0001" --service-id "$service" --connect --timeout 10 \
-    --json >"$work/client.out" 2>"$work/client.err" || client_rc=$?
-  server_rc=0
-  wait "$server" || server_rc=$?
+  (
+    "$perf" "${server_args[@]}" --run-dir "$work/run/host-0003" --service-id "$id" \
+      --timeout 10 >"$work/$label.server.out" 2>"$work/$label.server.err" || rc=$?
+    echo "${rc:-0}" >"$work/$label.server.rc"
+  ) &
+  pids+=($!)
+  (
+    "$perf" "$@" --run-dir "$work/run/host-0001" --service-id "$id" --connect --timeout 10 \
+      --json >"$work/$label.client.out" 2>"$work/$label.client.err" || rc=$?
+    echo "${rc:-0}" >"$work/$label.client.rc"
+  ) &
+  pids+=($!)
+  started+=("$label")
 }
-json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1" "$2"; }
-show() { cat "$work/client.err" "$work/server.err" "$work/client.out"; }
-
-pair send_lat -- send_lat -s 64 -n 200 --validate
-show
-[[ $client_rc -eq 0 && $server_rc -eq 0 ]] || fail "send_lat: exits $client_rc/$server_rc"
-server_gid=$(grep -oE 'registered service [^:]+: ServiceGID [0-9a-f:]+' "$work/server.err" | awk '{print $NF}')
-[[ -n $server_gid ]] || fail "the server did not say its GID"
-grep -q "client: ServiceRecord of service $service: ServiceGID $server_gid, name \"softib_perf send_lat\"" \
-  "$work/client.err" || fail "the client did not find the server's GID $server_gid"
-grep -qE "client: PathRecord [0-9a-f:]+ -> $server_gid: SLID [0-9]+, DLID [0-9]+" "$work/client.err" ||
-  fail "no PathRecord to the server's GID"
-grep -q "server: DREQ answered with DREP, time-wait over" "$work/server.err" || fail "server's disconnect"
-grep -q "client: DREQ, DREP, time-wait over" "$work/client.err" || fail "client's disconnect"
-[[ $(json "$work/client.out" "d['validated_messages']") -eq 200 ]] || fail "send_lat: 200 messages validated"
-[[ $(json "$work/client.out" "len(d['results'])") -eq 1 ]] || fail "send_lat: one row"
-
-pair write_bw -- write_bw -a --min-size 4096 --max-size 65536 -n 50 -t 16 --validate
-show
-[[ $client_rc -eq 0 && $server_rc -eq 0 ]] || fail "write_bw: exits $client_rc/$server_rc"
-[[ $(json "$work/client.out" "len(d['results'])") -eq 5 ]] || fail "write_bw: five rows"
-[[ $(json "$work/client.out" "d['validated_messages']") -eq 5 ]] || fail "write_bw: five targets checked"
-
+started=()
+pair lat send_lat -- send_lat -s 64 -n 200 --validate
+pair bw write_bw -- write_bw -a --min-size 4096 --max-size 65536 -n 50 -t 16 --validate
+pair refused write_bw -- read_bw -s 64 -n 10
 # No server: the SA has no ServiceRecord for the ID.
-rc=0
-"$perf" send_lat --run-dir "$work/run/host-0001" --service-id 0x50F7FFFFFF --connect --timeout 1 \
-  2>"$work/alone.err" || rc=$?
-cat "$work/alone.err"
-[[ $rc -eq 1 ]] || fail "a client with no server: exit $rc"
+(
+  "$perf" send_lat --run-dir "$work/run/host-0001" --service-id 0x50F7FFFFFF --connect \
+    --timeout 1 2>"$work/alone.err" || rc=$?
+  echo "${rc:-0}" >"$work/alone.rc"
+) &
+pids+=($!)
+for _ in $(seq 300); do
+  done_count=$(find "$work" -maxdepth 1 -name "*.rc" | wc -l)
+  [[ $done_count -eq 7 ]] && break
+  sleep 0.1
+done
+for f in "$work"/*.err; do cat "$f"; done
+rc() { cat "$work/$1.rc" 2>/dev/null || echo none; }
+json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1" "$2"; }
+
+[[ $(rc lat.client) == 0 && $(rc lat.server) == 0 ]] ||
+  fail "send_lat: exits $(rc lat.client)/$(rc lat.server)"
+server_gid=$(grep -oE 'registered service [^:]+: ServiceGID [0-9a-f:]+' "$work/lat.server.err" |
+  awk '{print $NF}')
+[[ -n $server_gid ]] || fail "the server did not say its GID"
+grep -qE "client: ServiceRecord of service 0x[0-9a-f]+: ServiceGID $server_gid, name \"softib_perf send_lat\"" \
+  "$work/lat.client.err" || fail "the client did not find the server's GID $server_gid"
+grep -qE "client: PathRecord [0-9a-f:]+ -> $server_gid: SLID [0-9]+, DLID [0-9]+" \
+  "$work/lat.client.err" || fail "no PathRecord to the server's GID"
+grep -q "server: DREQ answered with DREP, time-wait over" "$work/lat.server.err" ||
+  fail "server's disconnect"
+grep -q "client: DREQ, DREP, time-wait over" "$work/lat.client.err" || fail "client's disconnect"
+[[ $(json "$work/lat.client.out" "d['validated_messages']") -eq 200 ]] ||
+  fail "send_lat: 200 messages validated"
+[[ $(json "$work/lat.client.out" "len(d['results'])") -eq 1 ]] || fail "send_lat: one row"
+
+[[ $(rc bw.client) == 0 && $(rc bw.server) == 0 ]] ||
+  fail "write_bw: exits $(rc bw.client)/$(rc bw.server)"
+[[ $(json "$work/bw.client.out" "len(d['results'])") -eq 5 ]] || fail "write_bw: five rows"
+[[ $(json "$work/bw.client.out" "d['validated_messages']") -eq 5 ]] ||
+  fail "write_bw: five targets checked"
+
+[[ $(rc alone) == 1 ]] || fail "a client with no server: exit $(rc alone)"
 grep -q "no ServiceRecord for service ID 0x50f7ffffff after 1 s .*is the server running?" \
   "$work/alone.err" || fail "a client with no server: the reason"
 
 # A plan the server refuses: REJ CONSUMER_REJECT, its reason in the private data.
-pair write_bw -- read_bw -s 64 -n 10
-show
-[[ $client_rc -eq 1 && $server_rc -eq 1 ]] || fail "refused plan: exits $client_rc/$server_rc"
+[[ $(rc refused.client) == 1 && $(rc refused.server) == 1 ]] ||
+  fail "refused plan: exits $(rc refused.client)/$(rc refused.server)"
 grep -q "the peer rejected the connection: CONSUMER_REJECT (28): the client asked for read_bw over RC, this server runs write_bw over RC" \
-  "$work/client.err" || fail "refused plan: the client's reason"
-grep -q "server: REJ CONSUMER_REJECT" "$work/server.err" || fail "refused plan: the server's REJ"
+  "$work/refused.client.err" || fail "refused plan: the client's reason"
+grep -q "server: REJ CONSUMER_REJECT" "$work/refused.server.err" || fail "refused plan: the server's REJ"
 echo "PASS"
