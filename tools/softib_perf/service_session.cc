@@ -285,10 +285,12 @@ bool ServiceSide::NextEvent(Cep cep, std::chrono::milliseconds wait, abi::CepGet
 
 bool ServiceSide::Expect(Cep cep, abi::CepEventType expected, const char* what,
                          abi::CepGetEventOut* out, std::string* error) {
-  if (!NextEvent(cep, limit(), out, error)) {
-    *error = std::string("waiting for ") + what + ": " + *error;
-    return false;
-  }
+  do {  // an MRA only says the peer needs longer: the CM extends its wait
+    if (!NextEvent(cep, limit(), out, error)) {
+      *error = std::string("waiting for ") + what + ": " + *error;
+      return false;
+    }
+  } while (out->event == abi::CepEventType::MRA_RECEIVED && expected != out->event);
   if (out->event == expected) return true;
   if (out->event == abi::CepEventType::REJ_RECEIVED) {
     const uint8_t* rej = out->mad + kCmMessage;
