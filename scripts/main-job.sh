@@ -6,7 +6,10 @@
 # on exit. Then a whole fabric in one softibd (--fabric default: three switches, four hosts,
 # each host a node, every port in Init): softib-sm brings it up (discovery by directed
 # route, LIDs, LFTs, activation), ibnetdiscover prints it, and the same tests run between
-# hosts behind different leaves. Then the MAD tool, briefly: encode, decode, and tshark's
+# hosts behind different leaves; then softib-sm stays on as the SA (on host-0001, through
+# its AL) and two applications on host-0001 and host-0003 find each other by service ID
+# (ServiceRecord and PathRecord from the SA, REQ/REP/RTU through the CM, no out-of-band
+# channel) and run the same tests. Then the MAD tool, briefly: encode, decode, and tshark's
 # dissector on a capture.
 #
 # Exit code 0 only when every step passed. Until the Access Layer maps the speed path's
@@ -33,12 +36,14 @@ sm=$(cd "$build" && pwd)/ulp/sm/softib-sm  # absolute: it runs from a private di
 work=$(mktemp -d /tmp/softib-main.XXXXXX)
 daemon_pid=""
 server_pid=""
+sm_pid=""
 cleanup() {
   # Only what this script started, by pid.
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  for pid in "$server_pid" "$sm_pid"; do
+    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || continue
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   if [[ -n "$daemon_pid" ]] && kill -0 "$daemon_pid" 2>/dev/null; then
     kill -TERM "$daemon_pid" 2>/dev/null || true
     wait "$daemon_pid" 2>/dev/null || true
@@ -131,6 +136,42 @@ run_pair "$work/fabric/host-0003" "$work/fabric/host-0001" send_lat -s 8 -n 2000
 step "write_bw host-0002 -> host-0004 across the spine, 4 KiB ... 256 KiB (validated)"
 run_pair "$work/fabric/host-0004" "$work/fabric/host-0002" write_bw -a --min-size 4096 \
   --max-size 262144 -n 200 -t 16 --validate || failed=1
+step "softib-sm as the SA: MASTER on host-0001's port (through its AL), answering SA queries"
+/usr/bin/stdbuf -oL "$sm" --run-dir "$work/fabric/host-0001" -q --sweep-interval 0 \
+  >"$work/sa.out" 2>&1 &
+sm_pid=$!
+for _ in $(seq 300); do grep -q "subnet up" "$work/sa.out" && break; sleep 0.1; done
+grep "subnet up" "$work/sa.out" || { cat "$work/sa.out"; failed=1; }
+# Server on host-0003, client on host-0001: found by service ID through the SA, connected by
+# the CM; both print what they found and did (stderr), the client the figures.
+#   run_service_pair TEST ARGS...
+service_id=$(printf '0x%x' $((0x50F7000000 + $$)))
+run_service_pair() {
+  local test=$1
+  shift
+  "$perf" "$test" "$@" --run-dir "$work/fabric/host-0003" --service-id "$service_id" \
+    --timeout 20 >"$work/server.out" 2>"$work/server.err" &
+  server_pid=$!
+  local rc=0 server_rc=0
+  "$perf" "$test" "$@" --run-dir "$work/fabric/host-0001" --service-id "$service_id" --connect \
+    --timeout 20 || rc=$?
+  wait "$server_pid" || server_rc=$?
+  server_pid=""
+  cat "$work/server.err"
+  if [[ $rc -ne 0 || $server_rc -ne 0 ]]; then
+    echo "softib_perf $test --service-id: client exit $rc, server exit $server_rc" >&2
+    return 1
+  fi
+}
+step "send_lat host-0001 -> host-0003 by service ID $service_id: SA ServiceRecord + PathRecord, CM connection (validated)"
+run_service_pair send_lat -s 8 -n 1000 --validate || failed=1
+step "write_bw host-0001 -> host-0003 by service ID $service_id, 4 KiB ... 256 KiB (validated)"
+run_service_pair write_bw -a --min-size 4096 --max-size 262144 -n 100 -t 16 --validate ||
+  failed=1
+kill -TERM "$sm_pid" 2>/dev/null || true
+wait "$sm_pid" 2>/dev/null || true
+sm_pid=""
+
 step "softibd --fabric: stop (SIGTERM to pid $daemon_pid)"
 kill -TERM "$daemon_pid"
 daemon_rc=0

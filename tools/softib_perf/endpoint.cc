@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <random>
 
+#include "control_qp.h"
+
 namespace softib::perf {
 
 namespace {
@@ -44,6 +46,10 @@ BufferLayout BufferLayout::For(const TestPlan& plan) {
   l.source_bytes = std::max<uint64_t>(l.slot_bytes, RoundUp(8ull * plan.tx_depth, 64));
   l.total = RoundUp(l.source_offset + l.source_bytes, 4096);
   return l;
+}
+
+uint32_t RecvQueueDepth(const TestPlan& plan) {
+  return IsSend(static_cast<TestKind>(plan.test)) ? plan.rx_depth : kControlReceives;
 }
 
 Endpoint::~Endpoint() { Destroy(); }
@@ -100,10 +106,11 @@ bool Endpoint::Create(const TestPlan& plan, uint8_t port, std::string* error) {
   lkey_ = mr_out.lkey;
   rkey_ = mr_out.rkey;
 
-  const uint32_t rq_depth = IsSend(static_cast<TestKind>(plan.test)) ? plan.rx_depth : 1;
+  const uint32_t rq_depth = RecvQueueDepth(plan);
+  const uint32_t sq_depth = plan.tx_depth + kControlSendRoom;
   abi::CreateCqIn cq_in{};
   cq_in.ca = backend_->ca();
-  cq_in.size = plan.tx_depth + rq_depth + 16;
+  cq_in.size = sq_depth + rq_depth + 16;
   abi::CreateCqOut cq_out{};
   if (!Check(backend_->CreateCq(cq_in, &cq_out), "CreateCq", error)) return false;
   cq_ = cq_out.cq;
@@ -114,7 +121,7 @@ bool Endpoint::Create(const TestPlan& plan, uint8_t port, std::string* error) {
   qp_in.recv_cq = cq_;
   qp_in.params.qp_type = QpTypeOf(transport_);
   qp_in.params.sq_signaled = 1;
-  qp_in.params.caps.sq_depth = plan.tx_depth;
+  qp_in.params.caps.sq_depth = sq_depth;
   qp_in.params.caps.rq_depth = rq_depth;
   qp_in.params.caps.sq_sge = 1;
   qp_in.params.caps.rq_sge = 1;
@@ -215,6 +222,14 @@ bool Endpoint::Connect(const PeerInfo& peer, std::string* error) {
   }
   return Check(backend_->ModifyQp(rtr), "ModifyQp INIT->RTR", error) &&
          Check(backend_->ModifyQp(rts), "ModifyQp RTR->RTS", error);
+}
+
+bool Endpoint::Modify(const abi::QpModifyAttributes& attributes, const char* what,
+                      std::string* error) {
+  abi::ModifyQpIn in{};
+  in.qp = qp_;
+  in.attributes = attributes;
+  return Check(backend_->ModifyQp(in), what, error);
 }
 
 void Endpoint::Destroy() {

@@ -29,6 +29,9 @@ struct BufferLayout {
   uint64_t sink(uint32_t slot) const { return static_cast<uint64_t>(slot % slots) * slot_bytes; }
 };
 
+// The receive queue's depth: rx_depth for send tests, else room for control messages.
+uint32_t RecvQueueDepth(const TestPlan& plan);
+
 class Endpoint {
  public:
   explicit Endpoint(Backend* backend) : backend_(backend) {}
@@ -40,6 +43,12 @@ class Endpoint {
   PeerInfo LocalInfo() const;
   // INIT -> RTR -> RTS towards `peer` (UD: an address vector towards it).
   bool Connect(const PeerInfo& peer, std::string* error);
+  // Connected by the CM instead: one transition with the attributes the CM derived
+  // (CepGetRtrAttributes / CepGetRtsAttributes), and the peer's buffer from its private
+  // data.
+  bool Modify(const abi::QpModifyAttributes& attributes, const char* what, std::string* error);
+  void set_peer(const PeerInfo& peer) { peer_ = peer; }
+  abi::Handle<abi::ObjectType::Qp> qp() const { return qp_; }
   void Destroy();
 
   Backend& verbs() { return *backend_; }

@@ -1,12 +1,14 @@
 // softib_perf: perftest-style tests over softib (README.md).
 //   softib_perf write_bw --oob unix:/tmp/x.sock                 # server
 //   softib_perf write_bw --oob unix:/tmp/x.sock --connect       # client
+//   softib_perf write_bw --service-id 0x1000 [--connect]        # by the SA and the CM
 //   softib_perf write_bw --kernel                               # both sides, in-process
 // Exit codes: 0 success, 1 the run failed, 2 a bad command line.
 #include <cstdio>
 
 #include "kernel_backend.h"
 #include "options.h"
+#include "service_session.h"
 #include "session.h"
 
 namespace softib::perf {
@@ -33,7 +35,18 @@ int RunKernel(const Options& o) {
   return 0;
 }
 
+int RunService(const Options& o) {
+  std::string error;
+  RunReport report;
+  if (!RunServiceSession(o, &report, &error)) {
+    return Fail(std::string(o.connect ? "client" : "server") + ": " + error);
+  }
+  Print(o, report);
+  return 0;
+}
+
 int RunProcess(const Options& o) {
+  if (o.service_id) return RunService(o);
   std::string error;
   OobChannel oob;
   const auto limit = std::chrono::seconds(o.timeout_s);

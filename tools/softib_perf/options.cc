@@ -114,7 +114,7 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
       "In one process, both sides kernel clients of an in-process node: softib_perf write_bw "
       "--kernel"};
   app.name("softib_perf");
-  std::string test_name, server, oob, ca, transport = "RC", atomic = "FETCH_AND_ADD";
+  std::string test_name, server, oob, service, ca, transport = "RC", atomic = "FETCH_AND_ADD";
   uint64_t size = 0;
   bool all = false;
   uint64_t min_size = 2, max_size = kMaxAllSize;
@@ -151,7 +151,11 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--oob", oob,
                  "out-of-band exchange address: unix:PATH or tcp:127.0.0.1:PORT (the server "
                  "listens, the client connects)");
-  app.add_flag("--connect", o.connect, "be the client (connect to --oob)");
+  app.add_option("--service-id", service,
+                 "no out-of-band channel: the server registers this service ID (hex) with the "
+                 "SA and listens on the CM; the client finds it through the SA and connects "
+                 "through the CM (RC; user processes)");
+  app.add_flag("--connect", o.connect, "be the client (connect to --oob or --service-id)");
   app.add_flag("--kernel", o.kernel,
                "run server and client in this process as kernel clients of an in-process node "
                "(two CAs back to back); no softibd, no --oob");
@@ -263,11 +267,31 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   // Roles.
   std::string error;
   if (o.kernel) {
-    if (!server.empty() || !oob.empty() || o.connect || !o.run_dir.empty()) {
+    if (!server.empty() || !oob.empty() || !service.empty() || o.connect || !o.run_dir.empty()) {
       return fail(
-          "--kernel runs both sides in this process: no server address, --oob, "
+          "--kernel runs both sides in this process: no server address, --oob, --service-id, "
           "--connect or --run-dir");
     }
+    return result;
+  }
+  if (!service.empty()) {
+    uint64_t id = 0;
+    if (!ParseU64(service, 16, &id) || id == 0) {
+      return fail("--service-id: expected a nonzero service ID in hex, got '" + service + "'");
+    }
+    if (!server.empty() || !oob.empty()) {
+      return fail("--service-id connects through the SA and the CM: no --oob or server address");
+    }
+    if (o.transport != Transport::kRc) {
+      // The barriers ride the QP: on UC a control message meeting an empty receive queue
+      // is dropped; UD would need SIDR.
+      return fail("--service-id: RC only (the control messages travel on the QP)");
+    }
+    if (o.iterations > kMaxCmIterations) {
+      return fail("--service-id: at most " + std::to_string(kMaxCmIterations) +
+                  " iterations (the counts travel in 28 bits)");
+    }
+    o.service_id = id;
     return result;
   }
   if (!server.empty() && !oob.empty())

@@ -53,6 +53,9 @@ struct Options {
   AtomicType atomic_type = AtomicType::kFetchAdd;
   std::string run_dir;  // "" : the default node's
   std::optional<OobAddress> oob;
+  // Instead of --oob: the server registers this service (SA ServiceRecord) and listens on
+  // the CM; the client finds it through the SA and connects through the CM (host order).
+  std::optional<uint64_t> service_id;
   bool connect = false;  // client (default: server)
   bool kernel = false;   // both sides as kernel clients of an in-process node
   bool json = false;
@@ -70,6 +73,9 @@ struct ParseResult {
 // --help prints the usage to stdout; a bad command line prints one
 // "softib_perf: error: ..." line to stderr; both then ask to exit.
 ParseResult ParseCommandLine(int argc, const char* const* argv);
+
+// With --service-id the closing counts travel as immediate data (control_qp.h).
+inline constexpr uint32_t kMaxCmIterations = (1u << 28) - 1;
 
 // The largest message -a reaches (perftest's 2^23).
 inline constexpr uint32_t kMaxAllSize = 8u << 20;

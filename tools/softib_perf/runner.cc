@@ -3,14 +3,18 @@
 // end of the run.
 #include "runner.h"
 
+#include <endian.h>
 #include <poll.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <vector>
+
+#include "control_qp.h"
 
 namespace softib::perf {
 
@@ -27,7 +31,7 @@ uint64_t NowNs() {
 
 class Side {
  public:
-  Side(Endpoint& ep, OobChannel& oob, const TestPlan& plan, bool client, const RunLimits& limits,
+  Side(Endpoint& ep, OobChannel* oob, const TestPlan& plan, bool client, const RunLimits& limits,
        RunReport* report)
       : ep_(ep), oob_(oob), plan_(plan), client_(client), limits_(limits), report_(report) {}
 
@@ -49,15 +53,28 @@ class Side {
     if (!limits_.busy_poll) sched_yield();
   }
 
+  // The control channel: the out-of-band socket, or control messages on the QP.
+  bool SendToken(const Token& token);
+  bool PostControlSend(const Token& token);
+  bool ReceiveToken(Token* token, std::chrono::milliseconds limit);
   bool Barrier(uint32_t code, uint64_t value, Token* theirs) {
-    Token mine{code, 0, value};
-    return oob_.Exchange(mine, theirs, limits_.timeout, error_) || Fail(*error_);
+    if (!SendToken(Token{code, 0, value}) || !ReceiveToken(theirs, limits_.timeout)) {
+      return false;
+    }
+    if (theirs->code == code) return true;
+    return Fail(theirs->code == kFailed ? "the peer failed" : "the peer is out of step");
   }
   // The peer's kDone arrived (without waiting); false while nothing is there.
   bool PeerDone(Token* token) {
-    pollfd p{oob_.fd(), POLLIN, 0};
+    if (oob_ == nullptr) {
+      if (tokens_.empty()) return false;
+      *token = tokens_.front();
+      tokens_.pop_front();
+      return true;
+    }
+    pollfd p{oob_->fd(), POLLIN, 0};
     if (poll(&p, 1, 0) <= 0) return false;
-    return oob_.ReceiveValue(token, limits_.timeout, error_);
+    return oob_->ReceiveValue(token, limits_.timeout, error_);
   }
 
   void FillSource(uint32_t size) {
@@ -85,6 +102,7 @@ class Side {
   abi::SendWorkRequest MakeSend(uint64_t wr_id, uint32_t size) const;
   abi::SendWorkRequest MakeRdma(uint64_t wr_id, uint32_t size, uint64_t index) const;
   bool PostRecvSlot(uint32_t slot);
+  bool PostControlRecv(uint64_t wr_id);
   bool PostSends(const abi::SendWorkRequest* wrs, uint32_t count);
 
   // Polls one batch; handles receives (validation, repost) and counts send completions.
@@ -103,7 +121,7 @@ class Side {
   bool PassiveServer(uint32_t size);  // write/read/atomic bw: the server's memory is used
 
   Endpoint& ep_;
-  OobChannel& oob_;
+  OobChannel* oob_;
   const TestPlan& plan_;
   bool client_;
   RunLimits limits_;
@@ -116,7 +134,59 @@ class Side {
   uint64_t completed_ = 0;              // send-queue completions this size
   std::vector<uint64_t> completed_at_;  // bandwidth: completion time per wr_id
   std::vector<abi::WorkCompletion> wcs_ = std::vector<abi::WorkCompletion>(kBatch);
+  std::deque<Token> tokens_;        // control messages received on the QP, not yet read
+  uint32_t control_in_flight_ = 0;  // control SENDs not completed yet
+  uint32_t size_ = 0;               // the size being run (what data receives must carry)
 };
+
+bool Side::PostControlRecv(uint64_t wr_id) {
+  abi::RecvWorkRequest wr{};
+  wr.wr_id = wr_id;  // no segment: a control message carries no payload
+  uint32_t posted = 0;
+  const Status status =
+      ep_.verbs().PostRecv(std::span<const abi::RecvWorkRequest>(&wr, 1), &posted);
+  return status == Status::SUCCESS || Fail(std::string("PostRecv: ") + abi::ToString(status));
+}
+
+bool Side::SendToken(const Token& token) {
+  if (oob_ != nullptr) return oob_->SendValue(token, error_) || Fail(*error_);
+  uint32_t got = 0;
+  while (control_in_flight_ >= kControlSendRoom) {
+    if (!PollBatch(size_, &got)) return false;
+  }
+  return PostControlSend(token);
+}
+
+bool Side::PostControlSend(const Token& token) {
+  abi::SendWorkRequest wr{};
+  wr.wr_id = kControlWrId;
+  wr.wr_type = abi::WrType::SEND;
+  wr.send_flags = abi::SendFlags::SIGNALED | abi::SendFlags::IMMEDIATE;
+  wr.immediate_data = htobe32(EncodeControl(token));
+  uint32_t posted = 0;
+  const Status status =
+      ep_.verbs().PostSend(std::span<const abi::SendWorkRequest>(&wr, 1), &posted);
+  if (status != Status::SUCCESS) return Fail(std::string("PostSend: ") + abi::ToString(status));
+  ++control_in_flight_;
+  return true;
+}
+
+bool Side::ReceiveToken(Token* token, std::chrono::milliseconds limit) {
+  if (oob_ != nullptr) return oob_->ReceiveValue(token, limit, error_) || Fail(*error_);
+  const Clock::time_point until = Clock::now() + limit;
+  uint32_t got = 0;
+  while (tokens_.empty()) {
+    if (Clock::now() > until) {
+      return Fail("no word from the peer for " + std::to_string(limit.count() / 1000) + " s");
+    }
+    deadline_ = until + std::chrono::seconds(1);  // this loop's limit, not the data path's
+    if (!PollBatch(size_, &got)) return false;
+  }
+  *token = tokens_.front();
+  tokens_.pop_front();
+  Progress();
+  return true;
+}
 
 abi::SendWorkRequest Side::MakeSend(uint64_t wr_id, uint32_t size) const {
   abi::SendWorkRequest wr{};
@@ -218,6 +288,19 @@ bool Side::PollBatch(uint32_t size, uint32_t* got) {
     if (wc.status != abi::WcStatus::SUCCESS) {
       return Fail(std::string("completion of wr_id ") + std::to_string(wc.wr_id) + " (" +
                   abi::ToString(wc.opcode) + "): " + abi::ToString(wc.status));
+    }
+    if (wc.opcode == abi::WcOpcode::RECV && abi::HasAny(wc.flags, abi::WcFlags::IMMEDIATE)) {
+      // A control message: it took a data slot or a control receive; put that back.
+      tokens_.push_back(DecodeControl(be32toh(wc.immediate_data)));
+      if (!((wc.wr_id & kControlWrId) ? PostControlRecv(wc.wr_id)
+                                      : PostRecvSlot(static_cast<uint32_t>(wc.wr_id)))) {
+        return false;
+      }
+      continue;
+    }
+    if (wc.opcode != abi::WcOpcode::RECV && (wc.wr_id & kControlWrId)) {
+      --control_in_flight_;
+      continue;
     }
     if (wc.opcode == abi::WcOpcode::RECV) {
       const uint32_t slot = static_cast<uint32_t>(wc.wr_id);
@@ -402,7 +485,7 @@ bool Side::SendBwServer(uint32_t size) {
     uint32_t got = 0;
     if (!PollBatch(size, &got)) return false;
     if (got > 0) continue;
-    if (!peer_done && ++idle % 64 == 0 && PeerDone(&token)) {
+    if (!peer_done && (oob_ == nullptr || ++idle % 64 == 0) && PeerDone(&token)) {
       if (token.code != kDone) return Fail("the peer failed");
       peer_done = true;
       if (reliable() && received_ < plan_.iterations) {
@@ -418,15 +501,15 @@ bool Side::SendBwServer(uint32_t size) {
   }
   report_->received_messages += received_;
   if (!peer_done) {
-    if (!oob_.ReceiveValue(&token, limits_.timeout, error_)) return Fail(*error_);
+    if (!ReceiveToken(&token, limits_.timeout)) return false;
     if (token.code != kDone) return Fail("the peer failed");
   }
-  return oob_.SendValue(Token{kDone, 0, received_}, error_) || Fail(*error_);
+  return SendToken(Token{kDone, 0, received_});
 }
 
 bool Side::PassiveServer(uint32_t size) {
   Token token;
-  if (!oob_.ReceiveValue(&token, limits_.timeout * 10, error_)) return Fail(*error_);
+  if (!ReceiveToken(&token, limits_.timeout * 10)) return false;
   if (token.code != kDone) return Fail("the peer failed");
   const uint8_t* sink = ep_.buffer() + ep_.layout().sink(0);
   if (validate() && IsWrite(test()) && !reliable()) {
@@ -450,21 +533,26 @@ bool Side::PassiveServer(uint32_t size) {
     ++report_->validated_messages;
   }
   const uint64_t checked = validate() && (IsWrite(test()) || IsAtomic(test())) ? 1 : 0;
-  return oob_.SendValue(Token{kDone, 0, checked}, error_) || Fail(*error_);
+  return SendToken(Token{kDone, 0, checked});
 }
 
 bool Side::Run(std::string* error) {
   error_ = error;
   Progress();
   const BufferLayout& layout = ep_.layout();
-  if (IsSend(test())) {
-    const bool posts = client_ ? test() == TestKind::kSendLat : true;
-    for (uint32_t slot = 0; posts && slot < plan_.rx_depth; ++slot) {
-      if (!PostRecvSlot(slot)) return false;
-    }
+  const bool posts = IsSend(test()) && (client_ ? test() == TestKind::kSendLat : true);
+  for (uint32_t slot = 0; posts && slot < plan_.rx_depth; ++slot) {
+    if (!PostRecvSlot(slot)) return false;
+  }
+  // Without data receives, control messages on the QP need receives of their own.
+  const uint32_t control_receives =
+      oob_ != nullptr || posts ? 0 : std::min(kControlReceives, RecvQueueDepth(plan_));
+  for (uint32_t i = 0; i < control_receives; ++i) {
+    if (!PostControlRecv(kControlWrId | i)) return false;
   }
   for (uint32_t s = 0; s < plan_.num_sizes; ++s) {
     const uint32_t size = plan_.sizes[s];
+    size_ = size;
     received_ = 0;
     completed_ = 0;
     // Each size starts from known memory: a zeroed sink (write_lat polls its last byte,
@@ -496,17 +584,23 @@ bool Side::Run(std::string* error) {
         break;
     }
     if (!ok) {
-      oob_.SendValue(Token{kFailed, 0, 0}, error_);
+      // Tell the peer, best effort (on the QP only when a send fits without waiting); the
+      // first error stays the one reported.
+      std::string ignored;
+      if (oob_ != nullptr) {
+        oob_->SendValue(Token{kFailed, 0, 0}, &ignored);
+      } else if (control_in_flight_ < kControlSendRoom) {
+        PostControlSend(Token{kFailed, 0, 0});
+      }
       return false;
     }
     const bool one_sided = !IsSend(test()) && test() != TestKind::kWriteLat;
     if (client_ && (one_sided || test() == TestKind::kSendBw)) {
       // Tell the passive server we are done and wait for its checks.
       Token answer;
-      std::string ignored;
-      if (!oob_.SendValue(Token{kDone, 0, plan_.iterations}, error_) ||
-          !oob_.ReceiveValue(&answer, limits_.timeout * 10, error_)) {
-        return Fail(*error_);
+      if (!SendToken(Token{kDone, 0, plan_.iterations}) ||
+          !ReceiveToken(&answer, limits_.timeout * 10)) {
+        return false;
       }
       if (answer.code != kDone) return Fail("the server failed (see its output)");
       if (test() == TestKind::kSendBw) {
@@ -528,7 +622,7 @@ bool Side::Run(std::string* error) {
 
 }  // namespace
 
-bool RunPlan(Endpoint& endpoint, OobChannel& oob, const TestPlan& plan, bool client,
+bool RunPlan(Endpoint& endpoint, OobChannel* oob, const TestPlan& plan, bool client,
              const RunLimits& limits, RunReport* report, std::string* error) {
   Side side(endpoint, oob, plan, client, limits, report);
   return side.Run(error);

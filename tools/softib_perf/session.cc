@@ -23,9 +23,6 @@ TestPlan MakePlan(const Options& o) {
   return plan;
 }
 
-namespace {
-
-// The plan must be one this side could have parsed itself.
 bool PlanIsSane(const TestPlan& plan, std::string* error) {
   if (plan.magic != kPlanMagic) {
     *error = "the client is not a softib_perf of this version";
@@ -47,7 +44,27 @@ bool PlanIsSane(const TestPlan& plan, std::string* error) {
   return true;
 }
 
-}  // namespace
+bool AcceptPlan(const Options& o, const TestPlan& theirs, std::string* error) {
+  if (!PlanIsSane(theirs, error)) return false;
+  if (theirs.test != static_cast<uint32_t>(o.test) ||
+      theirs.transport != static_cast<uint32_t>(o.transport)) {
+    *error = std::string("the client asked for ") + Name(static_cast<TestKind>(theirs.test)) +
+             " over " + Name(static_cast<Transport>(theirs.transport)) + ", this server runs " +
+             Name(o.test) + " over " + Name(o.transport);
+    return false;
+  }
+  return true;
+}
+
+void DescribePlan(const TestPlan& plan, bool client, bool kernel, RunReport* report) {
+  report->test = static_cast<TestKind>(plan.test);
+  report->transport = static_cast<Transport>(plan.transport);
+  report->client = client;
+  report->kernel = kernel;
+  report->tx_depth = plan.tx_depth;
+  report->inline_size = plan.inline_size;
+  report->validate = plan.validate != 0;
+}
 
 bool RunSession(const Options& o, bool client, Backend& backend, OobChannel& oob, RunReport* report,
                 std::string* error) {
@@ -66,28 +83,16 @@ bool RunSession(const Options& o, bool client, Backend& backend, OobChannel& oob
     TestPlan theirs;
     if (!oob.ReceiveValue(&theirs, limit, error)) return false;
     const uint32_t mine = plan.test | (plan.transport << 8);
-    if (!PlanIsSane(theirs, error)) {
-      oob.SendValue(Token{kReject, mine, 0}, error);
-      return false;
-    }
-    if (theirs.test != plan.test || theirs.transport != plan.transport) {
-      oob.SendValue(Token{kReject, mine, 0}, error);
-      *error = std::string("the client asked for ") + Name(static_cast<TestKind>(theirs.test)) +
-               " over " + Name(static_cast<Transport>(theirs.transport)) + ", this server runs " +
-               Name(o.test) + " over " + Name(o.transport);
+    if (!AcceptPlan(o, theirs, error)) {
+      std::string ignored;
+      oob.SendValue(Token{kReject, mine, 0}, &ignored);
       return false;
     }
     plan = theirs;  // sizes, iterations, depths, validation: the client's
     if (!oob.SendValue(Token{kAccept, 0, 0}, error)) return false;
   }
 
-  report->test = static_cast<TestKind>(plan.test);
-  report->transport = static_cast<Transport>(plan.transport);
-  report->client = client;
-  report->kernel = o.kernel;
-  report->tx_depth = plan.tx_depth;
-  report->inline_size = plan.inline_size;
-  report->validate = plan.validate != 0;
+  DescribePlan(plan, client, o.kernel, report);
 
   // Set-up; whichever side fails tells the other before the QP descriptions cross.
   Endpoint endpoint(&backend);
@@ -106,10 +111,7 @@ bool RunSession(const Options& o, bool client, Backend& backend, OobChannel& oob
   bool ok = oob.SendValue(endpoint.LocalInfo(), error) && oob.ReceiveValue(&peer, limit, error) &&
             endpoint.Connect(peer, error);
   if (ok) {
-    RunLimits limits;
-    limits.timeout = std::chrono::seconds(o.timeout_s);
-    limits.busy_poll = o.busy_poll;
-    ok = RunPlan(endpoint, oob, plan, client, limits, report, error);
+    ok = RunPlan(endpoint, &oob, plan, client, LimitsOf(o), report, error);
   }
   endpoint.Destroy();
   backend.Close();

@@ -103,5 +103,23 @@ TEST(PerfOptions, HelpExitsWith0) {
   EXPECT_EQ(r.exit_code, 0);
 }
 
+TEST(PerfOptions, ServiceIdReplacesTheOutOfBandChannel) {
+  ParseResult r = Parse({"write_bw", "--service-id", "0x5A00", "--connect"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kRun);
+  EXPECT_EQ(r.options.service_id, 0x5A00u);
+  EXPECT_TRUE(r.options.connect);
+  EXPECT_FALSE(r.options.oob.has_value());
+  for (const auto& bad : std::vector<std::vector<std::string>>{
+           {"send_lat", "--service-id", "0"},
+           {"send_lat", "--service-id", "xyz"},
+           {"send_lat", "--service-id", "1", "--oob", "unix:/tmp/x"},
+           {"send_lat", "--service-id", "1", "-c", "UD"},
+           {"send_lat", "--service-id", "1", "-c", "UC"},
+           {"send_lat", "--service-id", "1", "--kernel"},
+           {"send_lat", "--service-id", "1", "-n", "268435456"}}) {
+    EXPECT_EQ(Parse(bad).exit_code, 2) << bad[2];
+  }
+}
+
 }  // namespace
 }  // namespace softib::perf
