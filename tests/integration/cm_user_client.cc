@@ -2,7 +2,7 @@
 // one side of an RC
 // connection made through the CM by a user process, every verb through the channel.
 // server (CA 2): listens for the service, takes the REQ's new CEP, answers with a REP,
-// brings its QP to RTS from the CEP's attributes, receives "hello" and answers "world",
+// goes to RTR, then to RTS at the RTU (the CEP's attributes), receives "hello" and answers "world",
 // then takes the DREQ, answers DREP and waits for time-wait to end.
 // client (CA 1): REQ to the server's port (LID from QueryCa), REP, RTR/RTS, RTU, sends
 // "hello", receives "world", DREQ, DREP, time-wait.
@@ -67,14 +67,17 @@ abi::CepGetEventOut NextEvent(const Side& s, Cep cep, abi::CepEventType expected
   return out;
 }
 
-bool ToRts(Side& s, Cep cep) {
+bool ToRtr(Side& s, Cep cep) {
   abi::CepGetRtrAttributesOut rtr{};
-  abi::CepGetRtsAttributesOut rts{};
   return Expect(user::proxy::CepGetRtrAttributes(s.ca.device, {cep}, rtr), "RTR attributes") &&
-         Expect(s.qp.Modify(rtr.attributes), "QP to RTR") &&
-         Expect(user::proxy::CepGetRtsAttributes(s.ca.device, {cep}, rts), "RTS attributes") &&
+         Expect(s.qp.Modify(rtr.attributes), "QP to RTR");
+}
+bool ToRtsFromRtr(Side& s, Cep cep) {
+  abi::CepGetRtsAttributesOut rts{};
+  return Expect(user::proxy::CepGetRtsAttributes(s.ca.device, {cep}, rts), "RTS attributes") &&
          Expect(s.qp.Modify(rts.attributes), "QP to RTS");
 }
+bool ToRts(Side& s, Cep cep) { return ToRtr(s, cep) && ToRtsFromRtr(s, cep); }
 
 void PostRecv(Side& s) {
   abi::RecvWorkRequest wr{};
@@ -134,8 +137,10 @@ int Server(const user::AlFile& al, uint64_t guid, uint64_t service_id, bool dies
   rep.params.initiator_depth = 1;
   rep.params.rnr_retry_count = 7;
   Expect(user::proxy::CepSendRep(s.ca.device, rep, {}), "CepSendRep");
+  // Ready to receive before the RTU: the peer may send as soon as it has sent the RTU.
+  ToRtr(s, cep);
   NextEvent(s, cep, abi::CepEventType::RTU_RECEIVED, "RTU received");
-  ToRts(s, cep);
+  ToRtsFromRtr(s, cep);
   SendText(s, "world");
   Check(Exchange(s) == "hello", "received hello");
   if (dies) {
