@@ -80,6 +80,8 @@ void ConnectionManager::RemoveLocked(CepObj* cep, Work& work) {
   by_local_.erase(cep->local_id);
   auto remote = by_remote_.find({cep->remote_id, cep->remote_ca_guid});
   if (remote != by_remote_.end() && remote->second == cep) by_remote_.erase(remote);
+  auto sidr = sidr_by_remote_.find({cep->remote_id, cep->sidr_slid});
+  if (sidr != sidr_by_remote_.end() && sidr->second == cep) sidr_by_remote_.erase(sidr);
   cep->in_tables = false;
   work.released.emplace_back(cep);  // the tables' reference, dropped after the lock
 }
@@ -150,8 +152,9 @@ void ConnectionManager::OnMad(GsiAgent& agent, std::span<const uint8_t> mad,
   if (mad.size() < 256 || mad[3] != kMethodSend) return;
   const uint16_t attribute = static_cast<uint16_t>(mad[16] << 8 | mad[17]);
   abi::PortAttributes port{};
-  if (attribute == softib::mad::ConnectRequest::kAttributeId &&
-      !QueryPort(agent.ca(), agent.port(), &port)) {
+  const bool needs_port = attribute == softib::mad::ConnectRequest::kAttributeId ||
+                          attribute == softib::mad::ServiceIDResReq::kAttributeId;
+  if (needs_port && !QueryPort(agent.ca(), agent.port(), &port)) {
     return;
   }
   Work work;
@@ -180,7 +183,19 @@ void ConnectionManager::OnMad(GsiAgent& agent, std::span<const uint8_t> mad,
       case softib::mad::DisconnectReply::kAttributeId:
         OnDrepLocked(mad, work);
         break;
-      default:  // LAP/APR and SIDR: not yet (cm_lap.cc, cm_sidr.cc)
+      case softib::mad::LoadAlternatePath::kAttributeId:
+        OnLapLocked(mad, work);
+        break;
+      case softib::mad::AlternatePathResponse::kAttributeId:
+        OnAprLocked(mad, work);
+        break;
+      case softib::mad::ServiceIDResReq::kAttributeId:
+        OnSidrReqLocked(agent, mad, origin, port, work);
+        break;
+      case softib::mad::ServiceIDResReqResp::kAttributeId:
+        OnSidrRepLocked(mad, work);
+        break;
+      default:
         break;
     }
   }
@@ -256,6 +271,14 @@ void ConnectionManager::OnCepDestroyed(CepObj* cep) {
         break;
       case CepState::DREQ_RCVD:
         SendDrepLocked(cep, {}, work);
+        break;
+      case CepState::SIDR_REQ_SENT:
+        RemoveLocked(cep, work);
+        break;
+      case CepState::SIDR_REQ_RCVD:  // nobody will answer: the requester hears "rejected"
+        SendSidrRepLocked(cep, static_cast<uint8_t>(softib::mad::CmSidrStatus::REJECTED), 0, 0, {},
+                          {}, work);
+        RemoveLocked(cep, work);
         break;
       case CepState::IDLE:
       case CepState::DREQ_SENT:

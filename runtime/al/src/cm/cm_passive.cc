@@ -95,6 +95,14 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
     reject(wire::CmRejReason::INVALID_SERVICE_ID);
     return;
   }
+  // An alternate path must end at one of our ports (IBA 12.7.x: REJ "invalid alternate LID").
+  CepPath alternate;
+  const bool has_alternate = req.AlternateLocalPortLID != 0;
+  if (has_alternate && !ReceivedAlternate(ca.get(), req, req.PartitionKey, &alternate)) {
+    reject(wire::CmRejReason::INVALID_ALT_LID);
+    return;
+  }
+  alternate.mtu = req.PathPacketPayloadMTU;
   uint16_t pkey_index = origin.wc.pkey_index;
   (void)FindPkeyIndex(ca.get(), agent.port(), req.PartitionKey, &pkey_index);
 
@@ -118,6 +126,8 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
   cep->max_cm_retries = req.MaxCMRetries;
   cep->peer_response_timeout = req.LocalCMResponseTimeout;
   cep->primary = PassivePath(req, port, agent.port(), pkey_index);
+  cep->alternate = alternate;
+  cep->has_alternate = has_alternate;
   cep->peer_cm = back;
   InsertLocked(cep);
   InsertRemoteLocked(cep);
@@ -193,7 +203,7 @@ Status ConnectionManager::SendMra(CepObj* cep, uint8_t service_timeout,
     } else if (cep->state == CepState::REP_RCVD) {
       mra.MessageMRAed = static_cast<uint8_t>(wire::CmMraMessage::REP);
       cep->state = CepState::MRA_REP_SENT;
-    } else {
+    } else if (!SendMraLapLocked(cep, &mra)) {
       return Status::INVALID_STATE;
     }
     mra.LocalCommunicationID = cep->local_id;
@@ -216,7 +226,7 @@ void ConnectionManager::OnMraLocked(std::span<const uint8_t> mad, Work& work) {
   } else if (message == wire::CmMraMessage::REP && cep->state == CepState::REP_SENT &&
              cep->remote_id == mra.LocalCommunicationID) {
     cep->state = CepState::MRA_REP_RCVD;
-  } else {
+  } else if (!OnMraLapLocked(cep, mra)) {
     return;
   }
   ArmLocked(cep, cep->timer, CmTime(cep->primary.packet_life_time) + CmTime(mra.ServiceTimeout),

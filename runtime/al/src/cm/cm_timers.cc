@@ -1,7 +1,8 @@
 // The CM's retry and time-wait timer: one kernel timer due at the earliest CEP deadline.
 // An expired REQ/REP/DREQ is sent again while MaxCMRetries lasts; then a REQ or REP ends
 // with REJ(timeout) to the peer and REQ_TIMEOUT/REP_TIMEOUT, a DREQ with DREQ_TIMEOUT and
-// time-wait; time-wait ends with TIMEWAIT_EXIT.
+// time-wait; a LAP with LAP_TIMEOUT, a SIDR_REQ with SIDR_REQ_TIMEOUT; time-wait ends with
+// TIMEWAIT_EXIT.
 #include <endian.h>
 
 #include <cstring>
@@ -88,6 +89,14 @@ void ConnectionManager::ExpireLocked(CepObj* cep, Work& work) {
     case CepTimer::DREQ:
       Event(cep, abi::CepEventType::DREQ_TIMEOUT, {}, work);
       EnterTimewaitLocked(cep, work);
+      break;
+    case CepTimer::LAP:  // the connection stays as it was
+      cep->lap_state = LapState::IDLE;
+      Event(cep, abi::CepEventType::LAP_TIMEOUT, {}, work);
+      break;
+    case CepTimer::SIDR:
+      Event(cep, abi::CepEventType::SIDR_REQ_TIMEOUT, {}, work);
+      RemoveLocked(cep, work);
       break;
     default:
       break;
