@@ -258,5 +258,76 @@ TEST(CmApm, AlternatePathLoadedByLapAprCarriesTrafficThroughTheLossOfPort1) {
   ASSERT_NO_FATAL_FAILURE(StreamThroughLinkLoss(client, pair));
 }
 
+Status SendLap(Client& client, uint64_t cep, uint16_t slid, uint16_t dlid,
+               uint8_t response_timeout) {
+  abi::CepSendLapIn in{};
+  in.cep.value = cep;
+  const auto path = PathRecordBytes(slid, dlid, kLifeTime);
+  std::memcpy(in.alternate_path, path.data(), path.size());
+  in.remote_cm_response_timeout = response_timeout;
+  return kernel::IbCepSendLap(client.al(), in, {});
+}
+
+Status SendApr(Client& client, uint64_t cep, uint8_t status) {
+  abi::CepSendAprIn in{};
+  in.cep.value = cep;
+  in.status = status;
+  return kernel::IbCepSendApr(client.al(), in, {});
+}
+
+// MRA for a LAP, then a refusing APR: nothing is loaded; a LAP to a LID the peer does not
+// have is refused by the peer's CM itself (APR "invalid LID"); an unanswered LAP times out.
+TEST(CmLap, MraRefusalUnknownLidAndTimeout) {
+  TwoPathPair pair("cm-lap-edges");
+  ASSERT_TRUE(pair.node);
+  Client client(pair.node->node());
+  ASSERT_NO_FATAL_FAILURE(pair.Open(client));
+  uint64_t active = 0, passive = 0, listen = 0;
+  ASSERT_NO_FATAL_FAILURE(Connect(client, pair, false, &active, &passive, &listen));
+  EXPECT_EQ(SendLap(client, active, 0x77, pair.b2, 17), Status::INVALID_SETTING);  // not ours
+
+  // MRA (IBA 12.6.6: MessageMRAed 2 = LAP), then APR "rejected".
+  ASSERT_EQ(SendLap(client, active, pair.a2, pair.b2, 17), Status::SUCCESS);
+  ASSERT_EQ(NextEventType(client, passive), abi::CepEventType::LAP_RECEIVED);
+  abi::CepSendMraIn mra_in{};
+  mra_in.cep.value = passive;
+  mra_in.service_timeout = 20;
+  ASSERT_EQ(kernel::IbCepSendMra(client.al(), mra_in, {}), Status::SUCCESS);
+  EXPECT_EQ(kernel::IbCepSendMra(client.al(), mra_in, {}), Status::INVALID_STATE);
+  abi::CepGetEventOut mra{};
+  ASSERT_TRUE(NextCepEvent(client, active, &mra));
+  ASSERT_EQ(mra.event, abi::CepEventType::MRA_RECEIVED);
+  EXPECT_EQ(Msg(mra)[8] >> 6, 2);
+  EXPECT_EQ(Msg(mra)[9] >> 3, 20);
+  ASSERT_EQ(SendApr(client, passive, 3), Status::SUCCESS);  // rejected
+  abi::CepGetEventOut apr{};
+  ASSERT_TRUE(NextCepEvent(client, active, &apr));
+  ASSERT_EQ(apr.event, abi::CepEventType::APR_RECEIVED);
+  EXPECT_EQ(Msg(apr)[9], 3);
+  abi::CepGetRtsAttributesOut rts{};
+  ASSERT_EQ(kernel::IbCepGetRtsAttributes(client.al(), {{active}}, rts), Status::SUCCESS);
+  EXPECT_FALSE(abi::HasAny(rts.attributes.mask, abi::QpAttrMask::ALT_PATH));
+
+  // A path to a LID B does not have: B's CM answers APR "invalid LID" (7) on its own.
+  ASSERT_EQ(SendLap(client, active, pair.a2, 0x77, 17), Status::SUCCESS);
+  ASSERT_TRUE(NextCepEvent(client, active, &apr));
+  ASSERT_EQ(apr.event, abi::CepEventType::APR_RECEIVED);
+  EXPECT_EQ(Msg(apr)[9], 7);
+  abi::CepGetEventOut none{};
+  EXPECT_EQ(kernel::IbCepGetEvent(client.al(), {{passive}}, none), Status::CANCELED);
+
+  // Nobody answers: the LAP is sent MaxCMRetries (3) more times, then LAP_TIMEOUT; the
+  // connection stays up and a new LAP may follow.
+  ASSERT_EQ(SendLap(client, active, pair.a2, pair.b2, 8), Status::SUCCESS);
+  ASSERT_EQ(NextEventType(client, passive), abi::CepEventType::LAP_RECEIVED);
+  EXPECT_EQ(NextEventType(client, active), abi::CepEventType::LAP_TIMEOUT);
+  EXPECT_EQ(SendApr(client, passive, 0), Status::SUCCESS);  // too late: the active side ignores it
+  ASSERT_EQ(SendLap(client, active, pair.a2, pair.b2, 17), Status::SUCCESS);
+  ASSERT_EQ(NextEventType(client, passive), abi::CepEventType::LAP_RECEIVED);
+  ASSERT_EQ(SendApr(client, passive, 0), Status::SUCCESS);
+  EXPECT_EQ(NextEventType(client, active), abi::CepEventType::APR_RECEIVED);
+  EXPECT_EQ(kernel::IbCepGetEvent(client.al(), {{active}}, none), Status::CANCELED);
+}
+
 }  // namespace
 }  // namespace softib::testing::cm_apm_test
