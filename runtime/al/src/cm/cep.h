@@ -115,6 +115,9 @@ class CepObj final : public Waitable {
   CepPath proposed;
   bool lap_loaded = false;
   std::array<uint8_t, 232> last_lap{};  // the LAP answered last: a duplicate gets the APR again
+  // The last LAP, APR or MRA(LAP) we sent (retries, duplicates), apart from `last`, which
+  // still answers a duplicate REP with the RTU.
+  std::array<uint8_t, 256> lap_sent{};
   // SIDR (cm_sidr.cc): a received SIDR_REQ's source LID (with remote_id, its RequestID,
   // the key of duplicates).
   uint16_t sidr_slid = 0;

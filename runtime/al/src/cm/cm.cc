@@ -112,6 +112,26 @@ CepObj* ConnectionManager::FindListenLocked(uint64_t service_id, uint64_t port_g
   return nullptr;
 }
 
+CepObj* ConnectionManager::NewCepLocked(CepObj* listen) {
+  auto* cep = new CepObj(listen->owner(), this, listen->context);
+  if (listen->parent() == nullptr || cep->SetParent(listen->parent()) != Status::SUCCESS) {
+    kernel::DereferenceObject(cep);
+    return nullptr;
+  }
+  return cep;
+}
+
+void ConnectionManager::OfferCepLocked(CepObj* listen, CepObj* cep, abi::CepEventType type,
+                                       std::span<const uint8_t> mad, Work& work) {
+  CepEvent event;
+  event.type = type;
+  event.new_cep = kernel::ObjectRef(cep);  // the creator's reference
+  std::copy_n(mad.begin(), std::min(mad.size(), event.mad.size()), event.mad.begin());
+  listen->Enqueue(std::move(event));
+  kernel::ReferenceObject(listen);
+  work.pumps.emplace_back(listen);
+}
+
 // ---- Sending and events --------------------------------------------------------------------
 
 // A message of `cep` to its peer's QP1; kept for retries and duplicates unless `keep` is

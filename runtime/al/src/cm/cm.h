@@ -119,6 +119,11 @@ class ConnectionManager {
   }
   CepObj* FindListenLocked(uint64_t service_id, uint64_t port_guid,
                            std::span<const uint8_t> private_data);
+  // A request on `listen` (REQ, SIDR_REQ): the new CEP (the listen's owner, context and
+  // parent; null when the listen is going), then `type` with it queued on the listen.
+  CepObj* NewCepLocked(CepObj* listen);
+  void OfferCepLocked(CepObj* listen, CepObj* cep, abi::CepEventType type,
+                      std::span<const uint8_t> mad, Work& work);
   // Sending.
   void SendLocked(CepObj* cep, uint16_t attribute, std::span<const uint8_t> message, Work& work,
                   bool keep = true);
@@ -137,6 +142,8 @@ class ConnectionManager {
   void OnAprLocked(std::span<const uint8_t> mad, Work& work);            // cm_lap.cc
   bool OnMraLapLocked(CepObj* cep, const softib::mad::MsgRcptAck& mra);  // cm_lap.cc
   bool SendMraLapLocked(CepObj* cep, softib::mad::MsgRcptAck* mra);      // cm_lap.cc
+  void SendLapExchangeLocked(CepObj* cep, uint16_t attribute, std::span<const uint8_t> message,
+                             Work& work);  // cm_lap.cc: kept in lap_sent
   void OnSidrReqLocked(GsiAgent& agent, std::span<const uint8_t> mad, const MadOrigin& origin,
                        const abi::PortAttributes& port, Work& work);  // cm_sidr.cc
   void OnSidrRepLocked(std::span<const uint8_t> mad, Work& work);     // cm_sidr.cc

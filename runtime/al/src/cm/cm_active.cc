@@ -102,12 +102,7 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
     cep->has_alternate = has_alternate;
     cep->remote_id = 0;
     cep->remote_ca_guid = 0;
-    cep->peer_cm = {};
-    cep->peer_cm.av = primary.av;
-    cep->peer_cm.av.static_rate = 0;
-    cep->peer_cm.remote_qpn = 1;
-    cep->peer_cm.remote_qkey = kQp1Qkey;
-    cep->peer_cm.pkey_index = primary.pkey_index;
+    cep->peer_cm = PeerCmOf(primary);
     InsertLocked(cep);
     req.LocalCommunicationID = cep->local_id;
     cep->state = CepState::REQ_SENT;

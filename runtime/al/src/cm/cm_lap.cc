@@ -41,7 +41,7 @@ Status ConnectionManager::SendLap(CepObj* cep, std::span<const uint8_t> path,
     std::copy(private_data.begin(), private_data.end(), lap.PrivateData.begin());
     cep->proposed = proposed;
     cep->lap_state = LapState::LAP_SENT;
-    SendLocked(cep, wire::LoadAlternatePath::kAttributeId, lap.Pack(), work);
+    SendLapExchangeLocked(cep, wire::LoadAlternatePath::kAttributeId, lap.Pack(), work);
     ArmLocked(cep, CepTimer::LAP,
               CmTime(cep->primary.packet_life_time) * 2 + CmTime(response_timeout),
               cep->max_cm_retries);
@@ -60,15 +60,14 @@ void ConnectionManager::OnLapLocked(std::span<const uint8_t> mad, Work& work) {
   switch (cep->lap_state) {
     case LapState::IDLE:
       // A LAP answered already: its APR was lost, send it again.
-      if (std::equal(cep->last_lap.begin(), cep->last_lap.end(), message.begin()) &&
-          cep->has_last) {
-        work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->last});
+      if (std::equal(cep->last_lap.begin(), cep->last_lap.end(), message.begin())) {
+        work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->lap_sent});
         resent.fetch_add(1, std::memory_order_relaxed);
         return;
       }
       break;
     case LapState::MRA_LAP_SENT:  // our MRA was lost
-      if (cep->has_last) work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->last});
+      work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->lap_sent});
       return;
     default:  // LAP_RCVD: the consumer has not answered; LAP_SENT: both sides at once
       return;
@@ -87,7 +86,7 @@ void ConnectionManager::OnLapLocked(std::span<const uint8_t> mad, Work& work) {
     apr.LocalCommunicationID = cep->local_id;
     apr.RemoteCommunicationID = cep->remote_id;
     apr.APStatus = static_cast<uint8_t>(refused);
-    SendLocked(cep, wire::AlternatePathResponse::kAttributeId, apr.Pack(), work);
+    SendLapExchangeLocked(cep, wire::AlternatePathResponse::kAttributeId, apr.Pack(), work);
     return;
   }
   proposed.mtu = cep->primary.mtu;
@@ -112,7 +111,7 @@ Status ConnectionManager::SendApr(CepObj* cep, uint8_t status, std::span<const u
     apr.APStatus = status;
     std::copy(info.begin(), info.end(), apr.AdditionalInfo.begin());
     std::copy(private_data.begin(), private_data.end(), apr.PrivateData.begin());
-    SendLocked(cep, wire::AlternatePathResponse::kAttributeId, apr.Pack(), work);
+    SendLapExchangeLocked(cep, wire::AlternatePathResponse::kAttributeId, apr.Pack(), work);
     if (status == static_cast<uint8_t>(wire::CmAprStatus::SUCCESS)) {
       cep->alternate = cep->proposed;
       cep->has_alternate = true;
@@ -139,6 +138,12 @@ void ConnectionManager::OnAprLocked(std::span<const uint8_t> mad, Work& work) {
   }
   cep->lap_state = LapState::IDLE;
   Event(cep, abi::CepEventType::APR_RECEIVED, mad, work);
+}
+
+void ConnectionManager::SendLapExchangeLocked(CepObj* cep, uint16_t attribute,
+                                              std::span<const uint8_t> message, Work& work) {
+  cep->lap_sent = CmMad(attribute, cep->local_id, message);
+  work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->lap_sent});
 }
 
 bool ConnectionManager::SendMraLapLocked(CepObj* cep, wire::MsgRcptAck* mra) {

@@ -106,11 +106,8 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
   uint16_t pkey_index = origin.wc.pkey_index;
   (void)FindPkeyIndex(ca.get(), agent.port(), req.PartitionKey, &pkey_index);
 
-  auto* cep = new CepObj(listen->owner(), this, listen->context);
-  if (listen->parent() == nullptr || cep->SetParent(listen->parent()) != Status::SUCCESS) {
-    kernel::DereferenceObject(cep);
-    return;
-  }
+  CepObj* cep = NewCepLocked(listen);
+  if (cep == nullptr) return;
   cep->ca = ca;
   cep->port = agent.port();
   cep->service_id = req.ServiceID;
@@ -132,13 +129,7 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
   InsertLocked(cep);
   InsertRemoteLocked(cep);
   cep->state = CepState::REQ_RCVD;
-  CepEvent event;
-  event.type = abi::CepEventType::REQ_RECEIVED;
-  event.new_cep = kernel::ObjectRef(cep);  // the creator's reference
-  std::copy_n(mad.begin(), event.mad.size(), event.mad.begin());
-  listen->Enqueue(std::move(event));
-  kernel::ReferenceObject(listen);
-  work.pumps.emplace_back(listen);
+  OfferCepLocked(listen, cep, abi::CepEventType::REQ_RECEIVED, mad, work);
 }
 
 Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams& p,
@@ -210,7 +201,11 @@ Status ConnectionManager::SendMra(CepObj* cep, uint8_t service_timeout,
     mra.RemoteCommunicationID = cep->remote_id;
     mra.ServiceTimeout = std::min<uint8_t>(service_timeout, 31);
     std::copy(private_data.begin(), private_data.end(), mra.PrivateData.begin());
-    SendLocked(cep, wire::MsgRcptAck::kAttributeId, mra.Pack(), work);
+    if (cep->lap_state == LapState::MRA_LAP_SENT) {
+      SendLapExchangeLocked(cep, wire::MsgRcptAck::kAttributeId, mra.Pack(), work);
+    } else {
+      SendLocked(cep, wire::MsgRcptAck::kAttributeId, mra.Pack(), work);
+    }
     return Status::SUCCESS;
   });
 }

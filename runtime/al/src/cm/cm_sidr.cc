@@ -62,12 +62,7 @@ Status ConnectionManager::SendSidrReq(CepObj* cep, uint64_t service_id,
     cep->service_id = service_id;
     cep->qp_type = abi::QpType::UD;
     cep->primary = target;
-    cep->peer_cm = {};
-    cep->peer_cm.av = target.av;
-    cep->peer_cm.av.static_rate = 0;
-    cep->peer_cm.remote_qpn = 1;
-    cep->peer_cm.remote_qkey = kQp1Qkey;
-    cep->peer_cm.pkey_index = target.pkey_index;
+    cep->peer_cm = PeerCmOf(target);
     InsertLocked(cep);
     wire::ServiceIDResReq req;
     req.RequestID = cep->local_id;
@@ -103,11 +98,8 @@ void ConnectionManager::OnSidrReqLocked(GsiAgent& agent, std::span<const uint8_t
                           CmMad(wire::ServiceIDResReqResp::kAttributeId, 0, rep.Pack())});
     return;
   }
-  auto* cep = new CepObj(listen->owner(), this, listen->context);
-  if (listen->parent() == nullptr || cep->SetParent(listen->parent()) != Status::SUCCESS) {
-    kernel::DereferenceObject(cep);
-    return;
-  }
+  CepObj* cep = NewCepLocked(listen);
+  if (cep == nullptr) return;
   cep->ca = ca;
   cep->port = agent.port();
   cep->service_id = req.ServiceID;
@@ -118,13 +110,7 @@ void ConnectionManager::OnSidrReqLocked(GsiAgent& agent, std::span<const uint8_t
   InsertLocked(cep);
   sidr_by_remote_[{req.RequestID, slid}] = cep;
   cep->state = CepState::SIDR_REQ_RCVD;
-  CepEvent event;
-  event.type = abi::CepEventType::SIDR_REQ_RECEIVED;
-  event.new_cep = kernel::ObjectRef(cep);  // the creator's reference
-  std::copy_n(mad.begin(), event.mad.size(), event.mad.begin());
-  listen->Enqueue(std::move(event));
-  kernel::ReferenceObject(listen);
-  work.pumps.emplace_back(listen);
+  OfferCepLocked(listen, cep, abi::CepEventType::SIDR_REQ_RECEIVED, mad, work);
 }
 
 void ConnectionManager::SendSidrRepLocked(CepObj* cep, uint8_t status, uint32_t qpn, uint32_t qkey,

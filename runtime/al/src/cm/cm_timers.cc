@@ -64,11 +64,12 @@ void ConnectionManager::ExpireLocked(CepObj* cep, Work& work) {
     RemoveLocked(cep, work);
     return;
   }
-  if (cep->retries_left > 0 && cep->has_last) {
+  const bool lap = what == CepTimer::LAP;
+  if (cep->retries_left > 0 && (cep->has_last || lap)) {
     --cep->retries_left;
     cep->timer = what;
     cep->deadline = std::chrono::steady_clock::now() + cep->timeout;
-    work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->last});
+    work.sends.push_back({cep->ca, cep->port, cep->peer_cm, lap ? cep->lap_sent : cep->last});
     retries.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -55,6 +55,16 @@ bool QueryPort(AlCa* ca, uint8_t port, abi::PortAttributes* attributes) {
   return true;
 }
 
+MadAddress PeerCmOf(const CepPath& path) {
+  MadAddress to;
+  to.av = path.av;
+  to.av.static_rate = 0;
+  to.remote_qpn = 1;
+  to.remote_qkey = kQp1Qkey;
+  to.pkey_index = path.pkey_index;
+  return to;
+}
+
 bool PortOfLid(AlCa* ca, uint16_t lid, uint8_t* port, abi::PortAttributes* attributes) {
   for (uint8_t p = 1; p <= ca->ci->num_ports(); ++p) {
     if (!QueryPort(ca, p, attributes) || attributes->lid == 0) continue;

@@ -30,6 +30,9 @@ bool FindPkeyIndex(AlCa* ca, uint8_t port, uint16_t pkey, uint16_t* index);
 // The port's attributes (GUID host order, LID, state).
 bool QueryPort(AlCa* ca, uint8_t port, abi::PortAttributes* attributes);
 
+// The peer's CM (QP1) at the far end of `path`.
+MadAddress PeerCmOf(const CepPath& path);
+
 // The local port whose LID (under its LMC) is `lid`; false when none is.
 bool PortOfLid(AlCa* ca, uint16_t lid, uint8_t* port, abi::PortAttributes* attributes);
 
