@@ -57,9 +57,10 @@ TEST(CmSidr, ResolvesAServiceToAUdQpAndSendsItADatagram) {
   EXPECT_EQ(Be64(m + 8), kService);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(m + 16), 4), "who?");
 
-  // SIDR_REP (IBA 12.6.15) naming B's UD QP; a connected QP would not do.
+  // SIDR_REP (IBA 12.6.15) naming B's UD QP; none would not do.
   abi::CepSendSidrRepIn rep_in{};
   rep_in.cep.value = req.new_cep.value;
+  EXPECT_EQ(kernel::IbCepSendSidrRep(client.al(), rep_in, {}), Status::INVALID_SERVICE_TYPE);
   rep_in.qp.value = b.qp;
   rep_in.status = 0;  // valid
   rep_in.qkey = htobe32(kQkey);

@@ -60,8 +60,8 @@ TEST(CmVerbs, ValidationRunsFirstThenTheStateDecides) {
   sidr_rep.cep.value = cep.cep.value;
   sidr_rep.status = 1;  // service ID not supported: no QP needed
   EXPECT_EQ(kernel::IbCepSendSidrRep(client.al(), sidr_rep, {}), Status::INVALID_STATE);
-  sidr_rep.status = 0;  // valid without a QP
-  EXPECT_EQ(kernel::IbCepSendSidrRep(client.al(), sidr_rep, {}), Status::INVALID_QP_HANDLE);
+  sidr_rep.status = 0;  // valid, without a QP: the state decides first
+  EXPECT_EQ(kernel::IbCepSendSidrRep(client.al(), sidr_rep, {}), Status::INVALID_STATE);
   abi::CepGetEventOut event{};
   EXPECT_EQ(kernel::IbCepGetEvent(client.al(), {{cep.cep.value}}, event), Status::CANCELED);
   // A listen's compare beyond the REQ's private data.

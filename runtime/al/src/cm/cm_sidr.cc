@@ -133,10 +133,12 @@ Status ConnectionManager::SendSidrRep(CepObj* cep, QpObj* qp, uint8_t status, ui
                                       std::span<const uint8_t> private_data) {
   if (info.size() > abi::kCepInfoBytes) return Status::INVALID_PARAMETER;
   const bool valid = status == static_cast<uint8_t>(wire::CmSidrStatus::VALID);
-  if (valid && qp == nullptr) return Status::INVALID_QP_HANDLE;
-  if (valid && qp->type != abi::QpType::UD) return Status::INVALID_SERVICE_TYPE;
   return Locked([&](Work& work) {
     if (cep->state != CepState::SIDR_REQ_RCVD) return Status::INVALID_STATE;
+    // VALID names a UD QP; without one there is no service type to give.
+    if (valid && (qp == nullptr || qp->type != abi::QpType::UD)) {
+      return Status::INVALID_SERVICE_TYPE;
+    }
     SendSidrRepLocked(cep, status, valid ? qp->qp_num : 0, valid ? qkey : 0, info, private_data,
                       work);
     RemoveLocked(cep, work);
