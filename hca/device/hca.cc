@@ -167,6 +167,10 @@ abi::Status Hca::ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attrs) {
     limits.num_pkeys = static_cast<uint16_t>(port(port_number).pkeys.size());
     limits.max_mtu = port(port_number).active_mtu;
   }
+  const uint8_t alt_port = attrs.alt_port_num;
+  if (abi::HasAny(attrs.mask, abi::QpAttrMask::ALT_PATH) && alt_port >= 1 &&
+      alt_port <= config_.num_ports)
+    limits.alt_num_pkeys = static_cast<uint16_t>(port(alt_port).pkeys.size());
   // The initiator depth and responder resources the device has (HcaConfig).
   if ((abi::HasAny(attrs.mask, abi::QpAttrMask::MAX_RD_ATOMIC) &&
        attrs.max_rd_atomic > config_.max_qp_init_depth) ||

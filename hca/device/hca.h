@@ -359,6 +359,9 @@ class Hca {
   abi::WcStatus Gather(const QueuePair& qp, const abi::SendWorkRequest& wr,
                        std::vector<uint8_t>* payload);
   PacketHeaders PathHeaders(const Port& out, const abi::AddressVector& av) const;
+  // The headers of a connected QP's packet on its current path: LRH/GRH, BTH:P_Key,
+  // DestQP and MigReq (set once migrated, IBA 17.2.8).
+  PacketHeaders ConnectedHeaders(const QueuePair& qp) const;
   bool Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload);
   // RC requester (requester.cc)
   abi::Status PostSendRc(QueuePair& qp, const abi::SendWorkRequest& wr);
@@ -377,6 +380,8 @@ class Hca {
   void RetransmitFrom(QueuePair& qp, uint32_t psn);
   void ArmAckTimer(QueuePair& qp);
   void RunRcTimers(QueuePair& qp);
+  // APM (IBA 17.2.8): the QP moves to its alternate path and reports QP_PATH_MIGRATED.
+  void MigratePath(QueuePair& qp);
   // responder.cc
   void ReceiveUd(Port& port, QueuePair& qp, const ParsedPacket& packet, uint16_t pkey_index);
   void ReceiveRc(QueuePair& qp, const ParsedPacket& packet);

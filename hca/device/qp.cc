@@ -2,6 +2,8 @@
 
 #include <endian.h>
 
+#include <utility>
+
 #include "softib/abi/qp_state_table.h"
 
 namespace softib::hca {
@@ -30,6 +32,20 @@ abi::Status QueuePair::Modify(const abi::QpModifyAttributes& attrs, const QpLimi
     return abi::Status::INVALID_PARAMETER;
   if (has(QpAttrMask::AV) && (attrs.av.port_num < 1 || attrs.av.port_num > limits.num_ports))
     return abi::Status::INVALID_PORT;
+  if (has(QpAttrMask::ALT_PATH)) {
+    if (attrs.alt_port_num < 1 || attrs.alt_port_num > limits.num_ports)
+      return abi::Status::INVALID_PORT;
+    if (attrs.alt_pkey_index >= limits.alt_num_pkeys) return abi::Status::INVALID_PKEY;
+  }
+  const bool will_have_alt = has_alt || has(QpAttrMask::ALT_PATH);
+  if (has(QpAttrMask::PATH_MIG_STATE)) {
+    const auto mig = attrs.path_mig_state;
+    if (mig != abi::ApmState::MIGRATED && mig != abi::ApmState::REARM &&
+        mig != abi::ApmState::ARMED)
+      return abi::Status::INVALID_SETTING;
+    // Arming needs an alternate path to migrate to.
+    if (mig != abi::ApmState::MIGRATED && !will_have_alt) return abi::Status::INVALID_SETTING;
+  }
 
   if (has(QpAttrMask::ACCESS_FLAGS)) access = attrs.access_flags;
   if (has(QpAttrMask::PKEY_INDEX)) pkey_index = attrs.pkey_index;
@@ -48,6 +64,24 @@ abi::Status QueuePair::Modify(const abi::QpModifyAttributes& attrs, const QpLimi
   if (has(QpAttrMask::DEST_QPN)) dest_qpn = attrs.dest_qpn & kPsnMask;  // 24 bits, as a PSN
   if (has(QpAttrMask::CAP)) caps = attrs.caps;
   if (has(QpAttrMask::EN_SQD_ASYNC_NOTIFY)) en_sqd_async_notify = attrs.en_sqd_async_notify != 0;
+  if (has(QpAttrMask::ALT_PATH)) {
+    has_alt = true;
+    alt_av = attrs.alt_av;
+    alt_av.port_num = attrs.alt_port_num;
+    alt_port = attrs.alt_port_num;
+    alt_pkey_index = attrs.alt_pkey_index;
+    alt_timeout = attrs.alt_timeout;
+  }
+  if (has(QpAttrMask::PATH_MIG_STATE)) {
+    // REARM arms at once: the device has nothing to synchronize with before it may migrate.
+    // MIGRATED asked of an ARMED QP is a migration by the consumer (IBA 11.2.5.3 note).
+    if (attrs.path_mig_state == abi::ApmState::MIGRATED) {
+      if (Armed()) Migrate();
+      mig_state = abi::ApmState::MIGRATED;
+    } else {
+      mig_state = abi::ApmState::ARMED;
+    }
+  }
   state = to;
   return abi::Status::SUCCESS;
 }
@@ -76,7 +110,22 @@ abi::QpAttributes QueuePair::Query() const {
   out.sq_draining = SqDraining();
   out.en_sqd_async_notify = en_sqd_async_notify;
   out.av = av;
+  out.alt_av = alt_av;
+  out.alt_port_num = alt_port;
+  out.alt_pkey_index = alt_pkey_index;
+  out.alt_timeout = alt_timeout;
+  out.path_mig_state = mig_state;
   return out;
+}
+
+void QueuePair::Migrate() {
+  std::swap(av, alt_av);
+  std::swap(port, alt_port);
+  std::swap(pkey_index, alt_pkey_index);
+  std::swap(timeout, alt_timeout);
+  av.port_num = port;
+  alt_av.port_num = alt_port;
+  mig_state = abi::ApmState::MIGRATED;
 }
 
 }  // namespace softib::hca

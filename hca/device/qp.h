@@ -16,7 +16,8 @@ namespace softib::hca {
 // What ModifyQp needs to know about the HCA to range-check attribute values.
 struct QpLimits {
   uint8_t num_ports = 1;
-  uint16_t num_pkeys = 1;  // of the QP's port
+  uint16_t num_pkeys = 1;      // of the QP's port
+  uint16_t alt_num_pkeys = 1;  // of the alternate path's port (ALT_PATH)
   abi::PathMtu max_mtu = abi::PathMtu::MTU_4096;
 };
 
@@ -46,6 +47,17 @@ struct QueuePair {
   uint8_t timeout = 0, retry_count = 0, rnr_retry = 0, min_rnr_timer = 0;
   uint8_t max_rd_atomic = 0, max_dest_rd_atomic = 0;
   abi::AddressVector av{};
+  // Automatic path migration (IBA 17.2.8): the alternate path and the migration state.
+  // ARMED: the requester moves to the alternate path when its retries on the primary run
+  // out, the responder when a packet with BTH:MigReq arrives on the alternate path; either
+  // way the paths swap, the state becomes MIGRATED and QP_PATH_MIGRATED is reported.
+  // MIGRATED sends MigReq = 1 (the peer learns of the migration), ARMED/REARM MigReq = 0.
+  bool has_alt = false;
+  abi::AddressVector alt_av{};
+  uint8_t alt_port = 0;
+  uint16_t alt_pkey_index = 0;
+  uint8_t alt_timeout = 0;
+  abi::ApmState mig_state = abi::ApmState::MIGRATED;
   // SQD (IBA 10.3.1, 11.6.3.1): with EN_SQD_ASYNC_NOTIFY, the drain that RTS→SQD starts
   // ends with one SQ_DRAINED event once no started send request is outstanding.
   bool en_sqd_async_notify = false;
@@ -60,6 +72,9 @@ struct QueuePair {
   // error flushes them: the caller owns the CQs).
   abi::Status Modify(const abi::QpModifyAttributes& attrs, const QpLimits& limits);
   abi::QpAttributes Query() const;
+  // The alternate path becomes the primary (and the old primary the alternate); MIGRATED.
+  void Migrate();
+  bool Armed() const { return has_alt && mig_state == abi::ApmState::ARMED; }
 
   bool CanReceive() const {
     return state == abi::QpState::RTR || state == abi::QpState::RTS || state == abi::QpState::SQD ||

@@ -288,9 +288,7 @@ void Hca::TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index,
   const abi::SendWorkRequest& wr = wqe.wr;
   const uint32_t mtu = MtuBytes(qp.path_mtu);
   Port& out = port(qp.port);
-  PacketHeaders hdr = PathHeaders(out, qp.av);
-  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
-  hdr.bth.DestQP = qp.dest_qpn;
+  PacketHeaders hdr = ConnectedHeaders(qp);
   hdr.bth.PSN = PsnAdd(wqe.first_psn, index);
   std::vector<uint8_t> payload;
   std::span<const uint8_t> payload_view;  // the packet's payload: `payload` or `*gathered`
@@ -404,15 +402,20 @@ void Hca::RunRcTimers(QueuePair& qp) {
     req.ack_deadline = 0;
     return;
   }
-  if (req.retry_left == 0) {
+  if (req.retry_left == 0 && qp.Armed()) {
+    // The primary path is given up: the alternate takes over with a full retry budget.
+    MigratePath(qp);
+    req.retry_left = qp.retry_count;
+  } else if (req.retry_left == 0) {
     // IBA 9.7.6.1.3: retries exhausted; the request completes in error, the QP goes to Error.
     oldest->done = true;
     oldest->status = WcStatus::RETRY_EXC_ERR;
     req.ack_deadline = 0;
     RetireRc(qp);
     return;
+  } else {
+    --req.retry_left;
   }
-  --req.retry_left;
   const uint32_t resume = PsnAdd(oldest->first_psn, oldest->responses);
   req.retried_from = resume;
   RetransmitFrom(qp, resume);
@@ -435,6 +438,20 @@ PacketHeaders Hca::PathHeaders(const Port& out, const abi::AddressVector& av) co
     hdr.grh = grh;
   }
   return hdr;
+}
+
+PacketHeaders Hca::ConnectedHeaders(const QueuePair& qp) const {
+  const Port& out = port(qp.port);
+  PacketHeaders hdr = PathHeaders(out, qp.av);
+  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
+  hdr.bth.DestQP = qp.dest_qpn;
+  hdr.bth.M = qp.mig_state == abi::ApmState::MIGRATED;
+  return hdr;
+}
+
+void Hca::MigratePath(QueuePair& qp) {
+  qp.Migrate();
+  if (async_events) async_events(DeviceEvent{abi::AsyncEventType::QP_PATH_MIGRATED, qp.handle});
 }
 
 PacketHeaders Hca::DatagramHeaders(const Port& out, const abi::AddressVector& av,

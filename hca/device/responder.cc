@@ -87,6 +87,11 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
   const bool uc = transport == kTransportUc && qp->type == abi::QpType::UC;
   if (!rc && !uc && (transport != kTransportUd || !qp->IsDatagram()))
     return drop(RecvDrop::kWrongTransport);
+  // The peer migrated (IBA 17.2.8): its first packet with MigReq on our alternate path
+  // moves us there too.
+  if ((rc || uc) && qp->CanReceive() && qp->Armed() && hdr.bth.M && port_number == qp->alt_port &&
+      hdr.lrh.SLID == qp->alt_av.dlid)
+    MigratePath(*qp);
   if (!qp->CanReceive() || qp->port != port_number) return drop(RecvDrop::kQpState);
   if (rc || uc) {
     const uint16_t qp_pkey = qp->pkey_index < in.pkeys.size() ? in.pkeys[qp->pkey_index] : 0;
@@ -513,14 +518,12 @@ void Hca::RespondRead(QueuePair& qp, uint32_t psn, const wire::RETH& reth) {
     if (!payload.empty() && ReadRemote(mrs_, reth.R_Key, qp.pd, reth.VA + offset, payload,
                                        qp.handle) != AccessError::kNone)
       return;  // memory vanished mid-read: the requester's timer takes it from here
-    PacketHeaders hdr = PathHeaders(out, qp.av);
+    PacketHeaders hdr = ConnectedHeaders(qp);
     hdr.bth.OpCode =
         static_cast<uint8_t>(count == 1       ? BthOpcode::RC_RDMA_READ_RESPONSE_ONLY
                              : k == 0         ? BthOpcode::RC_RDMA_READ_RESPONSE_FIRST
                              : k + 1 == count ? BthOpcode::RC_RDMA_READ_RESPONSE_LAST
                                               : BthOpcode::RC_RDMA_READ_RESPONSE_MIDDLE);
-    hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
-    hdr.bth.DestQP = qp.dest_qpn;
     hdr.bth.PSN = PsnAdd(psn, k);
     hdr.aeth.Syndrome = aeth::kAck | aeth::kInvalidCredits;
     hdr.aeth.MSN = qp.rc.resp.msn;
@@ -530,10 +533,8 @@ void Hca::RespondRead(QueuePair& qp, uint32_t psn, const wire::RETH& reth) {
 
 void Hca::SendAck(QueuePair& qp, uint32_t psn, uint8_t syndrome) {
   Port& out = port(qp.port);
-  PacketHeaders hdr = PathHeaders(out, qp.av);
+  PacketHeaders hdr = ConnectedHeaders(qp);
   hdr.bth.OpCode = static_cast<uint8_t>(BthOpcode::RC_ACKNOWLEDGE);
-  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
-  hdr.bth.DestQP = qp.dest_qpn;
   hdr.bth.PSN = psn;
   hdr.aeth.Syndrome = syndrome;
   hdr.aeth.MSN = qp.rc.resp.msn;
@@ -542,10 +543,8 @@ void Hca::SendAck(QueuePair& qp, uint32_t psn, uint8_t syndrome) {
 
 void Hca::SendAtomicAck(QueuePair& qp, uint32_t psn, uint64_t original) {
   Port& out = port(qp.port);
-  PacketHeaders hdr = PathHeaders(out, qp.av);
+  PacketHeaders hdr = ConnectedHeaders(qp);
   hdr.bth.OpCode = static_cast<uint8_t>(BthOpcode::RC_ATOMIC_ACKNOWLEDGE);
-  hdr.bth.P_Key = qp.pkey_index < out.pkeys.size() ? out.pkeys[qp.pkey_index] : 0;
-  hdr.bth.DestQP = qp.dest_qpn;
   hdr.bth.PSN = psn;
   hdr.aeth.Syndrome = aeth::kAck | aeth::kInvalidCredits;
   hdr.aeth.MSN = qp.rc.resp.msn;

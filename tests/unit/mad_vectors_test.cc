@@ -334,10 +334,30 @@ TEST(TypedCodecs, WireHeaders) {
 TEST(MadVectorFile, CoversTheRequiredLayouts) {
   std::map<std::string, int> count;
   for (const auto& v : AllVectors()) ++count[v.layout];
-  for (const char* layout :
-       {"MadHeader", "RmppHeader", "NodeInfo", "PortInfo", "SwitchInfo", "LinearForwardingTable",
-        "PathRecord", "MCMemberRecord", "ServiceRecord", "PortCounters", "ConnectRequest",
-        "ConnectReply", "LRH", "GRH", "BTH", "DETH", "RETH", "AETH", "AtomicETH"})
+  for (const char* layout : {"MadHeader",
+                             "RmppHeader",
+                             "NodeInfo",
+                             "PortInfo",
+                             "SwitchInfo",
+                             "LinearForwardingTable",
+                             "PathRecord",
+                             "MCMemberRecord",
+                             "ServiceRecord",
+                             "PortCounters",
+                             "ConnectRequest",
+                             "ConnectReply",
+                             "LoadAlternatePath",
+                             "AlternatePathResponse",
+                             "ServiceIDResReq",
+                             "ServiceIDResReqResp",
+                             "CmaIpPrivateData",
+                             "LRH",
+                             "GRH",
+                             "BTH",
+                             "DETH",
+                             "RETH",
+                             "AETH",
+                             "AtomicETH"})
     EXPECT_GE(count[layout], 1) << layout;
   EXPECT_GE(count["PortInfo"], 3) << "PortInfo's sub-byte fields need several vectors";
 }

@@ -1,6 +1,7 @@
 // The CM verbs over the connection manager (cm/cm.h). The generated validation runs first
-// (lengths, reserved bytes, enum values, handles); LAP/APR and SIDR answer UNSUPPORTED
-// after it until they exist (cm_lap.cc, cm_sidr.cc).
+// (lengths, reserved bytes, enum values, handles).
+#include <endian.h>
+
 #include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/handlers.h"
 
@@ -69,14 +70,19 @@ class CmVerbs final : public kernel::CmVerbHandlers {
     return Cep(refs.cep)->cm->SendMra(Cep(refs.cep), in.service_timeout, private_data);
   }
 
-  Status CepSendLap(const kernel::CallContext&, const abi::CepSendLapIn&, std::span<const uint8_t>,
-                    kernel::CepSendLapRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendLap(const kernel::CallContext&, const abi::CepSendLapIn& in,
+                    std::span<const uint8_t> private_data, kernel::CepSendLapRefs& refs,
+                    Irp*) override {
+    return Cep(refs.cep)->cm->SendLap(Cep(refs.cep), in.alternate_path,
+                                      in.remote_cm_response_timeout, private_data);
   }
 
-  Status CepSendApr(const kernel::CallContext&, const abi::CepSendAprIn&, std::span<const uint8_t>,
-                    kernel::CepSendAprRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendApr(const kernel::CallContext&, const abi::CepSendAprIn& in,
+                    std::span<const uint8_t> private_data, kernel::CepSendAprRefs& refs,
+                    Irp*) override {
+    if (in.info_length > sizeof(in.info)) return Status::INVALID_PARAMETER;
+    return Cep(refs.cep)->cm->SendApr(
+        Cep(refs.cep), in.status, std::span<const uint8_t>(in.info, in.info_length), private_data);
   }
 
   Status CepSendDreq(const kernel::CallContext&, const abi::CepSendDreqIn&,
@@ -91,14 +97,20 @@ class CmVerbs final : public kernel::CmVerbHandlers {
     return Cep(refs.cep)->cm->SendDrep(Cep(refs.cep), private_data);
   }
 
-  Status CepSendSidrReq(const kernel::CallContext&, const abi::CepSendSidrReqIn&,
-                        std::span<const uint8_t>, kernel::CepSendSidrReqRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendSidrReq(const kernel::CallContext&, const abi::CepSendSidrReqIn& in,
+                        std::span<const uint8_t> private_data, kernel::CepSendSidrReqRefs& refs,
+                        Irp*) override {
+    return Cep(refs.cep)->cm->SendSidrReq(Cep(refs.cep), be64toh(in.service_id), in.path,
+                                          in.timeout_ms, in.max_retries, private_data);
   }
 
-  Status CepSendSidrRep(const kernel::CallContext&, const abi::CepSendSidrRepIn&,
-                        std::span<const uint8_t>, kernel::CepSendSidrRepRefs&, Irp*) override {
-    return Status::UNSUPPORTED;
+  Status CepSendSidrRep(const kernel::CallContext&, const abi::CepSendSidrRepIn& in,
+                        std::span<const uint8_t> private_data, kernel::CepSendSidrRepRefs& refs,
+                        Irp*) override {
+    if (in.info_length > sizeof(in.info)) return Status::INVALID_PARAMETER;
+    return Cep(refs.cep)->cm->SendSidrRep(
+        Cep(refs.cep), refs.qp ? As<QpObj>(refs.qp) : nullptr, in.status, be32toh(in.qkey),
+        std::span<const uint8_t>(in.info, in.info_length), private_data);
   }
 
   Status CepGetRtrAttributes(const kernel::CallContext&, const abi::CepGetRtrAttributesIn&,

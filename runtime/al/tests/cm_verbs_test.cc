@@ -1,6 +1,5 @@
 // The CM verbs' generated validation runs first, so a malformed request gets its exact
-// rejection; LAP/APR and SIDR (not there yet) then answer UNSUPPORTED; verbs out of the
-// CEP's state answer INVALID_STATE.
+// rejection; verbs out of the CEP's state answer INVALID_STATE.
 #include "kernel/verbs_cm_direct.h"
 #include "kernel_client.h"
 
@@ -33,7 +32,7 @@ TEST(CmVerbs, ValidationRunsFirstThenTheStateDecides) {
   listen.reserved0 = 0;
   EXPECT_EQ(kernel::IbCepListen(client.al(), listen), Status::INVALID_CEP_HANDLE);
 
-  // An idle CEP: nothing to answer, nothing to disconnect; LAP and SIDR are not there yet.
+  // An idle CEP: nothing to answer, nothing to disconnect, no path to load.
   EXPECT_EQ(kernel::IbCepSendRtu(client.al(), {{cep.cep.value}, 0, 0}, {}), Status::INVALID_STATE);
   EXPECT_EQ(kernel::IbCepSendDreq(client.al(), {{cep.cep.value}, 0, 0}, {}), Status::INVALID_STATE);
   EXPECT_EQ(kernel::IbCepSendDrep(client.al(), {{cep.cep.value}, 0, 0}, {}), Status::INVALID_STATE);
@@ -51,7 +50,18 @@ TEST(CmVerbs, ValidationRunsFirstThenTheStateDecides) {
             Status::INVALID_STATE);
   abi::CepSendLapIn lap{};
   lap.cep.value = cep.cep.value;
-  EXPECT_EQ(kernel::IbCepSendLap(client.al(), lap, {}), Status::UNSUPPORTED);
+  EXPECT_EQ(kernel::IbCepSendLap(client.al(), lap, {}), Status::INVALID_STATE);
+  abi::CepSendAprIn apr{};
+  apr.cep.value = cep.cep.value;
+  EXPECT_EQ(kernel::IbCepSendApr(client.al(), apr, {}), Status::INVALID_STATE);
+  apr.info_length = 73;
+  EXPECT_EQ(kernel::IbCepSendApr(client.al(), apr, {}), Status::INVALID_PARAMETER);
+  abi::CepSendSidrRepIn sidr_rep{};
+  sidr_rep.cep.value = cep.cep.value;
+  sidr_rep.status = 1;  // service ID not supported: no QP needed
+  EXPECT_EQ(kernel::IbCepSendSidrRep(client.al(), sidr_rep, {}), Status::INVALID_STATE);
+  sidr_rep.status = 0;  // valid, without a QP: the state decides first
+  EXPECT_EQ(kernel::IbCepSendSidrRep(client.al(), sidr_rep, {}), Status::INVALID_STATE);
   abi::CepGetEventOut event{};
   EXPECT_EQ(kernel::IbCepGetEvent(client.al(), {{cep.cep.value}}, event), Status::CANCELED);
   // A listen's compare beyond the REQ's private data.

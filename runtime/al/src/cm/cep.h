@@ -33,6 +33,8 @@ enum class CepState : uint8_t {
   DREQ_SENT,
   DREQ_RCVD,
   TIMEWAIT,
+  SIDR_REQ_SENT,  // cm_sidr.cc: a one-shot resolution, not a connection
+  SIDR_REQ_RCVD,
 };
 
 // What the connection's QP needs of one path (primary or alternate): the address of the
@@ -46,8 +48,12 @@ struct CepPath {
   uint16_t pkey_index = 0;
 };
 
+// Loading an alternate path on an established connection (IBA 12.8, 12.9.6: the LAP
+// sub-states of ESTABLISHED).
+enum class LapState : uint8_t { IDLE, LAP_SENT, LAP_RCVD, MRA_LAP_SENT, MRA_LAP_RCVD };
+
 // What a retry timer does when it expires.
-enum class CepTimer : uint8_t { NONE, REQ, REP, DREQ, TIMEWAIT };
+enum class CepTimer : uint8_t { NONE, REQ, REP, DREQ, TIMEWAIT, LAP, SIDR };
 
 struct CepEvent {
   abi::CepEventType type{};
@@ -103,6 +109,18 @@ class CepObj final : public Waitable {
   CepPath primary;
   CepPath alternate;
   bool has_alternate = false;
+  // LAP/APR (cm_lap.cc): the path a LAP proposes until the APR accepts it, and whether one
+  // was loaded that way (the RTS attributes are then the RTS->RTS alternate path load).
+  LapState lap_state = LapState::IDLE;
+  CepPath proposed;
+  bool lap_loaded = false;
+  std::array<uint8_t, 232> last_lap{};  // the LAP answered last: a duplicate gets the APR again
+  // The last LAP, APR or MRA(LAP) we sent (retries, duplicates), apart from `last`, which
+  // still answers a duplicate REP with the RTU.
+  std::array<uint8_t, 256> lap_sent{};
+  // SIDR (cm_sidr.cc): a received SIDR_REQ's source LID (with remote_id, its RequestID,
+  // the key of duplicates).
+  uint16_t sidr_slid = 0;
   MadAddress peer_cm;  // the peer's QP1
   // The last message sent: resent by the timer and for duplicates.
   std::array<uint8_t, 256> last{};

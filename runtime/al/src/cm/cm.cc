@@ -88,6 +88,8 @@ void ConnectionManager::RemoveLocked(CepObj* cep, Work& work) {
       break;
     }
   }
+  auto sidr = sidr_by_remote_.find({cep->remote_id, cep->sidr_slid});
+  if (sidr != sidr_by_remote_.end() && sidr->second == cep) sidr_by_remote_.erase(sidr);
   cep->in_tables = false;
   work.released.emplace_back(cep);  // the tables' reference, dropped after the lock
 }
@@ -116,6 +118,26 @@ CepObj* ConnectionManager::FindListenLocked(uint64_t service_id, uint64_t port_g
     return listen;
   }
   return nullptr;
+}
+
+CepObj* ConnectionManager::NewCepLocked(CepObj* listen) {
+  auto* cep = new CepObj(listen->owner(), this, listen->context);
+  if (listen->parent() == nullptr || cep->SetParent(listen->parent()) != Status::SUCCESS) {
+    kernel::DereferenceObject(cep);
+    return nullptr;
+  }
+  return cep;
+}
+
+void ConnectionManager::OfferCepLocked(CepObj* listen, CepObj* cep, abi::CepEventType type,
+                                       std::span<const uint8_t> mad, Work& work) {
+  CepEvent event;
+  event.type = type;
+  event.new_cep = kernel::ObjectRef(cep);  // the creator's reference
+  std::copy_n(mad.begin(), std::min(mad.size(), event.mad.size()), event.mad.begin());
+  listen->Enqueue(std::move(event));
+  kernel::ReferenceObject(listen);
+  work.pumps.emplace_back(listen);
 }
 
 // ---- Sending and events --------------------------------------------------------------------
@@ -158,8 +180,9 @@ void ConnectionManager::OnMad(GsiAgent& agent, std::span<const uint8_t> mad,
   if (mad.size() < 256 || mad[3] != kMethodSend) return;
   const uint16_t attribute = static_cast<uint16_t>(mad[16] << 8 | mad[17]);
   abi::PortAttributes port{};
-  if (attribute == softib::mad::ConnectRequest::kAttributeId &&
-      !QueryPort(agent.ca(), agent.port(), &port)) {
+  const bool needs_port = attribute == softib::mad::ConnectRequest::kAttributeId ||
+                          attribute == softib::mad::ServiceIDResReq::kAttributeId;
+  if (needs_port && !QueryPort(agent.ca(), agent.port(), &port)) {
     return;
   }
   Work work;
@@ -188,7 +211,19 @@ void ConnectionManager::OnMad(GsiAgent& agent, std::span<const uint8_t> mad,
       case softib::mad::DisconnectReply::kAttributeId:
         OnDrepLocked(mad, work);
         break;
-      default:  // LAP/APR and SIDR: not yet (cm_lap.cc, cm_sidr.cc)
+      case softib::mad::LoadAlternatePath::kAttributeId:
+        OnLapLocked(mad, work);
+        break;
+      case softib::mad::AlternatePathResponse::kAttributeId:
+        OnAprLocked(mad, work);
+        break;
+      case softib::mad::ServiceIDResReq::kAttributeId:
+        OnSidrReqLocked(agent, mad, origin, port, work);
+        break;
+      case softib::mad::ServiceIDResReqResp::kAttributeId:
+        OnSidrRepLocked(mad, work);
+        break;
+      default:
         break;
     }
   }
@@ -264,6 +299,14 @@ void ConnectionManager::OnCepDestroyed(CepObj* cep) {
         break;
       case CepState::DREQ_RCVD:
         SendDrepLocked(cep, {}, work);
+        break;
+      case CepState::SIDR_REQ_SENT:
+        RemoveLocked(cep, work);
+        break;
+      case CepState::SIDR_REQ_RCVD:  // nobody will answer: the requester hears "rejected"
+        SendSidrRepLocked(cep, static_cast<uint8_t>(softib::mad::CmSidrStatus::REJECTED), 0, 0, {},
+                          {}, work);
+        RemoveLocked(cep, work);
         break;
       case CepState::IDLE:
       case CepState::DREQ_SENT:

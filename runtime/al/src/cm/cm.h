@@ -3,7 +3,7 @@
 // by remote communication ID and CA GUID for duplicates and stale connections; the
 // listens), and one timer for retries and time-wait. One file per role: cm_active.cc (REQ
 // out, REP in, RTU out), cm_passive.cc (REQ in, REP out, RTU in, MRA), cm_reject.cc,
-// cm_disconnect.cc, cm_timers.cc, cm_qp_attrs.cc; LAP/APR and SIDR are not there yet.
+// cm_disconnect.cc, cm_timers.cc, cm_qp_attrs.cc, cm_lap.cc (LAP/APR), cm_sidr.cc (SIDR).
 //
 // Locking: the CM's lock guards the tables and every CEP's connection state. Messages and
 // events are collected under it (Work) and sent/posted after it is released.
@@ -65,6 +65,15 @@ class ConnectionManager {
                          std::span<const uint8_t> private_data);
   kernel::Status SendDreq(CepObj* cep, std::span<const uint8_t> private_data);
   kernel::Status SendDrep(CepObj* cep, std::span<const uint8_t> private_data);
+  kernel::Status SendLap(CepObj* cep, std::span<const uint8_t> path, uint8_t response_timeout,
+                         std::span<const uint8_t> private_data);  // cm_lap.cc
+  kernel::Status SendApr(CepObj* cep, uint8_t status, std::span<const uint8_t> info,
+                         std::span<const uint8_t> private_data);
+  kernel::Status SendSidrReq(CepObj* cep, uint64_t service_id,  // cm_sidr.cc
+                             std::span<const uint8_t> path, uint32_t timeout_ms,
+                             uint32_t max_retries, std::span<const uint8_t> private_data);
+  kernel::Status SendSidrRep(CepObj* cep, QpObj* qp, uint8_t status, uint32_t qkey,
+                             std::span<const uint8_t> info, std::span<const uint8_t> private_data);
   kernel::Status RtrAttributes(CepObj* cep, abi::QpModifyAttributes* out);
   kernel::Status RtsAttributes(CepObj* cep, abi::QpModifyAttributes* out);
   // The CEP's handle went (DestroyCep, file cleanup): a listen stops, a connection being
@@ -110,6 +119,11 @@ class ConnectionManager {
   }
   CepObj* FindListenLocked(uint64_t service_id, uint64_t port_guid,
                            std::span<const uint8_t> private_data);
+  // A request on `listen` (REQ, SIDR_REQ): the new CEP (the listen's owner, context and
+  // parent; null when the listen is going), then `type` with it queued on the listen.
+  CepObj* NewCepLocked(CepObj* listen);
+  void OfferCepLocked(CepObj* listen, CepObj* cep, abi::CepEventType type,
+                      std::span<const uint8_t> mad, Work& work);
   // Sending.
   void SendLocked(CepObj* cep, uint16_t attribute, std::span<const uint8_t> message, Work& work,
                   bool keep = true);
@@ -122,8 +136,20 @@ class ConnectionManager {
   void OnMraLocked(std::span<const uint8_t> mad, Work& work);     // cm_passive.cc
   void OnRejLocked(std::span<const uint8_t> mad, Work& work);     // cm_reject.cc
   void OnDreqLocked(GsiAgent& agent, std::span<const uint8_t> mad, const MadOrigin& origin,
-                    Work& work);                                // cm_disconnect.cc
-  void OnDrepLocked(std::span<const uint8_t> mad, Work& work);  // cm_disconnect.cc
+                    Work& work);                                         // cm_disconnect.cc
+  void OnDrepLocked(std::span<const uint8_t> mad, Work& work);           // cm_disconnect.cc
+  void OnLapLocked(std::span<const uint8_t> mad, Work& work);            // cm_lap.cc
+  void OnAprLocked(std::span<const uint8_t> mad, Work& work);            // cm_lap.cc
+  bool OnMraLapLocked(CepObj* cep, const softib::mad::MsgRcptAck& mra);  // cm_lap.cc
+  bool SendMraLapLocked(CepObj* cep, softib::mad::MsgRcptAck* mra);      // cm_lap.cc
+  void SendLapExchangeLocked(CepObj* cep, uint16_t attribute, std::span<const uint8_t> message,
+                             Work& work);  // cm_lap.cc: kept in lap_sent
+  void OnSidrReqLocked(GsiAgent& agent, std::span<const uint8_t> mad, const MadOrigin& origin,
+                       const abi::PortAttributes& port, Work& work);  // cm_sidr.cc
+  void OnSidrRepLocked(std::span<const uint8_t> mad, Work& work);     // cm_sidr.cc
+  void SendSidrRepLocked(CepObj* cep, uint8_t status, uint32_t qpn, uint32_t qkey,
+                         std::span<const uint8_t> info, std::span<const uint8_t> private_data,
+                         Work& work);
   // A REJ answering a message no CEP takes (cm_reject.cc).
   void RejectUnknownLocked(const std::shared_ptr<AlCa>& ca, uint8_t port, const MadAddress& to,
                            uint32_t local_id, uint32_t remote_id, uint8_t message, uint16_t reason,
@@ -153,6 +179,7 @@ class ConnectionManager {
   // finds the stale connection without a scan.
   std::multimap<std::pair<uint64_t, uint32_t>, CepObj*> by_remote_qp_;
   std::set<CepObj*> listens_;
+  std::map<std::pair<uint32_t, uint16_t>, CepObj*> sidr_by_remote_;  // RequestID, SLID
   uint32_t next_id_;
   bool closing_ = false;
   // CEPs with a timer set, earliest deadline first: arming, expiry and the kernel timer's

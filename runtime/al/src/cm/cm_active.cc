@@ -8,7 +8,6 @@
 #include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/cm/cm_wire.h"
 #include "softib/mad/mad_cm.h"
-#include "softib/mad/mad_sa.h"
 
 namespace softib::al::cm {
 
@@ -19,32 +18,6 @@ namespace {
 
 bool AllZero(std::span<const uint8_t> bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
-}
-
-// A path of the connection from an SA PathRecord (wire format) on `port`.
-bool PathOfRecord(AlCa* ca, uint8_t port, std::span<const uint8_t> record, CepPath* path,
-                  wire::PathRecord* parsed) {
-  if (!parsed->Unpack(record) || parsed->DLID == 0 || parsed->SLID == 0) return false;
-  abi::PortAttributes attributes;
-  if (!QueryPort(ca, port, &attributes)) return false;
-  if (!FindPkeyIndex(ca, port, parsed->P_Key, &path->pkey_index)) return false;
-  path->av = {};
-  path->av.port_num = port;
-  path->av.dlid = parsed->DLID;
-  path->av.sl = parsed->SL;
-  path->av.src_path_bits =
-      static_cast<uint8_t>((parsed->SLID - attributes.lid) & ((1u << attributes.lmc) - 1));
-  path->av.static_rate = parsed->Rate;
-  path->av.grh_present = parsed->HopLimit > 1 ? 1 : 0;  // not subnet-local
-  std::memcpy(path->av.grh.dgid.raw, parsed->DGID.data(), 16);
-  path->av.grh.flow_label = parsed->FlowLabel;
-  path->av.grh.hop_limit = parsed->HopLimit;
-  path->av.grh.traffic_class = parsed->TClass;
-  path->mtu = parsed->MTU;
-  path->packet_life_time = parsed->PacketLifeTime;
-  path->local_ack_timeout = static_cast<uint8_t>(std::min(31, parsed->PacketLifeTime + 1));
-  path->pkey = parsed->P_Key;
-  return true;
 }
 
 }  // namespace
@@ -72,7 +45,8 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
     return Status::INVALID_SETTING;
   }
   const bool has_alternate = !AllZero(p.alternate_path);
-  if (has_alternate && !PathOfRecord(ca.get(), qa.port_num, p.alternate_path, &alternate, &alt)) {
+  // The alternate path may leave by another port: the one its SLID names.
+  if (has_alternate && !PathOfRecord(ca.get(), 0, p.alternate_path, &alternate, &alt)) {
     return Status::INVALID_SETTING;
   }
 
@@ -106,19 +80,7 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
   req.PrimarySL = pri.SL;
   req.PrimarySubnetLocal = pri.HopLimit <= 1 ? 1 : 0;
   req.PrimaryLocalACKTimeout = primary.local_ack_timeout;
-  if (has_alternate) {
-    req.AlternateLocalPortLID = alt.SLID;
-    req.AlternateRemotePortLID = alt.DLID;
-    req.AlternateLocalPortGID = alt.SGID;
-    req.AlternateRemotePortGID = alt.DGID;
-    req.AlternateFlowLabel = alt.FlowLabel;
-    req.AlternatePacketRate = alt.Rate;
-    req.AlternateTrafficClass = alt.TClass;
-    req.AlternateHopLimit = alt.HopLimit;
-    req.AlternateSL = alt.SL;
-    req.AlternateSubnetLocal = alt.HopLimit <= 1 ? 1 : 0;
-    req.AlternateLocalACKTimeout = alternate.local_ack_timeout;
-  }
+  if (has_alternate) FillAlternate(&req, alt, alternate);
   std::copy(private_data.begin(), private_data.end(), req.PrivateData.begin());
 
   return Locked([&](Work& work) {
@@ -140,12 +102,7 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
     cep->has_alternate = has_alternate;
     cep->remote_id = 0;
     cep->remote_ca_guid = 0;
-    cep->peer_cm = {};
-    cep->peer_cm.av = primary.av;
-    cep->peer_cm.av.static_rate = 0;
-    cep->peer_cm.remote_qpn = 1;
-    cep->peer_cm.remote_qkey = kQp1Qkey;
-    cep->peer_cm.pkey_index = primary.pkey_index;
+    cep->peer_cm = PeerCmOf(primary);
     InsertLocked(cep);
     req.LocalCommunicationID = cep->local_id;
     cep->state = CepState::REQ_SENT;

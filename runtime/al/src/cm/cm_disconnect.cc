@@ -20,6 +20,7 @@ void ConnectionManager::SendDreqLocked(CepObj* cep, std::span<const uint8_t> pri
   std::copy(private_data.begin(), private_data.end(), dreq.PrivateData.begin());
   SendLocked(cep, wire::DisconnectRequest::kAttributeId, dreq.Pack(), work);
   cep->state = CepState::DREQ_SENT;
+  cep->lap_state = LapState::IDLE;  // a LAP in progress ends with the connection
   ArmLocked(cep, CepTimer::DREQ,
             CmTime(cep->primary.packet_life_time) * 2 + CmTime(cep->peer_response_timeout),
             cep->max_cm_retries);
@@ -86,6 +87,7 @@ void ConnectionManager::OnDreqLocked(GsiAgent& agent, std::span<const uint8_t> m
     case CepState::DREQ_SENT:  // both ends disconnect at once
       DisarmLocked(cep);
       cep->state = CepState::DREQ_RCVD;
+      cep->lap_state = LapState::IDLE;
       Event(cep, abi::CepEventType::DREQ_RECEIVED, mad, work);
       if (cep->destroyed()) SendDrepLocked(cep, {}, work);  // nobody left to answer
       break;

@@ -96,14 +96,19 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
     reject(wire::CmRejReason::INVALID_SERVICE_ID);
     return;
   }
+  // An alternate path must end at one of our ports (IBA 12.7.x: REJ "invalid alternate LID").
+  CepPath alternate;
+  const bool has_alternate = req.AlternateLocalPortLID != 0;
+  if (has_alternate && !ReceivedAlternate(ca.get(), req, req.PartitionKey, &alternate)) {
+    reject(wire::CmRejReason::INVALID_ALT_LID);
+    return;
+  }
+  alternate.mtu = req.PathPacketPayloadMTU;
   uint16_t pkey_index = origin.wc.pkey_index;
   (void)FindPkeyIndex(ca.get(), agent.port(), req.PartitionKey, &pkey_index);
 
-  auto* cep = new CepObj(listen->owner(), this, listen->context);
-  if (listen->parent() == nullptr || cep->SetParent(listen->parent()) != Status::SUCCESS) {
-    kernel::DereferenceObject(cep);
-    return;
-  }
+  CepObj* cep = NewCepLocked(listen);
+  if (cep == nullptr) return;
   cep->ca = ca;
   cep->port = agent.port();
   cep->service_id = req.ServiceID;
@@ -119,17 +124,13 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
   cep->max_cm_retries = req.MaxCMRetries;
   cep->peer_response_timeout = req.LocalCMResponseTimeout;
   cep->primary = PassivePath(req, port, agent.port(), pkey_index);
+  cep->alternate = alternate;
+  cep->has_alternate = has_alternate;
   cep->peer_cm = back;
   InsertLocked(cep);
   InsertRemoteLocked(cep);
   cep->state = CepState::REQ_RCVD;
-  CepEvent event;
-  event.type = abi::CepEventType::REQ_RECEIVED;
-  event.new_cep = kernel::ObjectRef(cep);  // the creator's reference
-  std::copy_n(mad.begin(), event.mad.size(), event.mad.begin());
-  listen->Enqueue(std::move(event));
-  kernel::ReferenceObject(listen);
-  work.pumps.emplace_back(listen);
+  OfferCepLocked(listen, cep, abi::CepEventType::REQ_RECEIVED, mad, work);
 }
 
 Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams& p,
@@ -194,14 +195,18 @@ Status ConnectionManager::SendMra(CepObj* cep, uint8_t service_timeout,
     } else if (cep->state == CepState::REP_RCVD) {
       mra.MessageMRAed = static_cast<uint8_t>(wire::CmMraMessage::REP);
       cep->state = CepState::MRA_REP_SENT;
-    } else {
+    } else if (!SendMraLapLocked(cep, &mra)) {
       return Status::INVALID_STATE;
     }
     mra.LocalCommunicationID = cep->local_id;
     mra.RemoteCommunicationID = cep->remote_id;
     mra.ServiceTimeout = std::min<uint8_t>(service_timeout, 31);
     std::copy(private_data.begin(), private_data.end(), mra.PrivateData.begin());
-    SendLocked(cep, wire::MsgRcptAck::kAttributeId, mra.Pack(), work);
+    if (cep->lap_state == LapState::MRA_LAP_SENT) {
+      SendLapExchangeLocked(cep, wire::MsgRcptAck::kAttributeId, mra.Pack(), work);
+    } else {
+      SendLocked(cep, wire::MsgRcptAck::kAttributeId, mra.Pack(), work);
+    }
     return Status::SUCCESS;
   });
 }
@@ -217,7 +222,7 @@ void ConnectionManager::OnMraLocked(std::span<const uint8_t> mad, Work& work) {
   } else if (message == wire::CmMraMessage::REP && cep->state == CepState::REP_SENT &&
              cep->remote_id == mra.LocalCommunicationID) {
     cep->state = CepState::MRA_REP_RCVD;
-  } else {
+  } else if (!OnMraLapLocked(cep, mra)) {
     return;
   }
   ArmLocked(cep, cep->timer, CmTime(cep->primary.packet_life_time) + CmTime(mra.ServiceTimeout),

@@ -1,7 +1,8 @@
 // The ModifyQp attributes a connection's QP needs (IBA 12.9, as Linux's
 // ib_cm_init_qp_attr): RTR once the REP is sent or received (the peer's QPN and PSN, the
 // path, responder resources), RTS after (our PSN, ACK timeout and retries, initiator
-// depth). QP transitions stay with the client.
+// depth; with an alternate path, path migration REARM), or after LAP/APR the RTS -> RTS
+// load of the new alternate path. QP transitions stay with the client.
 #include "runtime/al/src/cm/cm.h"
 
 namespace softib::al::cm {
@@ -24,6 +25,15 @@ bool PastRep(CepState state) {
   }
 }
 
+// The alternate path's attributes (ALT_PATH) and the migration state that arms it.
+void AlternateAttributes(const CepObj& cep, abi::QpModifyAttributes* a) {
+  a->alt_av = cep.alternate.av;
+  a->alt_port_num = cep.alternate.av.port_num;
+  a->alt_pkey_index = cep.alternate.pkey_index;
+  a->alt_timeout = cep.alternate.local_ack_timeout;
+  a->path_mig_state = abi::ApmState::REARM;
+}
+
 }  // namespace
 
 Status ConnectionManager::RtrAttributes(CepObj* cep, abi::QpModifyAttributes* out) {
@@ -43,10 +53,7 @@ Status ConnectionManager::RtrAttributes(CepObj* cep, abi::QpModifyAttributes* ou
   }
   if (cep->has_alternate) {
     a.mask = a.mask | M::ALT_PATH;
-    a.alt_av = cep->alternate.av;
-    a.alt_port_num = cep->alternate.av.port_num;
-    a.alt_pkey_index = cep->alternate.pkey_index;
-    a.alt_timeout = cep->alternate.local_ack_timeout;
+    AlternateAttributes(*cep, &a);  // armed by the RTS attributes
   }
   *out = a;
   return Status::SUCCESS;
@@ -56,8 +63,15 @@ Status ConnectionManager::RtsAttributes(CepObj* cep, abi::QpModifyAttributes* ou
   kernel::SpinLockGuard guard(lock_);
   if (!PastRep(cep->state)) return Status::INVALID_STATE;
   abi::QpModifyAttributes a{};
-  a.mask = M::STATE | M::SQ_PSN;
   a.state = abi::QpState::RTS;
+  if (cep->lap_loaded && cep->state == CepState::ESTABLISHED) {
+    // After LAP/APR the QP is in RTS already: RTS -> RTS loading the new alternate path.
+    a.mask = M::STATE | M::ALT_PATH | M::PATH_MIG_STATE;
+    AlternateAttributes(*cep, &a);
+    *out = a;
+    return Status::SUCCESS;
+  }
+  a.mask = M::STATE | M::SQ_PSN;
   a.sq_psn = cep->sq_psn;
   if (cep->qp_type == abi::QpType::RC) {
     a.mask = a.mask | M::TIMEOUT | M::RETRY_COUNT | M::RNR_RETRY | M::MAX_RD_ATOMIC;
@@ -65,6 +79,10 @@ Status ConnectionManager::RtsAttributes(CepObj* cep, abi::QpModifyAttributes* ou
     a.retry_count = cep->retry_count;
     a.rnr_retry = cep->rnr_retry_count;
     a.max_rd_atomic = cep->initiator_depth;
+  }
+  if (cep->has_alternate) {  // loaded at RTR: armed now
+    a.mask = a.mask | M::PATH_MIG_STATE;
+    a.path_mig_state = abi::ApmState::REARM;
   }
   *out = a;
   return Status::SUCCESS;

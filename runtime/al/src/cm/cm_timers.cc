@@ -2,7 +2,8 @@
 // (an ordered index of the armed CEPs).
 // An expired REQ/REP/DREQ is sent again while MaxCMRetries lasts; then a REQ or REP ends
 // with REJ(timeout) to the peer and REQ_TIMEOUT/REP_TIMEOUT, a DREQ with DREQ_TIMEOUT and
-// time-wait; time-wait ends with TIMEWAIT_EXIT.
+// time-wait; a LAP with LAP_TIMEOUT, a SIDR_REQ with SIDR_REQ_TIMEOUT; time-wait ends with
+// TIMEWAIT_EXIT.
 #include <endian.h>
 
 #include <cstring>
@@ -74,12 +75,13 @@ void ConnectionManager::ExpireLocked(CepObj* cep, Work& work) {
     RemoveLocked(cep, work);
     return;
   }
-  if (cep->retries_left > 0 && cep->has_last) {
+  const bool lap = what == CepTimer::LAP;
+  if (cep->retries_left > 0 && (cep->has_last || lap)) {
     --cep->retries_left;
     cep->timer = what;
     cep->deadline = std::chrono::steady_clock::now() + cep->timeout;
     deadlines_.emplace(cep->deadline, cep);  // OnTimer reschedules after the expiries
-    work.sends.push_back({cep->ca, cep->port, cep->peer_cm, cep->last});
+    work.sends.push_back({cep->ca, cep->port, cep->peer_cm, lap ? cep->lap_sent : cep->last});
     retries.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -100,6 +102,14 @@ void ConnectionManager::ExpireLocked(CepObj* cep, Work& work) {
     case CepTimer::DREQ:
       Event(cep, abi::CepEventType::DREQ_TIMEOUT, {}, work);
       EnterTimewaitLocked(cep, work);
+      break;
+    case CepTimer::LAP:  // the connection stays as it was
+      cep->lap_state = LapState::IDLE;
+      Event(cep, abi::CepEventType::LAP_TIMEOUT, {}, work);
+      break;
+    case CepTimer::SIDR:
+      Event(cep, abi::CepEventType::SIDR_REQ_TIMEOUT, {}, work);
+      RemoveLocked(cep, work);
       break;
     default:
       break;
