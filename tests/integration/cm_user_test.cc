@@ -60,9 +60,18 @@ TEST(CmUserTest, AProcessKilledWithAConnectionUpDisconnectsIt) {
   Process& client = p.client;
   Process& server = p.server;
   ASSERT_TRUE(WaitForLine(server, "established"));
+  // The client's side of the exchange complete too (its SEND ACKed), so that nothing but the
+  // CM's DREQ is left to tell it the server is gone.
+  std::string client_out;
+  std::string line;
+  while (client.ReadLine(&line, std::chrono::seconds(30))) {
+    client_out += line + "\n";
+    if (line.find("received world") != std::string::npos) break;
+  }
+  ASSERT_NE(client_out.find("ok     received world"), std::string::npos) << client_out;
   ASSERT_TRUE(server.Signal(SIGKILL));
   EXPECT_EQ(server.Wait(std::chrono::seconds(30)), 128 + SIGKILL);
-  const std::string client_out = client.ReadAllStdout(std::chrono::seconds(60));
+  client_out += client.ReadAllStdout(std::chrono::seconds(60));
   std::printf("client:\n%s", client_out.c_str());
   EXPECT_EQ(client.Wait(std::chrono::seconds(60)), 0);
   EXPECT_EQ(client_out.find("FAILED"), std::string::npos);
