@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "sa_query.h"
 #include "softib/user/access_layer.h"
 #include "softibd_instance.h"
 #include "user/verbs_al_proxy.h"
@@ -38,25 +39,11 @@ struct Sa {
   std::vector<uint8_t> Ask(uint8_t method, uint16_t attribute, uint64_t mask,
                            const std::vector<uint8_t>& tmpl, abi::SaRequestFlags flags,
                            abi::GetSaResponseOut* out) {
-    abi::SendSaRequestIn in{};
-    in.al = al.al;
-    in.port_guid = port_guid;
-    in.component_mask = mask;
-    in.timeout_ms = 2000;
-    in.retry_count = 3;
-    in.attribute_id = attribute;
-    in.method = method;
-    in.flags = flags;
-    in.attribute_length = static_cast<uint32_t>(tmpl.size());
-    abi::SendSaRequestOut req{};
-    if (user::proxy::SendSaRequest(al.device, in, tmpl, req) != user::Status::SUCCESS)
-      Die(kProgram, "SendSaRequest failed");
-    std::vector<uint8_t> data(abi::kMaxRmppData);
-    if (user::proxy::GetSaResponse(al.device, {req.req}, *out, data) != user::Status::SUCCESS ||
+    std::vector<uint8_t> data;
+    if (softib::integration::AskSa(al, port_guid, method, attribute, mask, tmpl, flags, out,
+                                   &data) != user::Status::SUCCESS ||
         out->mad_status != 0)
       Die(kProgram, "no answer from the SA");
-    user::proxy::CancelSaRequest(al.device, {req.req});
-    data.resize(out->data_length);
     return data;
   }
 };

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "sa_query.h"
 #include "softib/user/access_layer.h"
 #include "transcript.h"
 #include "user/verbs_al_proxy.h"
@@ -63,24 +64,9 @@ class Sa {
 
   Answer Ask(uint8_t method, uint16_t attribute, uint64_t mask, const Bytes& tmpl,
              abi::SaRequestFlags flags = {}) {
-    abi::SendSaRequestIn in{};
-    in.al = al_.al;
-    in.port_guid = port_guid_;
-    in.component_mask = mask;
-    in.timeout_ms = 2000;
-    in.retry_count = 3;
-    in.attribute_id = attribute;
-    in.method = method;
-    in.flags = flags;
-    in.attribute_length = static_cast<uint32_t>(tmpl.size());
-    abi::SendSaRequestOut req{};
     Answer a;
-    a.status = user::proxy::SendSaRequest(al_.device, in, tmpl, req);
-    if (a.status != Status::SUCCESS) return a;
-    a.data.assign(abi::kMaxRmppData, 0);
-    a.status = user::proxy::GetSaResponse(al_.device, {req.req}, a.out, a.data);
-    a.data.resize(a.out.data_length);
-    user::proxy::CancelSaRequest(al_.device, {req.req});
+    a.status =
+        integration::AskSa(al_, port_guid_, method, attribute, mask, tmpl, flags, &a.out, &a.data);
     return a;
   }
 

@@ -137,15 +137,8 @@ Status SaSubscribeReport(const kernel::CallContext& ctx, const abi::SubscribeRep
     return s;
   }
   auto* object = new SaInformObj(InstanceOf(ctx), port, in);
-  if (!Adopt(object, refs.al.get())) {
-    kernel::DereferenceObject(object);
-    return Status::INVALID_AL_HANDLE;
-  }
-  kernel::ReferenceObject(object);
-  kernel::ObjectRef hold(object);
-  uint64_t handle = 0;
-  if (const Status s = Publish(InstanceOf(ctx), object, &handle); s != Status::SUCCESS) return s;
-  return object->Begin(irp, handle, &out, sizeof out, &out.inform.value, object->Request(sa::kSet));
+  return sa::StartMembership(ctx, object, refs.al.get(), Status::INVALID_AL_HANDLE, irp, out,
+                             &out.inform.value, object->Request(sa::kSet));
 }
 
 Status SaGetReport(kernel::GetReportRefs& refs, abi::GetReportOut& out, Irp* irp) {

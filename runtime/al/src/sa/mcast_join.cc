@@ -114,15 +114,8 @@ Status SaJoinMcast(const kernel::CallContext& ctx, const abi::JoinMcastIn& in,
   }
   if (port.ca.get() != qp->pd_obj->ca_obj->ca.get()) return Status::INVALID_GUID;
   auto* object = new McastJoinObj(InstanceOf(ctx), qp, port, in);
-  if (!Adopt(object, qp)) {
-    kernel::DereferenceObject(object);
-    return Status::INVALID_QP_HANDLE;
-  }
-  kernel::ReferenceObject(object);
-  kernel::ObjectRef hold(object);
-  uint64_t handle = 0;
-  if (const Status s = Publish(InstanceOf(ctx), object, &handle); s != Status::SUCCESS) return s;
-  return object->Begin(irp, handle, &out, sizeof out, &out.join.value, object->Request(sa::kSet));
+  return sa::StartMembership(ctx, object, qp, Status::INVALID_QP_HANDLE, irp, out, &out.join.value,
+                             object->Request(sa::kSet));
 }
 
 Status SaLeaveMcast(const kernel::CallContext& ctx, const abi::LeaveMcastIn& in,

@@ -72,4 +72,26 @@ class SaMembership : public Waitable, public SaRedo {
   bool destroying_self_ = false;  // lock_: Answered destroys the refused object
 };
 
+// The common part of the creating verbs (RegisterService, JoinMcast, SubscribeReport): the
+// new `object` becomes a child of `parent` (else `invalid_parent`), is published, and sends
+// its Set; `handle_out` (in `out`) gets its handle once the SA accepted.
+template <typename Out>
+kernel::Status StartMembership(const kernel::CallContext& ctx, SaMembership* object,
+                               kernel::KernelObject* parent, kernel::Status invalid_parent,
+                               kernel::Irp* irp, Out& out, uint64_t* handle_out,
+                               const SaRequest& request) {
+  if (object->SetParent(parent) != kernel::Status::SUCCESS) {
+    kernel::DereferenceObject(object);
+    return invalid_parent;
+  }
+  kernel::ReferenceObject(object);  // kept across Publish, for Begin
+  kernel::ObjectRef hold(object);
+  uint64_t handle = 0;
+  if (const kernel::Status s = Publish(InstanceOf(ctx), object, &handle);
+      s != kernel::Status::SUCCESS) {
+    return s;
+  }
+  return object->Begin(irp, handle, &out, sizeof out, handle_out, request);
+}
+
 }  // namespace softib::al::sa

@@ -103,15 +103,8 @@ Status SaRegisterService(const kernel::CallContext& ctx, const abi::RegisterServ
     return s;
   }
   auto* object = new SaRegObj(InstanceOf(ctx), port, in);
-  if (!Adopt(object, refs.al.get())) {
-    kernel::DereferenceObject(object);
-    return Status::INVALID_AL_HANDLE;
-  }
-  kernel::ReferenceObject(object);
-  kernel::ObjectRef hold(object);
-  uint64_t handle = 0;
-  if (const Status s = Publish(InstanceOf(ctx), object, &handle); s != Status::SUCCESS) return s;
-  return object->Begin(irp, handle, &out, sizeof out, &out.reg.value, object->Request(sa::kSet));
+  return sa::StartMembership(ctx, object, refs.al.get(), Status::INVALID_AL_HANDLE, irp, out,
+                             &out.reg.value, object->Request(sa::kSet));
 }
 
 Status SaDeregisterService(const kernel::CallContext& ctx, const abi::DeregisterServiceIn& in,
