@@ -1,8 +1,8 @@
 // The AL's SA client from user processes on a softibd fabric brought up by softib-sm
-// (--sm external; the SM, with its SA, on host-0001 through its AL; softibd's internal SM
-// answers no GetTable, see the runtime/al README): softib_sa_user_client's queries, the path
-// cache, ATS and leased service registrations; then multicast through the SA across the
-// default fabric's switches: full members on host-0002 and host-0004 joined by JoinMcast
+// (--sm external; the SM, with its SA, on host-0001 through its AL — an SM above the AL, as
+// users run it; softibd.internal_sm covers the internal SM's GetTable): softib_sa_user_client's
+// queries, the path cache, ATS and leased service registrations; then multicast through the SA
+// across the default fabric's switches: full members on host-0002 and host-0004 joined by JoinMcast
 // (the AL attaches their QPs, the SM programs the MFTs) receive what a send-only member on
 // host-0003 sends, and a send-only member on host-0004 (not attached) receives nothing.
 #include <gtest/gtest.h>

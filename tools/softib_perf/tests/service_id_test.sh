@@ -2,8 +2,8 @@
 # softib_perf --service-id between user processes on two hosts of a softibd fabric (the
 # default fabric: host-0001 and host-0003 behind different leaves), no out-of-band channel:
 # the server registers a ServiceRecord and listens on the CM, the client finds it through
-# the SA and connects through the CM. The SA is softib-sm's on host-0001 (--sm external:
-# softibd's internal SM answers no GetTable yet, runtime/al README).
+# the SA and connects through the CM. The SA is softib-sm's on host-0001 (--sm external: an
+# SM above the AL).
 #
 #   service_id_test.sh SOFTIBD SOFTIB_PERF SOFTIB_SM
 # Checks: send_lat and write_bw with --validate (exit codes, the ServiceRecord's GID and the
