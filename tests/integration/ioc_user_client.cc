@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -104,25 +105,33 @@ int Watch(const char* run_dir, int count, int seconds) {
   std::fflush(stdout);
   // Each registration in its own thread: GetPnpEvent waits until an event comes.
   std::atomic<int> seen{0};
+  std::mutex print;
   auto pump = [&](abi::Handle<abi::ObjectType::PnpReg> reg) {
     for (;;) {
       abi::GetPnpEventOut out{};
       if (user::proxy::GetPnpEvent(al.device, {reg}, out) != Status::SUCCESS) return;
       const abi::PnpEventRecord& r = out.record;
+      // One line, written whole: the two registrations' threads print at once.
+      char line[512];
       if (r.event == abi::PnpEvent::REG_COMPLETE) {
-        std::printf("REG_COMPLETE class=%s\n", out.record.pnp_context == 1 ? "IOU" : "IOC");
+        std::snprintf(line, sizeof line, "REG_COMPLETE class=%s\n",
+                      out.record.pnp_context == 1 ? "IOU" : "IOC");
+      } else if (r.event == abi::PnpEvent::IOC_ADD || r.event == abi::PnpEvent::IOC_REMOVE) {
+        std::snprintf(
+            line, sizeof line, "%s guid=%016llx lid=%u slot=%u entries=%u id=%.40s first=%.40s\n",
+            EventName(r.event), static_cast<unsigned long long>(be64toh(r.guid)), r.iou_lid,
+            r.ioc_slot, r.num_service_entries, reinterpret_cast<const char*>(r.ioc_profile + 64),
+            reinterpret_cast<const char*>(r.service_entries));
       } else {
-        std::printf("%s guid=%016llx lid=%u", EventName(r.event),
-                    static_cast<unsigned long long>(be64toh(r.guid)), r.iou_lid);
-        if (r.event == abi::PnpEvent::IOC_ADD || r.event == abi::PnpEvent::IOC_REMOVE) {
-          std::printf(" slot=%u entries=%u id=%.40s first=%.40s", r.ioc_slot, r.num_service_entries,
-                      reinterpret_cast<const char*>(r.ioc_profile + 64),
-                      reinterpret_cast<const char*>(r.service_entries));
-        }
-        std::printf("\n");
-        seen.fetch_add(1);
+        std::snprintf(line, sizeof line, "%s guid=%016llx lid=%u\n", EventName(r.event),
+                      static_cast<unsigned long long>(be64toh(r.guid)), r.iou_lid);
       }
-      std::fflush(stdout);
+      {
+        std::lock_guard<std::mutex> lock(print);
+        std::fputs(line, stdout);
+        std::fflush(stdout);
+      }
+      if (r.event != abi::PnpEvent::REG_COMPLETE) seen.fetch_add(1);  // counted once printed
     }
   };
   std::thread a(pump, iou.reg), b(pump, ioc.reg);
