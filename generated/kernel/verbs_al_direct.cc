@@ -435,6 +435,8 @@ Status IbGetMadEvent(IbAl* al, const abi::GetMadEventIn& in, abi::GetMadEventOut
   }
   out = abi::GetMadEventOut{};
   const Status status = DirectHandlers(al).verbs_al->GetMadEvent(ctx, in, refs, out, mad, irp);
+  // A pending call's output belongs to its completion: not read here.
+  if (status == Status::PENDING) return status;
   return FinishDirectCall(irp, status,
                           sizeof(abi::GetMadEventOut) +
                               std::min<uint64_t>(out.mad_length, mad.size()) * sizeof(uint8_t));
@@ -532,6 +534,8 @@ Status IbGetSaResponse(IbAl* al, const abi::GetSaResponseIn& in, abi::GetSaRespo
   }
   out = abi::GetSaResponseOut{};
   const Status status = DirectHandlers(al).verbs_al->GetSaResponse(ctx, in, refs, out, data, irp);
+  // A pending call's output belongs to its completion: not read here.
+  if (status == Status::PENDING) return status;
   return FinishDirectCall(irp, status,
                           sizeof(abi::GetSaResponseOut) +
                               std::min<uint64_t>(out.data_length, data.size()) * sizeof(uint8_t));

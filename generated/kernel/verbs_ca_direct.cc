@@ -25,6 +25,8 @@ Status IbGetCaGuids(IbAl* al, const abi::GetCaGuidsIn& in, abi::GetCaGuidsOut& o
   }
   out = abi::GetCaGuidsOut{};
   const Status status = DirectHandlers(al).verbs_ca->GetCaGuids(ctx, in, refs, out, ca_guids, irp);
+  // A pending call's output belongs to its completion: not read here.
+  if (status == Status::PENDING) return status;
   return FinishDirectCall(irp, status,
                           sizeof(abi::GetCaGuidsOut) +
                               std::min<uint64_t>(out.num_cas, ca_guids.size()) * sizeof(uint64_t));
@@ -111,6 +113,8 @@ Status IbQueryCa(IbAl* al, const abi::QueryCaIn& in, abi::QueryCaOut& out,
   }
   out = abi::QueryCaOut{};
   const Status status = DirectHandlers(al).verbs_ca->QueryCa(ctx, in, refs, out, ports, irp);
+  // A pending call's output belongs to its completion: not read here.
+  if (status == Status::PENDING) return status;
   return FinishDirectCall(
       irp, status,
       sizeof(abi::QueryCaOut) +
@@ -157,6 +161,8 @@ Status IbQueryGidTable(IbAl* al, const abi::QueryGidTableIn& in, abi::QueryGidTa
   }
   out = abi::QueryGidTableOut{};
   const Status status = DirectHandlers(al).verbs_ca->QueryGidTable(ctx, in, refs, out, gids, irp);
+  // A pending call's output belongs to its completion: not read here.
+  if (status == Status::PENDING) return status;
   return FinishDirectCall(irp, status,
                           sizeof(abi::QueryGidTableOut) +
                               std::min<uint64_t>(out.num_gids, gids.size()) * sizeof(abi::Gid));
@@ -203,6 +209,8 @@ Status IbQueryPkeyTable(IbAl* al, const abi::QueryPkeyTableIn& in, abi::QueryPke
   }
   out = abi::QueryPkeyTableOut{};
   const Status status = DirectHandlers(al).verbs_ca->QueryPkeyTable(ctx, in, refs, out, pkeys, irp);
+  // A pending call's output belongs to its completion: not read here.
+  if (status == Status::PENDING) return status;
   return FinishDirectCall(irp, status,
                           sizeof(abi::QueryPkeyTableOut) +
                               std::min<uint64_t>(out.num_pkeys, pkeys.size()) * sizeof(uint16_t));
@@ -330,6 +338,8 @@ Status IbCiCall(IbAl* al, const abi::CiCallIn& in, std::span<const uint8_t> requ
   out = abi::CiCallOut{};
   const Status status =
       DirectHandlers(al).verbs_ca->CiCall(ctx, in, request_data, refs, out, response_data, irp);
+  // A pending call's output belongs to its completion: not read here.
+  if (status == Status::PENDING) return status;
   return FinishDirectCall(
       irp, status,
       sizeof(abi::CiCallOut) +
