@@ -14,7 +14,7 @@ namespace softib::fabrictool {
 
 namespace {
 
-constexpr int kTimeoutMs = 10000;
+constexpr int kTimeoutMs = 30000;  // a host's removal waits for its node's clients
 
 int Fail(int code, const std::string& message) {
   std::cerr << "softib: error: " << message << "\n";
@@ -27,7 +27,8 @@ void AddFabricCommand(CLI::App& app, FabricCli& cli) {
   cli.fabric = app.add_subcommand(
       "fabric",
       "a running softibd's fabric: links | set CABLE key=value... | down CABLE | up CABLE | "
-      "capture CABLE FILE | capture-stop CABLE (CABLE: NODE:PORT or the index links prints)");
+      "capture CABLE FILE | capture-stop CABLE | remove HOST | add HOST (CABLE: NODE:PORT or "
+      "the index links prints; HOST: a full host's name, its CA pulled out or put back)");
   cli.fabric->add_option("--run-dir", cli.run_dir, "the softibd's run directory")->required();
   cli.fabric->add_option("request", cli.request, "the request and its arguments")->required();
 }

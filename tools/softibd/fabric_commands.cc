@@ -1,5 +1,6 @@
 #include "fabric_commands.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <sstream>
@@ -84,7 +85,8 @@ std::optional<uint32_t> FabricCommands::FindCable(const std::string& name,
 }
 
 std::string FabricCommands::Execute(const std::vector<std::string>& args) {
-  if (args.empty()) return Error("no request (links, set, down, up, capture, capture-stop)");
+  if (args.empty())
+    return Error("no request (links, set, down, up, capture, capture-stop, remove, add)");
   const std::string& verb = args[0];
   const std::size_t want = verb == "links" ? 1 : verb == "capture" ? 3 : 2;
   if (verb == "links" || verb == "down" || verb == "up" || verb == "capture" ||
@@ -97,7 +99,8 @@ std::string FabricCommands::Execute(const std::vector<std::string>& args) {
   } else if (verb == "set") {
     if (args.size() < 3) return Error("set takes CABLE key=value ...");
   } else {
-    return Error("unknown request \"" + verb + "\" (links, set, down, up, capture, capture-stop)");
+    return Error("unknown request \"" + verb +
+                 "\" (links, set, down, up, capture, capture-stop, remove, add)");
   }
   if (verb == "links") return Links();
   std::string error;
@@ -189,7 +192,24 @@ std::string FabricCommands::Set(uint32_t cable, const std::vector<std::string>& 
   return "ok\n";
 }
 
+std::string FabricCommands::SetCaPresent(fabric::PortRef port, bool present) {
+  for (uint32_t c = 0; c < cables_.size(); ++c) {
+    const fabric::PortRef* end = cables_[c].port;
+    if (cables_[c].end[0].empty() ||
+        !((end[0].node == port.node && end[0].port == port.port) ||
+          (end[1].node == port.node && end[1].port == port.port)))
+      continue;
+    std::erase(absent_, c);
+    if (!present) absent_.push_back(c);
+    return Flap(c, present);
+  }
+  return Error("no cable at that CA port in this daemon");
+}
+
 std::string FabricCommands::Flap(uint32_t cable, bool up) {
+  if (up && std::find(absent_.begin(), absent_.end(), cable) != absent_.end())
+    return Error("cable " + std::to_string(cable) + " (" + cables_[cable].end[0] +
+                 ") has no CA at its end: `add` its host first");
   if (const auto link = tunnels_.LinkOfCable(cable)) {
     tunnels_.SetEnabled(*link, up);  // the tunnel brings the cable down/up with the far end
     return "ok\n";

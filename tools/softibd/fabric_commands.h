@@ -7,6 +7,7 @@
 //   down CABLE | up CABLE          a flap (a tunnel cable: the far daemon hears it too)
 //   capture CABLE FILE             record what the cable carries ...
 //   capture-stop CABLE             ... and write it to FILE (ERF, record type InfiniBand)
+// (`remove HOST` and `add HOST` are FabricNodes', fabric_nodes_hotplug.cc.)
 // CABLE: "NODE:PORT" for either end (NODE as fabric_part.h FindNode takes it) or the index
 // `links` prints.
 #pragma once
@@ -31,6 +32,9 @@ class FabricCommands {
                  bool static_routes);
   // One request, on the host's thread: the whole answer, first line "ok" or "error: ...".
   std::string Execute(const std::vector<std::string>& args);
+  // The cable of a hosted CA port whose CA was removed (down; a request to bring it up is
+  // refused until then) or put back (up). On the host's thread; the answer as Execute's.
+  std::string SetCaPresent(fabric::PortRef port, bool present);
 
  private:
   struct CableInfo {
@@ -50,6 +54,7 @@ class FabricCommands {
   bool static_routes_;
   std::vector<CableInfo> cables_;  // by fabric cable
   std::map<uint32_t, std::string> capture_files_;
+  std::vector<uint32_t> absent_;  // cables of removed CAs
 };
 
 }  // namespace softib::softibd

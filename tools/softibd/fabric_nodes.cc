@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -182,6 +183,7 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
     h.name = HostName(node);
     h.guid = node.guid;
     h.lid = subnet.lid[i][1];
+    h.node = i;
     const bool sm_host =
         want_sm_host_ && !sm_host_ && (sm_host_name_.empty() || sm_host_name_ == h.name);
     if ((light && full.erase(h.name) == 0) || sm_host) {
@@ -192,13 +194,12 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
     }
     stack::NodeConfig config;
     config.name = h.name;
-    stack::CaConfig ca;
-    ca.node_guid = node.guid;
-    ca.num_ports = node.num_ports;
-    ca.first_lid = subnet.lid[i][1];
-    ca.description = node.description;  // what the port's SMA reports as NodeDescription
-    ca.sm_assigns_lids = !static_routes;
-    config.cas = {ca};
+    h.ca.node_guid = node.guid;
+    h.ca.num_ports = node.num_ports;
+    h.ca.first_lid = subnet.lid[i][1];
+    h.ca.description = node.description;  // what the port's SMA reports as NodeDescription
+    h.ca.sm_assigns_lids = !static_routes;
+    config.cas = {h.ca};
     config.cable_pairs = false;
     kernel::Status status = kernel::Status::SUCCESS;
     h.stack = stack::NodeStack::Boot(config, &status);
@@ -210,17 +211,12 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
     for (uint8_t p = 1; p <= node.num_ports; ++p) {
       auto it = host_port.find({i, p});
       if (it == host_port.end()) continue;
-      std::shared_ptr<hca::Link> inbound;
-      status = h.stack->PlugExternal(node.guid, p, &host_->ca_link(it->second), &inbound);
+      status = PlugPort(h, p, it->second);
       if (status != kernel::Status::SUCCESS) {
         *error = "node " + h.name + ": port " + std::to_string(p) + " not plugged (status " +
                  std::to_string(static_cast<uint32_t>(status)) + ")";
         return false;
       }
-      host_->SetInbound(it->second, std::move(inbound));
-      FollowCable(*host_, it->second, [stack = h.stack.get(), guid = node.guid, p](bool up) {
-        (void)stack->SetExternalLinkUp(guid, p, up);
-      });
     }
     hosts_.push_back(std::move(h));
   }
@@ -249,6 +245,20 @@ bool FabricNodes::Start(const std::string& spec, const std::string& run_dir, boo
     }
   }
   return true;
+}
+
+kernel::Status FabricNodes::PlugPort(HostNode& h, uint8_t port, uint32_t index) {
+  std::shared_ptr<hca::Link> inbound;
+  const kernel::Status status =
+      h.stack->PlugExternal(h.guid, port, &host_->ca_link(index), &inbound);
+  if (status != kernel::Status::SUCCESS) return status;
+  host_->SetInbound(index, std::move(inbound));
+  FollowCable(*host_, index, [stack = h.stack.get(), guid = h.guid, port](bool up) {
+    (void)stack->SetExternalLinkUp(guid, port, up);
+  });
+  if (std::find(h.plugged.begin(), h.plugged.end(), std::make_pair(port, index)) == h.plugged.end())
+    h.plugged.emplace_back(port, index);
+  return kernel::Status::SUCCESS;
 }
 
 void FabricNodes::StartLight(

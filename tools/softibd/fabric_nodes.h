@@ -6,6 +6,7 @@
 // <run_dir>/<host name>.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -69,6 +70,10 @@ class FabricNodes {
     uint16_t lid = 0;                          // port 1
     std::unique_ptr<stack::NodeStack> stack;   // a full node
     std::unique_ptr<fabric::LightHost> light;  // or a light host
+    fabric::NodeIndex node = 0;
+    stack::CaConfig ca;                                 // a full node's CA, as booted
+    std::vector<std::pair<uint8_t, uint32_t>> plugged;  // port, FabricHost CA-port index
+    bool removed = false;                               // the CA is out (RemoveHost)
   };
   std::size_t num_light_hosts() const;
   const std::vector<HostNode>& hosts() const { return hosts_; }
@@ -78,6 +83,15 @@ class FabricNodes {
   std::size_t num_tunnel_links() const { return tunnels_.num_links(); }
   // The control socket (softib fabric --run-dir ...).
   static constexpr const char* kControlName = "fabric.ctl";
+
+  // A full host's CA pulled out at run time (fabric_nodes_hotplug.cc): a surprise removal
+  // in its node (CA_REMOVE to its clients, their calls fail with CA_REMOVED), then its
+  // cables go down, so the switches and the SM see it go. AddHost puts the same CA back:
+  // CA arrival, ports plugged again, cables up (the ports wait in Init for the SM, or come
+  // up Active with their LIDs under static routes). PASSIVE, not on the fabric's thread.
+  // The control socket's answer: "ok\n..." or "error: ...\n".
+  std::string RemoveHost(const std::string& name);
+  std::string AddHost(const std::string& name);
 
  private:
   // Makes `h` a light host of `node` (its LIDs from `first_lid`), cabled as the fabric says.
@@ -92,6 +106,11 @@ class FabricNodes {
   };
   // The control socket and the tunnel's port file (fabric_nodes_control.cc).
   bool StartControl(const std::string& run_dir, std::string* error);
+  // Runs `request` on the fabric's thread and returns its answer (an error after 5 s).
+  std::string OnFabricThread(std::function<std::string()> request);
+  // Plugs a full host's CA port into the fabric and lets it follow its cable.
+  kernel::Status PlugPort(HostNode& h, uint8_t port, uint32_t index);
+  HostNode* FindHost(const std::string& name, std::string* error);
 
   fabric::Topology topology_;
   Split split_;

@@ -10,6 +10,13 @@ using kernel::Status;
 
 namespace {
 
+// The CA of an open, or null once the AL has announced its removal: its clients may ask
+// at once, while the HCA below is still finishing its own removal and would answer.
+AlCa* LiveCa(kernel::ObjectRef& ca_ref) {
+  AlCa* ca = As<CaObj>(ca_ref)->ca.get();
+  return ca->removed.load() ? nullptr : ca;
+}
+
 class CaVerbs final : public kernel::CaVerbHandlers {
  public:
   Status GetCaGuids(const kernel::CallContext& ctx, const abi::GetCaGuidsIn&,
@@ -52,7 +59,8 @@ class CaVerbs final : public kernel::CaVerbHandlers {
 
   Status QueryCa(const kernel::CallContext&, const abi::QueryCaIn&, kernel::QueryCaRefs& refs,
                  abi::QueryCaOut& out, std::span<abi::PortAttributes> ports, Irp*) override {
-    AlCa* ca = As<CaObj>(refs.ca)->ca.get();
+    AlCa* ca = LiveCa(refs.ca);
+    if (ca == nullptr) return Status::CA_REMOVED;
     const Status status = ca->ci->QueryCa(&out.attributes, ports);
     if (status != Status::SUCCESS) return status;
     out.num_ports = ca->ci->num_ports();
@@ -62,20 +70,23 @@ class CaVerbs final : public kernel::CaVerbHandlers {
   Status QueryGidTable(const kernel::CallContext&, const abi::QueryGidTableIn& in,
                        kernel::QueryGidTableRefs& refs, abi::QueryGidTableOut& out,
                        std::span<abi::Gid> gids, Irp*) override {
-    return As<CaObj>(refs.ca)->ca->ci->QueryGidTable(in.port_num, in.start_index, gids,
-                                                     &out.num_gids);
+    AlCa* ca = LiveCa(refs.ca);
+    if (ca == nullptr) return Status::CA_REMOVED;
+    return ca->ci->QueryGidTable(in.port_num, in.start_index, gids, &out.num_gids);
   }
 
   Status QueryPkeyTable(const kernel::CallContext&, const abi::QueryPkeyTableIn& in,
                         kernel::QueryPkeyTableRefs& refs, abi::QueryPkeyTableOut& out,
                         std::span<uint16_t> pkeys, Irp*) override {
-    return As<CaObj>(refs.ca)->ca->ci->QueryPkeyTable(in.port_num, in.start_index, pkeys,
-                                                      &out.num_pkeys);
+    AlCa* ca = LiveCa(refs.ca);
+    if (ca == nullptr) return Status::CA_REMOVED;
+    return ca->ci->QueryPkeyTable(in.port_num, in.start_index, pkeys, &out.num_pkeys);
   }
 
   Status ModifyCa(const kernel::CallContext&, const abi::ModifyCaIn& in, kernel::ModifyCaRefs& refs,
                   Irp*) override {
     CaObj* obj = As<CaObj>(refs.ca);
+    if (LiveCa(refs.ca) == nullptr) return Status::CA_REMOVED;
     const Status s = obj->ca->ci->ModifyCa(in.port_num, in.flags, in.cap_set, in.cap_clear,
                                            in.init_type, in.system_image_guid);
     // Remembered per open: its close clears the IsSM it set (objects.cc).

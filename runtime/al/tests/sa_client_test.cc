@@ -7,8 +7,11 @@
 #include <deque>
 #include <functional>
 #include <set>
+#include <thread>
 
 #include "mad_client.h"
+#include "runtime/al/src/al_internal.h"
+#include "runtime/al/src/ioc/ioc_pnp.h"
 
 namespace softib::testing {
 namespace {
@@ -17,8 +20,8 @@ using Bytes = std::vector<uint8_t>;
 
 constexpr uint8_t kGet = 0x01, kSet = 0x02, kGetResp = 0x81, kGetTable = 0x12, kGetTableResp = 0x92,
                   kDelete = 0x15, kDeleteResp = 0x95, kReport = 0x06;
-constexpr uint16_t kPathRecord = 0x35, kNodeRecord = 0x11, kServiceRecord = 0x31, kMcMember = 0x38,
-                   kInformInfo = 0x03;
+constexpr uint16_t kPathRecord = 0x35, kNodeRecord = 0x11, kPortInfoRecord = 0x12,
+                   kServiceRecord = 0x31, kMcMember = 0x38, kInformInfo = 0x03;
 constexpr uint64_t kDgid = 1ull << 2, kSgid = 1ull << 3, kSl = 1ull << 15;
 
 uint16_t Be16(const Bytes& b, std::size_t at) {
@@ -187,6 +190,18 @@ class SaClientTest : public ::testing::Test {
     if (s != Status::PENDING) return s;
     EXPECT_TRUE(call.WaitDone());
     return call.status.load();
+  }
+
+  // A Report(Notice) of generic trap `trap` from the SA to CA A's QP1.
+  void SendReport(uint16_t trap) {
+    Bytes mad = MakeMad(0x03, kReport, 0x5A00 + trap, 0x0002);
+    mad[2] = 2;
+    std::fill(mad.begin() + 24, mad.end(), 0);
+    mad[56] = 0x80 | 4;  // generic, informational
+    mad[56 + 3] = 4;     // producer: class manager
+    Put16(&mad[56 + 4], trap);
+    abi::SendMadIn send = SendTo(sa_.svc, a_lid_, 256, 2000, 1, true, 0x77);
+    ASSERT_EQ(SendMadTo(*client_, send, mad, nullptr), Status::SUCCESS);
   }
 
   std::unique_ptr<stack::NodeStack> node_;
@@ -569,6 +584,62 @@ TEST_F(SaClientTest, SubscriptionsGetTheirReportsAndTheSaItsReportResponse) {
   ASSERT_EQ(request.size(), 256u);
   EXPECT_EQ(Be16(request, 16), kInformInfo);
   EXPECT_EQ(request[56 + 23], 0);
+}
+
+// IOU/IOC discovery (ioc/ioc_traps.h): its sweep through CA A's port subscribes to traps 64,
+// 65 and 144, and a Report of one of them starts the next sweep at once (polls are an hour
+// apart here, so nothing else can).
+TEST_F(SaClientTest, IouDiscoverySubscribesToTrapsAndSweepsOnTheirReports) {
+  al::ioc::IocPnp& pnp = *node_->access_layer()->ioc_pnp;
+  pnp.set_interval(std::chrono::hours(1));
+  abi::RegisterPnpOut reg{};
+  ASSERT_EQ(client_->RegisterPnp({{client_->al_handle()}, abi::PnpClass::IOU, {}, 1}, &reg),
+            Status::SUCCESS);
+  // The sweep's PortInfoRecord query goes unanswered (it ends by timeout); the
+  // subscriptions are accepted.
+  std::set<uint16_t> traps;
+  int sweep_queries = 0;
+  while (traps.size() < 3) {
+    const Bytes request = NextRequest();
+    ASSERT_EQ(request.size(), 256u);
+    if (Be16(request, 16) == kPortInfoRecord) {
+      EXPECT_EQ(request[3], kGetTable);
+      ++sweep_queries;
+      continue;
+    }
+    ASSERT_EQ(Be16(request, 16), kInformInfo);
+    EXPECT_EQ(request[3], kSet);
+    EXPECT_EQ(Be16(request, 56 + 16), 0xFFFF);  // every LID
+    EXPECT_EQ(request[56 + 22], 1);             // IsGeneric
+    EXPECT_EQ(request[56 + 23], 1);             // Subscribe
+    EXPECT_EQ(request[56 + 30], 1);             // QPN 1
+    traps.insert(Be16(request, 56 + 26));
+    Answer(request, kGetResp, 0, 40, {Bytes(request.begin() + 56, request.begin() + 92)});
+  }
+  EXPECT_EQ(traps, (std::set<uint16_t>{64, 65, 144}));
+  const auto wait_sweeps = [&](uint64_t n) {
+    for (int i = 0; i < 1000 && pnp.sweeps.load() < n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return pnp.sweeps.load() >= n;
+  };
+  ASSERT_TRUE(wait_sweeps(1));
+  while (!NothingReceived()) {
+  }
+  const uint64_t sweeps = pnp.sweeps.load();
+
+  // A GID out of service: answered, and a new sweep asks for the PortInfoRecords again.
+  SendReport(65);
+  bool answered = false, swept = false;
+  for (int i = 0; i < 2; ++i) {
+    const Bytes request = NextRequest();
+    ASSERT_EQ(request.size(), 256u);
+    answered = answered || request[3] == 0x86;
+    swept = swept || (request[3] == kGetTable && Be16(request, 16) == kPortInfoRecord);
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_TRUE(swept);
+  EXPECT_TRUE(wait_sweeps(sweeps + 1));
+  EXPECT_GE(sweep_queries, 1);
 }
 
 }  // namespace

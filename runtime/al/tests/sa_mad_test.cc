@@ -109,5 +109,30 @@ TEST(PathCacheTest, KeyedByTheSelectedFieldsAndDroppedPerPort) {
   EXPECT_EQ(cache.Read(2).entries, 1u);
 }
 
+// InformInfo (IBA 13.4.8.3, Table 207): GID 0..15, LIDRangeBegin 16, LIDRangeEnd 18,
+// IsGeneric 22, Subscribe 23, Type 24, TrapNumber 26, QPN in bits 31..8 of the word at 28,
+// RespTimeValue in bits 4..0 of byte 31, ProducerType in bytes 33..35.
+TEST(SaMad, InformInfoBytes) {
+  const std::array<uint8_t, 36> subscribe = {0,    0,    0,   0, 0, 0,
+                                             0,    0,    0,   0, 0, 0,  // GID: any
+                                             0,    0,    0,   0,        //
+                                             0xFF, 0xFF,                // LIDRangeBegin: every LID
+                                             0,    0,                   // LIDRangeEnd
+                                             0,    0,                   // reserved
+                                             1,                         // IsGeneric
+                                             1,                         // Subscribe
+                                             0xFF, 0xFF,                // Type: all
+                                             0x00, 0x90,                // TrapNumber 144
+                                             0,    0,    1,             // QPN 1
+                                             19,                        // RespTimeValue 19
+                                             0,                         // reserved
+                                             0xFF, 0xFF, 0xFF};         // ProducerType: all
+  EXPECT_EQ(InformInfo(144, true), subscribe);
+  std::array<uint8_t, 36> unsubscribe = subscribe;
+  unsubscribe[23] = 0;
+  unsubscribe[27] = 65;
+  EXPECT_EQ(InformInfo(65, false), unsubscribe);
+}
+
 }  // namespace
 }  // namespace softib::al::sa

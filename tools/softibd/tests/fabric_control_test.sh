@@ -4,7 +4,9 @@
 # loss=1000 on the tunnel cables (counters move, SMPs to leaf-02 time out), flaps a tunnel
 # cable (the far daemon sees it go down and come back; softib-sm activates it again),
 # flaps a host's cable (the host's port goes Down, comes back in Init, softib-sm activates
-# it), and captures a cable to an ERF file that softib mad decode reads.
+# it), pulls a host's CA out and puts it back (`remove`/`add`: the cable follows, softib-sm
+# activates the port again), and captures a cable to an ERF file that softib mad decode
+# reads.
 #
 #   fabric_control_test.sh SOFTIBD SOFTIB SOFTIB_SM
 softibd=$(realpath "$1")
@@ -29,6 +31,10 @@ refused 2 'no cable 99' --run-dir "$run_a" down 99
 refused 2 'down takes 1 argument' --run-dir "$run_a" down
 refused 2 "is not captured" --run-dir "$run_a" capture-stop 0
 refused 1 'is softibd --fabric running there?' --run-dir "$work/nothing" links
+refused 2 'remove takes 1 argument: HOST' --run-dir "$run_a" remove
+refused 2 'no node is named "nosuch"' --run-dir "$run_a" remove nosuch
+refused 2 'host-0003 is not a host of this daemon' --run-dir "$run_a" remove host-0003
+refused 2 "host-0002's CA is present" --run-dir "$run_a" add host-0002
 
 # A's cables: leaf-01's two uplinks and two hosts in process, the spine's two tunnels.
 links=$(ctl links)
@@ -87,6 +93,20 @@ out=$(sim "$softib_sm" --once) || fail "softib-sm after the host's flap: $(cat "
 grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the host's flap: $out"
 wait_port "$name" host-0002 Active LinkUp
 
+# A host's CA pulled out and put back: its cable goes down with it and cannot be brought up
+# alone; back, the port waits in Init and softib-sm activates it.
+out=$(ctl remove host-0002)
+[[ $out == "host-0002: CA 0x0002c90300a00020 removed" ]] || fail "remove: $out"
+refused 2 "host-0002's CA is removed already" --run-dir "$run_a" remove host-0002
+refused 2 'has no CA at its end' --run-dir "$run_a" up host-0002:1
+ctl links | grep -q '^cable [0-9]*: leaf-01:2 <-> host-0002:1 down' || fail "links: $(ctl links)"
+out=$(ctl add host-0002)
+[[ $out == "host-0002: CA 0x0002c90300a00020 added" ]] || fail "add: $out"
+wait_port "$name" host-0002 Initialize LinkUp
+out=$(sim "$softib_sm" --once) || fail "softib-sm after the host's return: $(cat "$work/err")"
+grep -q ' 2 ports ACTIVE' <<<"$out" || fail "softib-sm after the host's return: $out"
+wait_port "$name" host-0002 Active LinkUp
+
 # Capture the tunnel cables; the files hold what the cables carried, and decode.
 ctl capture "${tunnels[0]}" cap0.erf
 ctl capture "${tunnels[1]}" cap1.erf
@@ -104,4 +124,4 @@ for i in 0 1; do
   fi
 done
 [[ $total -ge 2 ]] || fail "the SMP and its answer crossed the tunnels: $total packets captured"
-echo "PASS: softib fabric: links, refusals, loss and corruption on tunnel cables, a flap both daemons see, a host port following its cable, capture"
+echo "PASS: softib fabric: links, refusals, loss and corruption on tunnel cables, a flap both daemons see, a host port following its cable, a host removed and added, capture"

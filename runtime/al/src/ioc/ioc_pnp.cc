@@ -1,5 +1,7 @@
 #include "runtime/al/src/ioc/ioc_pnp.h"
 
+#include "runtime/al/src/ioc/ioc_traps.h"
+
 #include <endian.h>
 
 #include <cstring>
@@ -406,6 +408,7 @@ void IocPnp::Start() {
   sweep->previous = present_;
   al_->pnp_mutex.Release();
   SweepQueries queries{al_, sweep};
+  std::vector<std::pair<uint64_t, sa::SaPort>> active;  // with the port GUID, network order
   for (const auto& ca : al_->Cas()) {
     if (ca->removed.load()) continue;
     std::vector<abi::PortAttributes> ports(ca->ci->num_ports());
@@ -413,10 +416,34 @@ void IocPnp::Start() {
     if (ca->ci->QueryCa(&attributes, ports) != Status::SUCCESS) continue;
     for (const abi::PortAttributes& p : ports) {
       sa::SaPort port;
-      if (sa::SaOf(al_)->FindPort(p.port_guid, &port) == Status::SUCCESS) queries.Port(port);
+      if (sa::SaOf(al_)->FindPort(p.port_guid, &port) != Status::SUCCESS) continue;
+      queries.Port(port);
+      active.emplace_back(p.port_guid, port);
     }
   }
+  WatchPorts(active);
   sweep->Done();  // Start's token
+}
+
+void IocPnp::WatchPorts(const std::vector<std::pair<uint64_t, sa::SaPort>>& ports) {
+  std::set<uint64_t> cas;
+  for (const auto& ca : al_->Cas()) {
+    if (!ca->removed.load()) cas.insert(ca->guid);
+  }
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (cas.contains(it->first.first)) {
+      ++it;
+      continue;
+    }
+    it->second->End();  // its CA is gone
+    it = watches_.erase(it);
+  }
+  for (const auto& [port_guid, port] : ports) {
+    TrapWatch*& watch = watches_[{port.ca->guid, port.port}];
+    if (watch != nullptr) continue;  // its subscriptions follow the port (the redo list)
+    watch = new TrapWatch(al_, this, port.ca->guid, port.port, port_guid);
+    watch->Subscribe();
+  }
 }
 
 void IocPnp::Finish(std::shared_ptr<Sweep> sweep) {
@@ -479,6 +506,8 @@ void IocPnp::Stop() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  for (auto& [where, watch] : watches_) watch->End();
+  watches_.clear();
 }
 
 }  // namespace softib::al::ioc

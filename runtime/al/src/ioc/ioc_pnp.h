@@ -6,7 +6,10 @@
 // service entries of its controllers. What differs from the last sweep becomes IOU_ADD /
 // IOU_REMOVE and IOC_ADD / IOC_REMOVE records (a changed controller: REMOVE then ADD).
 // Sweeps run when a registration is made, when a port becomes active or its LID or SM
-// changes, and every `interval` (5 s; IBAL polls the same way, every 30 s).
+// changes, when the SA reports a GID in or out of service or a CapabilityMask change
+// (ioc_traps.h: the subscriptions are made on each port a sweep goes through), and every
+// `interval` (10 s: what no trap announces, such as a second controller in a unit; IBAL
+// only polls, every 30 s).
 #pragma once
 
 #include <array>
@@ -17,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/al/src/sa/sa_client.h"
 #include "softib/abi/types.h"
 #include "softib/kernel/dpc.h"
 #include "softib/kernel/spin_lock.h"
@@ -33,6 +37,8 @@ class AccessLayer;
 class PnpRegObj;
 
 namespace ioc {
+
+class TrapWatch;
 
 struct FoundIoc {
   uint8_t slot = 0;
@@ -95,8 +101,13 @@ class IocPnp {
   void Arm(std::chrono::milliseconds due);
   bool Wanted() const;
 
+  // Trap subscriptions of the ports swept through, by (CA GUID, port). Only Start touches
+  // it (one sweep at a time), and Stop once no sweep can start.
+  void WatchPorts(const std::vector<std::pair<uint64_t, sa::SaPort>>& ports);
+
   AccessLayer* const al_;
-  std::atomic<int64_t> interval_ms_{5000};
+  std::atomic<int64_t> interval_ms_{10000};
+  std::map<std::pair<uint64_t, uint8_t>, TrapWatch*> watches_;
   kernel::Ktimer timer_{};
   kernel::Kdpc dpc_{};
   kernel::KSpinLock lock_;

@@ -29,19 +29,9 @@ class SaInformObj final : public sa::SaMembership {
   SaInformObj(Instance* owner, const sa::SaPort& port, const abi::SubscribeReportIn& in)
       : SaMembership(abi::ObjectType::SaInform, owner, abi::kIoctlGetReport, port, in.timeout_ms,
                      in.retry_count),
-        trap_(in.trap_number) {
-    for (auto* info : {subscribe_, unsubscribe_}) {
-      info[16] = info[17] = 0xFF;  // LIDRangeBegin 0xFFFF: every LID
-      info[22] = 1;                // IsGeneric
-      info[24] = info[25] = 0xFF;  // Type: all
-      info[26] = static_cast<uint8_t>(trap_ >> 8);
-      info[27] = static_cast<uint8_t>(trap_);
-      info[30] = 1;                           // QPN 1
-      info[31] = 19;                          // RespTimeValue
-      info[33] = info[34] = info[35] = 0xFF;  // ProducerType: all
-    }
-    subscribe_[23] = 1;  // Subscribe
-  }
+        trap_(in.trap_number),
+        subscribe_(sa::InformInfo(trap_, true)),
+        unsubscribe_(sa::InformInfo(trap_, false)) {}
 
   // InformInfo (IBA 13.4.8.3): any GID and LID, generic, the trap, QP1, any type/producer;
   // Subscribe 1, or 0 to end it (the Delete of a subscription is a Set too). Both built at
@@ -121,8 +111,7 @@ class SaInformObj final : public sa::SaMembership {
   }
 
   const uint16_t trap_;
-  uint8_t subscribe_[36] = {};
-  uint8_t unsubscribe_[36] = {};
+  const std::array<uint8_t, sa::kInformInfoBytes> subscribe_, unsubscribe_;
   std::deque<Notice> notices_;  // lock_
 };
 

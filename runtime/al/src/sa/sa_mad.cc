@@ -104,4 +104,18 @@ std::vector<uint8_t> MaskedTemplate(uint16_t attribute_id, uint64_t component_ma
   return out;
 }
 
+std::array<uint8_t, kInformInfoBytes> InformInfo(uint16_t trap_number, bool subscribe) {
+  std::array<uint8_t, kInformInfoBytes> info{};
+  info[16] = info[17] = 0xFF;  // LIDRangeBegin 0xFFFF: every LID
+  info[22] = 1;                // IsGeneric
+  info[23] = subscribe ? 1 : 0;
+  info[24] = info[25] = 0xFF;  // Type: all
+  info[26] = static_cast<uint8_t>(trap_number >> 8);
+  info[27] = static_cast<uint8_t>(trap_number);
+  info[30] = 1;                           // QPN 1 (bits 31..8 of the word at 28)
+  info[31] = 19;                          // RespTimeValue
+  info[33] = info[34] = info[35] = 0xFF;  // ProducerType: all
+  return info;
+}
+
 }  // namespace softib::al::sa

@@ -2,6 +2,7 @@
 // answers split into records. Pure byte work, no AL state (unit tested in sa_mad_test.cc).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -65,5 +66,11 @@ SaAnswer ParseSaAnswer(std::span<const uint8_t> mad);
 // attribute the codec does not know is kept as it is.
 std::vector<uint8_t> MaskedTemplate(uint16_t attribute_id, uint64_t component_mask,
                                     std::span<const uint8_t> attribute);
+
+inline constexpr std::size_t kInformInfoBytes = 36;
+// An InformInfo (IBA 13.4.8.3) asking for the generic trap `trap_number` (0xFFFF: all) of
+// any port (LIDRangeBegin 0xFFFF), of any type and producer, to be reported to QP1;
+// Subscribe 1, or 0 to end the subscription.
+std::array<uint8_t, kInformInfoBytes> InformInfo(uint16_t trap_number, bool subscribe);
 
 }  // namespace softib::al::sa
