@@ -4,6 +4,8 @@
 // ABI's either way, so the endpoint (endpoint.h) is written once.
 #pragma once
 
+#include <endian.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,6 +21,19 @@
 namespace softib::perf {
 
 using abi::Status;
+
+// The CA a side takes when -d names none: the `default_index`-th of the node's `guids`
+// (GetCaGuids' answer, network order), or the only one — a node of a fabric has one CA,
+// and both sides then use theirs. Host order; 0 with `error` set when the node has too few.
+inline uint64_t DefaultCa(std::span<const uint64_t> guids, uint32_t num_cas, int default_index,
+                          std::string* error) {
+  if (num_cas == 1) default_index = 0;
+  if (num_cas <= static_cast<uint32_t>(default_index) || guids.size() <= num_cas - 1) {
+    *error = "the node has " + std::to_string(num_cas) + " CA(s); give one with -d";
+    return 0;
+  }
+  return be64toh(guids[static_cast<std::size_t>(default_index)]);
+}
 
 class Backend {
  public:

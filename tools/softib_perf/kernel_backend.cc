@@ -69,13 +69,8 @@ class KernelBackend final : public Backend {
         *error = std::string("GetCaGuids: ") + abi::ToString(status);
         return status;
       }
-      // A node of a fabric has one CA: both sides then use theirs.
-      if (out.num_cas == 1) default_index = 0;
-      if (out.num_cas <= static_cast<uint32_t>(default_index)) {
-        *error = "the node has " + std::to_string(out.num_cas) + " CA(s)";
-        return Status::INVALID_GUID;
-      }
-      guid = be64toh(guids[default_index]);
+      guid = DefaultCa(guids, out.num_cas, default_index, error);
+      if (guid == 0) return Status::INVALID_GUID;
     }
     abi::OpenCaIn in{};
     in.al.value = kernel::IbGetAlHandle(al_);

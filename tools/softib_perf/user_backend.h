@@ -45,13 +45,8 @@ class UserBackend final : public Backend {
         *error = std::string("GetCaGuids: ") + abi::ToString(status);
         return status;
       }
-      // A node of a fabric has one CA: both sides then use theirs.
-      if (out.num_cas == 1) default_index = 0;
-      if (out.num_cas <= static_cast<uint32_t>(default_index)) {
-        *error = "the node has " + std::to_string(out.num_cas) + " CA(s); give one with -d";
-        return Status::INVALID_GUID;
-      }
-      guid = be64toh(guids[default_index]);
+      guid = DefaultCa(guids, out.num_cas, default_index, error);
+      if (guid == 0) return Status::INVALID_GUID;
     }
     status = user::OpenCaByGuid(al_, htobe64(guid), 0, &ca_);
     if (status != Status::SUCCESS) {

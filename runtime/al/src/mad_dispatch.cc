@@ -105,6 +105,15 @@ std::shared_ptr<MadSend> SpecialQp::AnsweredLocked(MadAgent* owner, const uint8_
   return nullptr;
 }
 
+// An ACK, STOP or ABORT of no transfer the AL runs, on its way to a service the AL does
+// RMPP for: it is neither that service's answer nor a request. (A service without RMPP
+// gets such bytes as they are: to it they are its class's data.)
+bool SpecialQp::StrayRmppControlLocked(const uint8_t* m, MadAgent* owner) {
+  if (!rmpp::IsActive(m) || rmpp::Type(m) == rmpp::kTypeData) return false;
+  MadAgent* target = mad::IsResponse(m) ? owner : FindRequestServiceLocked(m);
+  return target != nullptr && target->rmpp();
+}
+
 void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
   if (m[0] != 1) {  // BaseVersion 1 only (IBA 13.4.3)
     dropped.fetch_add(1, std::memory_order_relaxed);
@@ -124,6 +133,8 @@ void SpecialQp::Route(const uint8_t* m, const MadOrigin& origin) {
     if (auto a = agents_.find(mad::AgentOfTid(mad::Tid(m))); a != agents_.end()) owner = a->second;
     if (rmpp::IsActive(m) && OnRmppReceive(m, origin, owner, after)) {
       // taken by an RMPP transfer (rmpp_flow.cc)
+    } else if (StrayRmppControlLocked(m, owner)) {
+      dropped.fetch_add(1, std::memory_order_relaxed);
     } else if (mad::IsResponse(m)) {
       std::shared_ptr<MadSend> answered = AnsweredLocked(owner, m);
       if (answered && OnRedirectLocked(answered, m, mad::kMadSize, after)) {

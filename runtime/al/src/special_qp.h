@@ -196,6 +196,7 @@ class SpecialQp {
   void RmppTimeoutLocked(const std::shared_ptr<MadSend>& send, After& after);
   kernel::Status PostSegmentsLocked(const std::shared_ptr<MadSend>& send);
   bool OnRmppControlLocked(const uint8_t* mad, After& after);
+  bool StrayRmppControlLocked(const uint8_t* mad, MadAgent* owner);
   void OnRmppDataLocked(const uint8_t* mad, const MadOrigin& origin, MadAgent* svc, After& after);
   void ExpireInboundLocked(std::chrono::steady_clock::time_point now);
   std::chrono::steady_clock::time_point EarliestInboundLocked() const;

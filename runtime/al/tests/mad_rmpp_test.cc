@@ -152,5 +152,51 @@ TEST(MadRmpp, RmppSendRulesAreChecked) {
             Status::INVALID_SETTING);
 }
 
+// An RMPP ACK that belongs to no transfer of the AL's (here sent by a RAW responder with the
+// request's TID and a response method) is not the request's answer: the request still
+// waits, and the real response completes it.
+TEST(MadRmpp, AStrayAckIsNotTakenForTheResponse) {
+  auto node = BootDefault("mad-rmpp-stray-ack");
+  ASSERT_TRUE(node);
+  Client client(node->node());
+  MadEnd requester, responder;
+  ASSERT_NO_FATAL_FAILURE(
+      OpenMadEnd(client, node->ca_guids()[0], 1, abi::QpType::GSI_ALIAS, &requester));
+  ASSERT_NO_FATAL_FAILURE(
+      OpenMadEnd(client, node->ca_guids()[1], 2, abi::QpType::GSI_ALIAS, &responder));
+  ASSERT_EQ(RegSvc(client, &requester, SvcParams(kVendorRmppClass, {}, abi::MadSvcType::RMPP)),
+            Status::SUCCESS);
+  ASSERT_EQ(RegSvc(client, &responder, SvcParams(kVendorRmppClass, {0x01}, abi::MadSvcType::RAW)),
+            Status::SUCCESS);
+  const auto request = Transfer(0x01, 0x5151, 256 - kVendorRmppHeader, 4);  // one MAD, no RMPP
+  uint64_t send_id = 0;
+  ASSERT_EQ(SendMadTo(client, SendTo(requester.svc, 2, 256, 3000, 0, true, 5), request, &send_id),
+            Status::SUCCESS);
+  MadEvent got;
+  ASSERT_TRUE(NextMadEvent(client, responder.svc, &got, kBig));
+  ASSERT_EQ(got.out.event.kind, abi::MadEventKind::RECEIVED);
+  const uint64_t tid = TidOf(got.mad);
+
+  // RMPP header (IBA 13.6.2.1): version 1 at 24, type 2 (ACK) at 25, flags Active at 26.
+  auto ack = Transfer(0x81, tid, 256 - kVendorRmppHeader, 5);
+  ack[24] = 1;
+  ack[25] = 2;
+  ack[26] = 0x01;
+  ack[31] = 1;   // SegmentNumber 1
+  ack[35] = 64;  // NewWindowLast 64
+  ASSERT_EQ(SendMadTo(client, SendTo(responder.svc, 1, 256, 0, 0, false, 6), ack, nullptr),
+            Status::SUCCESS);
+  auto response = Transfer(0x81, tid, 256 - kVendorRmppHeader, 6);
+  ASSERT_EQ(SendMadTo(client, SendTo(responder.svc, 1, 256, 0, 0, false, 7), response, nullptr),
+            Status::SUCCESS);
+
+  MadEvent answer;
+  ASSERT_TRUE(NextMadEvent(client, requester.svc, &answer, kBig));
+  ASSERT_EQ(answer.out.event.kind, abi::MadEventKind::RECEIVED);
+  EXPECT_EQ(answer.out.event.send_id, send_id);
+  EXPECT_EQ(answer.mad[25], 0);  // not the ACK
+  EXPECT_TRUE(std::equal(response.begin() + 24, response.end(), answer.mad.begin() + 24));
+}
+
 }  // namespace
 }  // namespace softib::testing
