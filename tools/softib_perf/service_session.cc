@@ -402,12 +402,13 @@ bool ServiceSide::Server(RunReport* report, std::string* error) {
   Note("RTU: connected, QPs at RTS with the CM's attributes");
   endpoint_.set_peer(peer);
   if (!Run(plan, report, error)) return false;
+  // Time-wait (2 x packet lifetime + ACK timeout, 4.3 s under softib-sm's defaults) is the
+  // CM's: it keeps the connection's IDs after the process has gone, as the kernel's does.
   if (!Expect(cep_, abi::CepEventType::DREQ_RECEIVED, "the DREQ", &event, error) ||
-      !Check(proxy::CepSendDrep(ca().device, {cep_, 0, 0}, {}), "CepSendDrep", error) ||
-      !Expect(cep_, abi::CepEventType::TIMEWAIT_EXIT, "the end of time-wait", &event, error)) {
+      !Check(proxy::CepSendDrep(ca().device, {cep_, 0, 0}, {}), "CepSendDrep", error)) {
     return false;
   }
-  Note("DREQ answered with DREP, time-wait over");
+  Note("DREQ answered with DREP, time-wait left to the CM");
   return true;
 }
 
@@ -471,11 +472,10 @@ bool ServiceSide::Client(RunReport* report, std::string* error) {
   endpoint_.set_peer(peer);
   if (!Run(plan, report, error)) return false;
   if (!Check(proxy::CepSendDreq(ca().device, {cep_, 0, 0}, {}), "CepSendDreq", error) ||
-      !Expect(cep_, abi::CepEventType::DREP_RECEIVED, "the DREP", &event, error) ||
-      !Expect(cep_, abi::CepEventType::TIMEWAIT_EXIT, "the end of time-wait", &event, error)) {
+      !Expect(cep_, abi::CepEventType::DREP_RECEIVED, "the DREP", &event, error)) {
     return false;
   }
-  Note("DREQ, DREP, time-wait over");
+  Note("DREQ, DREP, time-wait left to the CM");
   return true;
 }
 
