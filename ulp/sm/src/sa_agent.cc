@@ -84,8 +84,7 @@ std::optional<EndPort> SubnetAdmin::PortByGid(const Gid& gid) const {
   if (!subnet_) return std::nullopt;
   auto port = PortByGuid(GidGuid(gid));
   if (!port) return std::nullopt;
-  const uint64_t prefix = subnet_->node(port->node).ports[port->port].info.GIDPrefix;
-  if (GidPrefix(gid) != (prefix ? prefix : sa::kDefaultSubnetPrefix)) return std::nullopt;
+  if (GidPrefix(gid) != PrefixOf(subnet_->node(port->node).ports[port->port])) return std::nullopt;
   return port;
 }
 
@@ -99,8 +98,7 @@ uint16_t SubnetAdmin::LidOf(const EndPort& e) const {
 }
 
 Gid SubnetAdmin::GidOf(const EndPort& e) const {
-  const uint64_t prefix = subnet_->node(e.node).ports[e.port].info.GIDPrefix;
-  return MakeGid(prefix ? prefix : sa::kDefaultSubnetPrefix, GuidOf(e));
+  return MakeGid(PrefixOf(subnet_->node(e.node).ports[e.port]), GuidOf(e));
 }
 
 SaResult SubnetAdmin::ClassPortInfo(const SaRequest&) {
