@@ -1,13 +1,15 @@
 // softib_pnp_user_client RUN_DIR SECONDS: a user process registered for PORT class PnP events
 // on its node; one line per event, flushed, until SECONDS passed or stdin closes:
-//   <EVENT> port=<n> state=<link state> lid=<LID> sm_lid=<SM LID>
-// REG_COMPLETE ends the present state. Exit 0.
+//   <EVENT> port=<n> state=<link state> lid=<LID> sm_lid=<SM LID> gid=<GID 0>
+// (the port's attributes the event carries; GID 0 is the subnet prefix and the port GUID,
+// as fe80:0000:0000:0000:0002:c903:00a0:0021). REG_COMPLETE ends the present state. Exit 0.
 #include <endian.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "softib/user/access_layer.h"
@@ -43,6 +45,18 @@ const char* Name(abi::PnpEvent e) {
   }
 }
 
+// GID 0 of the port in the record: its subnet prefix and port GUID, both network order.
+std::string Gid0(const abi::PortAttributes& port) {
+  const uint64_t halves[2] = {be64toh(port.subnet_prefix), be64toh(port.port_guid)};
+  char text[40];
+  char* at = text;
+  for (uint64_t half : halves)
+    for (int shift = 48; shift >= 0; shift -= 16)
+      at += std::snprintf(at, 6, "%04x:", static_cast<unsigned>(half >> shift & 0xFFFF));
+  at[-1] = '\0';
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,8 +80,8 @@ int main(int argc, char** argv) {
       abi::GetPnpEventOut out{};
       if (user::proxy::GetPnpEvent(al.device, {reg.reg}, out) != user::Status::SUCCESS) return;
       const abi::PnpEventRecord& r = out.record;
-      std::printf("%s port=%u state=%u lid=%u sm_lid=%u\n", Name(r.event), r.port_num,
-                  r.port.link_state, r.port.lid, r.port.sm_lid);
+      std::printf("%s port=%u state=%u lid=%u sm_lid=%u gid=%s\n", Name(r.event), r.port_num,
+                  r.port.link_state, r.port.lid, r.port.sm_lid, Gid0(r.port).c_str());
       std::fflush(stdout);
     }
   });

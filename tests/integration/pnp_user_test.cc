@@ -4,7 +4,8 @@
 //     then PORT_ACTIVE once the SM has activated the port again;
 //   - the master SM (host-0001) killed and the standby (host-0003) taking over: SM_CHANGE
 //     naming the new SM's LID; LID_CHANGE, as the new master's guid2lid file gives the port
-//     LID 0x30; and PKEY_CHANGE, as its partition file has one more partition.
+//     LID 0x30; GID_CHANGE, as it writes its subnet prefix fec0:: to PortInfo:GIDPrefix; and
+//     PKEY_CHANGE, as its partition file has one more partition.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -53,10 +54,26 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
   const std::string guid2lid = daemon.run_dir() + "/../guid2lid";
   std::ofstream(guid2lid) << "0x0002c90300a00021 0x0030 0x0030\n";
   Process standby;
-  ASSERT_TRUE(
-      standby.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", Host(daemon, 3), "-q",
-                     "--sweep-interval", "0", "--poll-interval", "0.2", "-t", "100", "-r", "1",
-                     "--partitions", partitions, "-g", guid2lid}));
+  ASSERT_TRUE(standby.Start({"/usr/bin/stdbuf",
+                             "-oL",
+                             SOFTIB_SM_BINARY,
+                             "--run-dir",
+                             Host(daemon, 3),
+                             "-q",
+                             "--sweep-interval",
+                             "0",
+                             "--poll-interval",
+                             "0.2",
+                             "-t",
+                             "100",
+                             "-r",
+                             "1",
+                             "--partitions",
+                             partitions,
+                             "-g",
+                             guid2lid,
+                             "--subnet-prefix",
+                             "0xfec0000000000000"}));
   std::string standby_out;
   ASSERT_TRUE(ReadUntil(standby, "STANDBY", &standby_out)) << standby_out;
 
@@ -78,13 +95,14 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
             0);
   ASSERT_TRUE(ReadUntil(watcher, "PORT_ACTIVE port=1 state=4 lid=" + my_lid, &seen)) << seen;
 
-  // The master dies; the standby takes over: a new SM LID, then its partitions.
+  // The master dies; the standby takes over: a new SM LID, LID and subnet prefix, then its
+  // partitions.
   ASSERT_TRUE(master.Signal(SIGKILL));
   master.Wait(std::chrono::seconds(10));
   ASSERT_TRUE(ReadUntil(standby, "MASTER, subnet up", &standby_out)) << standby_out;
-  // The three in any order.
+  // The four in any order.
   std::string line;
-  for (int i = 0; i < 3 && watcher.ReadLine(&line, std::chrono::seconds(30)); ++i) {
+  for (int i = 0; i < 4 && watcher.ReadLine(&line, std::chrono::seconds(30)); ++i) {
     seen += line + "\n";
   }
   ASSERT_TRUE(
@@ -93,6 +111,11 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
   EXPECT_NE(std::string(m[1]), first_sm) << seen;
   EXPECT_NE(seen.find("LID_CHANGE port=1 state=4 lid=48"), std::string::npos) << seen;
   EXPECT_NE(seen.find("PKEY_CHANGE port=1"), std::string::npos) << seen;
+  // host-0002's port GUID after the new master's prefix.
+  EXPECT_NE(seen.find("GID_CHANGE port=1 state=4 lid=48 sm_lid=" + std::string(m[1]) +
+                      " gid=fec0:0000:0000:0000:0002:c903:00a0:0021"),
+            std::string::npos)
+      << seen;
   std::printf("%s", seen.c_str());
 
   standby.Signal(SIGTERM);

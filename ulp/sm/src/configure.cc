@@ -30,8 +30,13 @@ constexpr uint8_t kSubnetTimeOut = 18;  // OpenSM's default: 4.096 us * 2^18 ~ 1
 
 class Configurator {
  public:
-  Configurator(Transactions& tx, Subnet& subnet, ConfigureReport& report, bool fast)
-      : tx_(tx), subnet_(subnet), report_(report), fast_(fast) {
+  Configurator(Transactions& tx, Subnet& subnet, ConfigureReport& report,
+               const ConfigureOptions& options)
+      : tx_(tx),
+        subnet_(subnet),
+        report_(report),
+        fast_(options.fast),
+        subnet_prefix_(options.subnet_prefix) {
     if (subnet.sm_node != kNoNode) sm_lid_ = subnet.node(subnet.sm_node).ports[subnet.sm_port].lid;
   }
 
@@ -87,9 +92,9 @@ class Configurator {
     return s;
   }
 
-  // PortInfo Set that keeps what the port has, with the SM's addressing (end ports), the
-  // link parameters agreed with the peer, and `state` (0 = no change); counted in `counter`
-  // (and `also`).
+  // PortInfo Set that keeps what the port has, with the SM's addressing and GIDPrefix (end
+  // ports), the link parameters agreed with the peer, and `state` (0 = no change); counted
+  // in `counter` (and `also`).
   void SetPort(NodeId n, uint8_t p, uint8_t state, bool by_lid, unsigned* counter,
                unsigned* also = nullptr) {
     const SmNode& node = subnet_.node(n);
@@ -101,7 +106,7 @@ class Configurator {
       pi.LMC = port.lmc;
       pi.MasterSMLID = sm_lid_;
       pi.SubnetTimeOut = kSubnetTimeOut;
-      if (pi.GIDPrefix == 0) pi.GIDPrefix = 0xfe80000000000000ull;
+      pi.GIDPrefix = subnet_prefix_;
     }
     if (port.linked()) {
       const SmPort& peer = subnet_.node(port.peer).ports[port.peer_port];
@@ -305,6 +310,7 @@ class Configurator {
   Subnet& subnet_;
   ConfigureReport& report_;
   const bool fast_;
+  const uint64_t subnet_prefix_;
   uint16_t sm_lid_ = 0;
   static constexpr uint32_t kNoBlock = ~0u;
   enum : uint8_t { kNotReady, kWayBack, kAllBlocks };  // a switch's LFT, as far as known in
@@ -315,8 +321,8 @@ class Configurator {
 }  // namespace
 
 void ConfigurePhaseRun(Transactions& tx, Subnet& subnet, ConfigurePhase phase,
-                       ConfigureReport& report, bool fast) {
-  Configurator(tx, subnet, report, fast).Run(phase);
+                       ConfigureReport& report, const ConfigureOptions& options) {
+  Configurator(tx, subnet, report, options).Run(phase);
 }
 
 // After the LIDs and LFTs are in, SMPs may go LID-routed (an SMI sends and receives SMPs in

@@ -84,8 +84,12 @@ std::optional<EndPort> SubnetAdmin::PortByGid(const Gid& gid) const {
   if (!subnet_) return std::nullopt;
   auto port = PortByGuid(GidGuid(gid));
   if (!port) return std::nullopt;
-  const uint64_t prefix = subnet_->node(port->node).ports[port->port].info.GIDPrefix;
-  if (GidPrefix(gid) != (prefix ? prefix : sa::kDefaultSubnetPrefix)) return std::nullopt;
+  // The link-local prefix names a port of this subnet whatever the SM's prefix (IBA 4.1.1),
+  // as OpenSM takes it.
+  const uint64_t prefix = GidPrefix(gid);
+  if (prefix != kDefaultSubnetPrefix &&
+      prefix != PrefixOf(subnet_->node(port->node).ports[port->port]))
+    return std::nullopt;
   return port;
 }
 
@@ -99,8 +103,7 @@ uint16_t SubnetAdmin::LidOf(const EndPort& e) const {
 }
 
 Gid SubnetAdmin::GidOf(const EndPort& e) const {
-  const uint64_t prefix = subnet_->node(e.node).ports[e.port].info.GIDPrefix;
-  return MakeGid(prefix ? prefix : sa::kDefaultSubnetPrefix, GuidOf(e));
+  return MakeGid(PrefixOf(subnet_->node(e.node).ports[e.port]), GuidOf(e));
 }
 
 SaResult SubnetAdmin::ClassPortInfo(const SaRequest&) {

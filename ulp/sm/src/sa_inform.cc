@@ -80,13 +80,13 @@ SaResult SubnetAdmin::InformRecords(const SaRequest& r) {
 std::vector<SaOutgoing> SubnetAdmin::NoticesForChanges(const Subnet& before) {
   std::vector<SaOutgoing> out;
   if (!subnet_) return out;
-  auto gids_of = [](const Subnet& s) {
+  auto gids_of = [this](const Subnet& s) {
     std::map<Gid, uint16_t> gids;  // GID -> LID
     for (const EndPort& e : s.EndPorts()) {
       const SmNode& n = s.node(e.node);
       const SmPort& p = n.ports[e.port];
       const uint64_t guid = n.is_switch() ? n.guid : p.guid;
-      gids[MakeGid(p.info.GIDPrefix ? p.info.GIDPrefix : sa::kDefaultSubnetPrefix, guid)] = p.lid;
+      gids[MakeGid(PrefixOf(p), guid)] = p.lid;
     }
     return gids;
   };

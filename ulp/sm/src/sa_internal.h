@@ -53,8 +53,6 @@ unsigned RateTenthsGbps(uint8_t rate);
 // Whether `value` satisfies `selector` (0 >, 1 <, 2 =, 3 largest) relative to `wanted`.
 bool SelectorAccepts(uint8_t selector, unsigned value, unsigned wanted);
 
-inline constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
-
 // The RMPP header of a GetTable answer (IBA 13.6.2.1): version 1, DATA, no response time.
 inline constexpr uint32_t kQKeyGsi = 0x80010000;  // the well-known GSI Q_Key
 inline constexpr uint8_t kRmppVersion = 1;

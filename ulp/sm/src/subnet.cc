@@ -77,6 +77,17 @@ std::size_t Subnet::LinkCount() const {
   return ends / 2;
 }
 
+std::string SubnetPrefixError(uint64_t prefix) {
+  constexpr uint64_t kScope10 = 0xffc0000000000000ull;  // the top 10 bits: the GID's form
+  if (prefix == 0) return "0 is the unspecified GID's prefix";
+  if ((prefix >> 56) == 0xff) return "0xff... is a multicast prefix";
+  if ((prefix & kScope10) == 0xfe80000000000000ull && prefix != kDefaultSubnetPrefix)
+    return "a link-local prefix is fe80:0:0:0 exactly";
+  if ((prefix & kScope10) == 0xfec0000000000000ull && (prefix & 0x003fffffffff0000ull) != 0)
+    return "a site-local prefix (fec0::/10) sets only its last 16 bits (the subnet ID)";
+  return "";
+}
+
 namespace {
 
 mad::PortInfo DefaultPortInfo(const fabric::Node& node, uint8_t port, bool linked,
@@ -86,7 +97,7 @@ mad::PortInfo DefaultPortInfo(const fabric::Node& node, uint8_t port, bool linke
   pi.LID = addr.lid;
   pi.LMC = addr.lmc;
   pi.LocalPortNum = port;
-  pi.GIDPrefix = 0xfe80000000000000ull;
+  pi.GIDPrefix = kDefaultSubnetPrefix;
   pi.LinkWidthSupported = 3;
   pi.LinkWidthEnabled = 3;
   pi.LinkSpeedSupported = 7;

@@ -23,6 +23,7 @@ SubnetManager::SubnetManager(MadPort& port, SmOptions options)
     : port_(port), options_(std::move(options)), tx_(port, options_.tx) {
   tx_.set_request_handler([this](const ReceivedMad& m) { AnswerRequest(m); });
   sa_.set_rmpp_limit(port_.MaxRmppBytes());
+  sa_.set_subnet_prefix(options_.subnet_prefix);
   tx_.set_progress([this] { Progress(false); });
 }
 
@@ -127,7 +128,8 @@ SweepReport SubnetManager::Sweep(bool take_over) {
           std::fprintf(options_.log, "softib-sm: partitions: %s\n", w.c_str());
     }
     EnterPhase(ToString(phase));
-    ConfigurePhaseRun(tx_, subnet_, phase, report.configure, options_.fast_bringup);
+    ConfigurePhaseRun(tx_, subnet_, phase, report.configure,
+                      {options_.fast_bringup, options_.subnet_prefix});
   }
 
   EnterPhase("check");

@@ -42,6 +42,8 @@ void Usage(std::FILE* out) {
       "  -r, --retries N       retries per SMP (default 3)\n"
       "  -p, --priority N      SMInfo priority 0..15 (default 0)\n"
       "      --sm-key KEY      SMInfo SM_Key (default 0)\n"
+      "      --subnet-prefix 0xHEX  GID prefix written to every end port's PortInfo\n"
+      "                        (default 0xfe80000000000000)\n"
       "  -R, --routing ENGINE  minhop (default), updn or ftree\n"
       "  -a, --root-guid-file FILE  up/down roots, one switch GUID a line\n"
       "      --sweep-interval S  light sweep period as MASTER, seconds (10; 0 = off)\n"
@@ -68,6 +70,21 @@ bool Number(const char* text, long min, long max, long* out) {
   if (!text[0] || *end || v < min || v > max) return false;
   *out = v;
   return true;
+}
+
+// A subnet prefix: 1 to 16 hex digits after an optional 0x, in a legal GID form.
+bool SubnetPrefix(const char* text, uint64_t* out, std::string* error) {
+  std::string digits = text;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+    digits.erase(0, 2);
+  if (digits.empty() || digits.size() > 16 ||
+      digits.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+    *error = std::string("'") + text + "' is not a 64-bit hex number";
+    return false;
+  }
+  *out = std::strtoull(digits.c_str(), nullptr, 16);
+  *error = softib::sm::SubnetPrefixError(*out);
+  return error->empty();
 }
 
 // Writes what the sweep found in ibnetdiscover's format, to a file or stdout.
@@ -143,6 +160,12 @@ int main(int argc, char** argv) {
     } else if (a == "--sm-key") {
       if (++i >= argc) return Usage(stderr), 2;
       options.sm_key = std::strtoull(argv[i], nullptr, 0);
+    } else if (a == "--subnet-prefix") {
+      std::string error = "needs a value";
+      if (++i >= argc || !SubnetPrefix(argv[i], &options.subnet_prefix, &error)) {
+        std::fprintf(stderr, "softib-sm: --subnet-prefix: %s\n", error.c_str());
+        return 2;
+      }
     } else if (a == "-R" || a == "--routing") {
       if (++i >= argc || !ParseRoutingEngine(argv[i], &options.routing.engine)) {
         std::fprintf(stderr, "softib-sm: --routing needs minhop, updn or ftree\n");

@@ -110,6 +110,8 @@ class SubnetAdmin {
   // The subnet the SA answers from (the SM's model after a sweep); null: none yet.
   void set_subnet(const Subnet* subnet);
   const Subnet* subnet() const { return subnet_; }
+  // The SM's subnet prefix: the GIDs of ports whose PortInfo:GIDPrefix the model lacks (0).
+  void set_subnet_prefix(uint64_t prefix) { subnet_prefix_ = prefix; }
   // The largest RMPP transfer the transport carries (MadPort::MaxRmppBytes); 0: one MAD.
   void set_rmpp_limit(std::size_t bytes) { rmpp_limit_ = bytes >= kSaHeaderBytes ? bytes : 0; }
 
@@ -130,6 +132,9 @@ class SubnetAdmin {
 
   // The end port that owns a port GUID (switch: node GUID, port 0).
   std::optional<EndPort> PortByGuid(uint64_t guid) const;
+  // The end port a GID names: its GUID's port, if the prefix is the one that port holds or
+  // the link-local fe80:: (a GID with another subnet's prefix, an SM's before a handover,
+  // names no port here).
   std::optional<EndPort> PortByGid(const Gid& gid) const;
   Gid GidOf(const EndPort& port) const;
   uint64_t GuidOf(const EndPort& port) const;
@@ -178,9 +183,14 @@ class SubnetAdmin {
                                      uint16_t subject_lid);
   // A GetTable/GetMulti answer as one RMPP transfer (sa_rmpp.cc).
   void AnswerByRmpp(SaOutgoing& reply, SaResult& result, std::size_t stride);
+  // The GID prefix of a port: what its PortInfo holds, else the SM's.
+  uint64_t PrefixOf(const SmPort& port) const {
+    return port.info.GIDPrefix ? port.info.GIDPrefix : subnet_prefix_;
+  }
 
   const Subnet* subnet_ = nullptr;
   std::size_t rmpp_limit_ = 0;
+  uint64_t subnet_prefix_ = kDefaultSubnetPrefix;
   std::unordered_map<uint64_t, EndPort> by_guid_;
   std::vector<Service> services_;
   std::map<Gid, McGroup> groups_;

@@ -23,6 +23,9 @@ inline constexpr NodeId kNoNode = ~NodeId{0};
 inline constexpr uint8_t kNoPort = 0xFF;  // LFT entry: no route
 inline constexpr uint16_t kMaxUnicastLid = 0xBFFF;
 inline constexpr uint16_t kFirstMulticastLid = 0xC000;
+// OpenSM's subnet_prefix default: the link-local prefix (IBA 4.1.1), what a port holds
+// before an SM writes PortInfo:GIDPrefix.
+inline constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
 
 // The egress ports of one MLID at one switch (bit p: port p, 0 = the switch's own port).
 using PortMask = std::bitset<256>;
@@ -102,6 +105,11 @@ class Subnet {
   std::unordered_map<uint64_t, NodeId> by_guid_;
   std::vector<EndPort> lid_owner_;  // indexed by LID
 };
+
+// Why `prefix` cannot be a subnet's GID prefix (IBA 4.1.1), "" when it can: not 0 (the
+// unspecified GID), not multicast (0xFF..), link-local only as fe80:0:0:0, site-local
+// (fec0::/10) with only its 16-bit subnet ID set; any other unicast prefix is global.
+std::string SubnetPrefixError(uint64_t prefix);
 
 // The subnet as the SM would find it on a fabric described by `topology` (validated), with
 // the SM attached at `sm_node`/`sm_port` (port 0 on a switch): every node reached by a

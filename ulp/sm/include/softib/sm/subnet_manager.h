@@ -31,8 +31,11 @@ struct SmOptions {
   std::string guid2lid_path;  // "" = do not remember LIDs
   bool verify_lfts = false;   // read the LFTs back from the switches before checking routes
   bool fast_bringup = false;  // softib's fabric: LID-routed SMPs, fewer Arms (configure.h)
-  uint8_t priority = 0;       // SMInfo Priority
-  uint64_t sm_key = 0;        // SMInfo SM_Key: given only to requests that carry it
+  // PortInfo:GIDPrefix of every end port, written in every heavy sweep (host order; see
+  // SubnetPrefixError for the legal forms): the prefix of the GIDs the SA answers with.
+  uint64_t subnet_prefix = kDefaultSubnetPrefix;
+  uint8_t priority = 0;  // SMInfo Priority
+  uint64_t sm_key = 0;   // SMInfo SM_Key: given only to requests that carry it
   RoutingOptions routing;
   double sweep_interval_s = 10;  // light sweeps as MASTER; 0 = none (traps still re-sweep)
   double poll_interval_s = 1;    // a STANDBY's SMInfo Get to the master
@@ -125,7 +128,7 @@ class SubnetManager {
   bool resweep_ = false;                  // a trap came in
   bool take_over_ = false;                // the master handed the subnet over to us
   bool mcast_dirty_ = false;              // a join or leave changed a group's members
-  bool partition_groups_ = false;             // CreatePartitionGroups() done
+  bool partition_groups_ = false;         // CreatePartitionGroups() done
   std::vector<SaOutgoing> held_replies_;  // SA answers sent once the MFTs are programmed
   unsigned traps_ = 0;
   double started_ = 0;
