@@ -5,7 +5,8 @@
 //   - the master SM (host-0001) killed and the standby (host-0003) taking over: SM_CHANGE
 //     naming the new SM's LID; LID_CHANGE, as the new master's guid2lid file gives the port
 //     LID 0x30; GID_CHANGE, as it writes its subnet prefix fec0:: to PortInfo:GIDPrefix; and
-//     PKEY_CHANGE, as its partition file has one more partition.
+//     PKEY_CHANGE, as its partition file has one more partition; and a multicast member on
+//     host-0004 joined again at the new master (listed by its SA, reached by a sender).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "process.h"
 #include "softibd_instance.h"
@@ -95,13 +97,23 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
             0);
   ASSERT_TRUE(ReadUntil(watcher, "PORT_ACTIVE port=1 state=4 lid=" + my_lid, &seen)) << seen;
 
+  // A full member of a multicast group on host-0004, joined through the master's SA.
+  const std::string mgid = "ff12401bffff0000000000000000a5e1";
+  Process member;
+  ASSERT_TRUE(
+      member.Start({SOFTIB_MCAST_CLIENT, Host(daemon, 4), "join-recv", mgid, "0", "60", "0", "3"}));
+  std::string line;
+  ASSERT_TRUE(member.ReadLine(&line, std::chrono::seconds(20)));
+  EXPECT_EQ(line.rfind("joined mlid=0xc", 0), 0u) << line;
+  ASSERT_TRUE(member.ReadLine(&line, std::chrono::seconds(20)));
+  EXPECT_EQ(line, "ready");
+
   // The master dies; the standby takes over: a new SM LID, LID and subnet prefix, then its
   // partitions.
   ASSERT_TRUE(master.Signal(SIGKILL));
   master.Wait(std::chrono::seconds(10));
   ASSERT_TRUE(ReadUntil(standby, "MASTER, subnet up", &standby_out)) << standby_out;
   // The four in any order.
-  std::string line;
   for (int i = 0; i < 4 && watcher.ReadLine(&line, std::chrono::seconds(30)); ++i) {
     seen += line + "\n";
   }
@@ -117,6 +129,32 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
             std::string::npos)
       << seen;
   std::printf("%s", seen.c_str());
+
+  // The new master knew nothing of the group: host-0004's AL joined it again at the new SA
+  // (its redo list, on SM_CHANGE), which now lists the member, and a sender on host-0003
+  // reaches it through the MFTs the new master programmed.
+  std::string members;
+  for (int i = 0; i < 40 && members.find("0002:c903:00a0:0041") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    Process query;
+    ASSERT_TRUE(query.Start({SOFTIB_SM_BINARY, "--run-dir", Host(daemon, 2), "--query", "MCMR",
+                             "MGID=ff12:401b:ffff::a5e1"}));
+    members = query.ReadAllStdout(std::chrono::seconds(20));
+    query.Wait(std::chrono::seconds(20));
+  }
+  EXPECT_TRUE(std::regex_search(members, std::regex("PortGID:\\.+[0-9a-f:]+:0002:c903:00a0:0041")))
+      << members;
+  bool received = false;
+  for (int round = 0; round < 20 && !received; ++round) {
+    Process sender;
+    ASSERT_TRUE(sender.Start({SOFTIB_MCAST_CLIENT, Host(daemon, 3), "join-send", mgid, "0", "3"}));
+    const std::string out = sender.ReadAllStdout(std::chrono::seconds(20));
+    ASSERT_EQ(sender.Wait(std::chrono::seconds(20)), 0) << out;
+    received = member.Wait(std::chrono::milliseconds(200)) != -1;
+  }
+  const std::string member_out = member.ReadAllStdout(std::chrono::seconds(20));
+  EXPECT_TRUE(received) << member_out;
+  EXPECT_NE(member_out.find("received 3"), std::string::npos) << member_out;
 
   standby.Signal(SIGTERM);
   EXPECT_NE(standby.Wait(std::chrono::seconds(15)), -1);

@@ -48,10 +48,19 @@ void SubnetManager::EnterPhase(const char* phase) {
 }
 
 SweepReport SubnetManager::Sweep(bool take_over) {
+  sweeping_ = true;
+  SweepReport report = SweepModel(take_over);
+  sweeping_ = false;
+  // The requests that waited, answered from the new model (or refused if there is none).
+  for (const ReceivedMad& request : std::exchange(held_requests_, {})) AnswerRequest(request);
+  return report;
+}
+
+SweepReport SubnetManager::SweepModel(bool take_over) {
   SweepReport report;
   report.engine = ToString(options_.routing.engine);
   started_ = last_progress_ = Now();
-  sa_.set_subnet(nullptr);  // the SA answers "no resources" while the model is rebuilt
+  sa_.set_subnet(nullptr);  // SA requests wait while the model is rebuilt
   subnet_ = Subnet{};
   if (state_ != SmState::kMaster) state_ = SmState::kDiscovering;
 
@@ -234,6 +243,10 @@ void SubnetManager::SendSaReply(const SaOutgoing& reply) {
 void SubnetManager::AnswerRequest(const ReceivedMad& request) {
   if (request.mad[1] == kClassSubnAdm) {
     if (!options_.sa) return;
+    if (sweeping_ && held_requests_.size() < kMaxHeldRequests) {
+      held_requests_.push_back(request);
+      return;
+    }
     const uint64_t changes = sa_.mcast_changes();
     std::vector<SaOutgoing> replies = sa_.Handle(request.mad, request.from, Now());
     if (sa_.mcast_changes() != changes && state_ == SmState::kMaster) {

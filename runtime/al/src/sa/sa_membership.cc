@@ -2,6 +2,9 @@
 
 #include <endian.h>
 
+#include <algorithm>
+#include <chrono>
+
 namespace softib::al::sa {
 
 using kernel::Irp;
@@ -13,7 +16,10 @@ SaMembership::SaMembership(abi::ObjectType type, Instance* owner, uint32_t ioctl
       port_(port),
       timeout_ms_(timeout_ms),
       retries_(retries),
-      owner_(owner) {}
+      owner_(owner) {
+  kernel::KeInitializeTimer(&retell_timer_, owner->al->node);
+  kernel::KeInitializeDpc(&retell_dpc_, owner->al->node, &RetellDpc, this);
+}
 
 Status SaMembership::Begin(Irp* irp, uint64_t handle, void* out, std::size_t out_size,
                            uint64_t* handle_out, const SaRequest& request) {
@@ -116,8 +122,59 @@ void SaMembership::Redo() {
   {
     kernel::SpinLockGuard guard(lock_);
     if (ended_ || !published_) return;
+    retells_ = 0;
   }
-  Tell(kSet);
+  Retell();
+}
+
+namespace {
+
+// An SA that could not take the request now: no answer, BUSY (IBA 13.4.7), or
+// ERR_NO_RESOURCES (softib's SA while a sweep rebuilds its model, a new master's first).
+bool TryAgainLater(Status status, const SaAnswer& answer) {
+  if (status == Status::CANCELED) return false;  // the port or the AL went
+  if (status != Status::SUCCESS || !answer.valid) return true;
+  constexpr uint16_t kBusy = 0x0001, kNoResources = 0x0100;
+  return (answer.mad_status & kBusy) != 0 || (answer.mad_status & 0xFF00) == kNoResources;
+}
+
+}  // namespace
+
+void SaMembership::Retell() {
+  SaPort now;  // the port's present SM; a port that is not active redoes at its return
+  if (SaOf(al_)->FindPort(htobe64(port_.port_guid), &now) != Status::SUCCESS) return;
+  Hold();
+  const Status status = SaOf(al_)->Send(
+      now, Request(kSet), timeout_ms_, retries_, [this](Status s, const SaAnswer& answer) {
+        if (s == Status::SUCCESS && answer.valid && answer.mad_status == 0) {
+          OnRetold(answer);
+        } else if (TryAgainLater(s, answer)) {
+          ArmRetell();
+        }
+        Release();
+      });
+  if (status != Status::SUCCESS) Release();
+}
+
+void SaMembership::ArmRetell() {
+  kernel::SpinLockGuard guard(lock_);
+  if (ended_ || retells_ >= kMaxRedoRetries) return;
+  const auto delay =
+      std::chrono::milliseconds(std::min<uint32_t>(250u << std::min(retells_, 4u), 4000u));
+  ++retells_;
+  Hold();
+  if (kernel::KeSetTimer(&retell_timer_, delay, &retell_dpc_)) Release();  // one per pending DPC
+}
+
+void SaMembership::RetellDpc(kernel::Kdpc*, void* context, void*, void*) {
+  auto* self = static_cast<SaMembership*>(context);
+  bool ended;
+  {
+    kernel::SpinLockGuard guard(self->lock_);
+    ended = self->ended_;
+  }
+  if (!ended) self->Retell();
+  self->Release();
 }
 
 void SaMembership::OnDestroy() {
@@ -133,6 +190,7 @@ void SaMembership::OnDestroy() {
     break;
   }
   StopWaiting();
+  if (kernel::KeCancelTimer(&retell_timer_)) Release();
   SaOf(al_)->RemoveRedo(this);
   if (ticket) SaOf(al_)->Cancel(ticket);
   OnEnd();

@@ -11,6 +11,8 @@
 
 #include "runtime/al/src/objects.h"
 #include "runtime/al/src/sa/sa_client.h"
+#include "softib/kernel/dpc.h"
+#include "softib/kernel/timer.h"
 
 namespace softib::al::sa {
 
@@ -27,6 +29,9 @@ class SaMembership : public Waitable, public SaRedo {
   kernel::Status Begin(kernel::Irp* irp, uint64_t handle, void* out, std::size_t out_size,
                        uint64_t* handle_out, const SaRequest& request);
 
+  // Tells the SA again; a Set the SA could not take yet (no answer, BUSY, or
+  // ERR_NO_RESOURCES while a new master sweeps) is retried, 250 ms then doubling up to 4 s,
+  // at most kMaxRedoRetries times, until it is taken or refused.
   void Redo() override;
   void Hold() override { kernel::ReferenceObject(this); }
   void Release() override { kernel::DereferenceObject(this); }
@@ -62,6 +67,13 @@ class SaMembership : public Waitable, public SaRedo {
  private:
   void Answered(kernel::Status status, const SaAnswer& answer);
   void OnDestroy() override;
+  void Retell();     // the Set of a Redo, its answer checked
+  void ArmRetell();  // a retry of it later, unless ended or out of tries
+  static void RetellDpc(kernel::Kdpc*, void* context, void*, void*);
+  static constexpr uint32_t kMaxRedoRetries = 12;
+  kernel::Ktimer retell_timer_{};
+  kernel::Kdpc retell_dpc_{};
+  uint32_t retells_ = 0;  // lock_: retries since the last Redo
   Instance* const owner_;
   uint64_t handle_ = 0;
   void* out_ = nullptr;  // the creating verb's output, until answered

@@ -71,6 +71,8 @@ class SubnetManager {
   SubnetManager(MadPort& port, SmOptions options);
 
   // A heavy sweep. `take_over`: become MASTER whatever the other SMs say (a handover).
+  // SA requests that come while the model is rebuilt wait for its end (as OpenSM's SA,
+  // which answers during sweeps, would have them answered), up to kMaxHeldRequests.
   SweepReport Sweep(bool take_over = false);
   // A heavy sweep, then the SA's Notice reports for the end ports that came or went.
   SweepReport SweepAndNotify(bool take_over);
@@ -130,6 +132,10 @@ class SubnetManager {
   bool mcast_dirty_ = false;              // a join or leave changed a group's members
   bool partition_groups_ = false;         // CreatePartitionGroups() done
   std::vector<SaOutgoing> held_replies_;  // SA answers sent once the MFTs are programmed
+  static constexpr std::size_t kMaxHeldRequests = 4096;
+  bool sweeping_ = false;
+  std::vector<ReceivedMad> held_requests_;  // SA requests that came during the sweep
+  SweepReport SweepModel(bool take_over);   // Sweep's work
   unsigned traps_ = 0;
   double started_ = 0;
   double last_progress_ = 0;
