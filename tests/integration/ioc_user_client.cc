@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "node_files.h"
 #include "softib/user/access_layer.h"
 #include "user/runtime_ioctls_proxy.h"
 #include "user/verbs_al_proxy.h"
@@ -36,13 +37,12 @@ int Fail(const char* what, Status s) {
 
 int Target(const char* run_dir, uint64_t ioc_guid) {
   user::AlFile al;
-  if (Status s = user::OpenAl(run_dir, &al); s != Status::SUCCESS) return Fail("OpenAl", s);
-  uint64_t guids[64] = {};
-  abi::GetCaGuidsOut got{};
-  if (Status s = user::proxy::GetCaGuids(al.device, {al.al}, got, guids); s != Status::SUCCESS)
-    return Fail("GetCaGuids", s);
+  uint64_t ca_guid = 0;
+  const char* failed = nullptr;
+  if (Status s = integration::OpenFirstCa(run_dir, &al, &ca_guid, &failed); s != Status::SUCCESS)
+    return Fail(failed, s);
   user::CaFile ca;
-  if (Status s = user::OpenCaByGuid(al, guids[0], 0, &ca); s != Status::SUCCESS)
+  if (Status s = user::OpenCaByGuid(al, ca_guid, 0, &ca); s != Status::SUCCESS)
     return Fail("OpenCa", s);
   abi::CreateIocIn create{};
   create.ca = ca.ca;

@@ -16,50 +16,37 @@
 namespace softib::integration {
 namespace {
 
-std::string Host(const SoftibdInstance& daemon, int n) {
-  return daemon.run_dir() + "/host-000" + std::to_string(n);
-}
-
-bool ReadUntil(Process& p, const std::string& what, std::string* transcript) {
-  std::string line;
-  while (p.ReadLine(&line, std::chrono::seconds(20))) {
-    *transcript += line + "\n";
-    if (line.find(what) != std::string::npos) return true;
-  }
-  return false;
-}
-
 TEST(IocUserTest, AControllerAppearsAndGoesAwayAsPnpEvents) {
   SoftibdInstance daemon;
   ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY, {"--fabric", "default", "--sm", "external"}));
   Process sm;
-  ASSERT_TRUE(sm.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", Host(daemon, 1),
+  ASSERT_TRUE(sm.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", daemon.host_dir(1),
                         "-q", "--sweep-interval", "0"}));
   std::string sm_out;
-  ASSERT_TRUE(ReadUntil(sm, "subnet up", &sm_out)) << sm_out;
+  ASSERT_TRUE(sm.ReadUntil("subnet up", &sm_out)) << sm_out;
 
   Process target;
   ASSERT_TRUE(
-      target.Start({SOFTIB_IOC_USER_CLIENT, "target", Host(daemon, 3), "0002c90300ab0001"}));
+      target.Start({SOFTIB_IOC_USER_CLIENT, "target", daemon.host_dir(3), "0002c90300ab0001"}));
   std::string line;
   ASSERT_TRUE(target.ReadLine(&line, std::chrono::seconds(20)));
   EXPECT_EQ(line, "registered slot 1");
 
   Process watcher;
-  ASSERT_TRUE(watcher.Start({SOFTIB_IOC_USER_CLIENT, "watch", Host(daemon, 1), "4", "40"}));
+  ASSERT_TRUE(watcher.Start({SOFTIB_IOC_USER_CLIENT, "watch", daemon.host_dir(1), "4", "40"}));
   std::string seen;
-  ASSERT_TRUE(ReadUntil(watcher, "IOC_ADD", &seen)) << seen;
+  ASSERT_TRUE(watcher.ReadUntil("IOC_ADD", &seen)) << seen;
   EXPECT_NE(seen.find("IOC_ADD guid=0002c90300ab0001"), std::string::npos) << seen;
   EXPECT_NE(seen.find("slot=1 entries=2 id=softib IOC 0002c90300ab0001 first=service-1"),
             std::string::npos)
       << seen;
   ASSERT_TRUE(seen.find("IOU_ADD guid=") != std::string::npos ||
-              ReadUntil(watcher, "IOU_ADD", &seen))
+              watcher.ReadUntil("IOU_ADD", &seen))
       << seen;
 
   target.Signal(SIGTERM);  // the target dies; its controller goes with its file
   EXPECT_EQ(target.Wait(std::chrono::seconds(20)), 128 + SIGTERM);
-  ASSERT_TRUE(ReadUntil(watcher, "IOC_REMOVE guid=0002c90300ab0001", &seen)) << seen;
+  ASSERT_TRUE(watcher.ReadUntil("IOC_REMOVE guid=0002c90300ab0001", &seen)) << seen;
   seen += watcher.ReadAllStdout(std::chrono::seconds(40));
   EXPECT_EQ(watcher.Wait(std::chrono::seconds(40)), 0) << seen;
   EXPECT_NE(seen.find("IOU_REMOVE"), std::string::npos) << seen;

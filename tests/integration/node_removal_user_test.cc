@@ -21,19 +21,6 @@
 namespace softib::integration {
 namespace {
 
-std::string Host(const SoftibdInstance& daemon, int n) {
-  return daemon.run_dir() + "/host-000" + std::to_string(n);
-}
-
-bool ReadUntil(Process& p, const std::string& what, std::string* transcript) {
-  std::string line;
-  while (p.ReadLine(&line, std::chrono::seconds(30))) {
-    *transcript += line + "\n";
-    if (line.find(what) != std::string::npos) return true;
-  }
-  return false;
-}
-
 int Fabric(const SoftibdInstance& daemon, const std::string& request, const std::string& host,
            std::string* out) {
   Process p;
@@ -48,42 +35,42 @@ TEST(NodeRemovalUserTest, AHostPulledOutAndPutBackReachesItsOwnClientsAndTheFabr
   SoftibdInstance daemon;
   ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY, {"--fabric", "default", "--sm", "external"}));
   Process sm;
-  ASSERT_TRUE(sm.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", Host(daemon, 1),
+  ASSERT_TRUE(sm.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", daemon.host_dir(1),
                         "-q", "--sweep-interval", "0"}));
   std::string sm_out;
-  ASSERT_TRUE(ReadUntil(sm, "subnet up", &sm_out)) << sm_out;
+  ASSERT_TRUE(sm.ReadUntil("subnet up", &sm_out)) << sm_out;
 
   Process target;  // an I/O controller on host-0003
   ASSERT_TRUE(
-      target.Start({SOFTIB_IOC_USER_CLIENT, "target", Host(daemon, 3), "0002c90300ab0003"}));
+      target.Start({SOFTIB_IOC_USER_CLIENT, "target", daemon.host_dir(3), "0002c90300ab0003"}));
   std::string line;
   ASSERT_TRUE(target.ReadLine(&line, std::chrono::seconds(20)));
   ASSERT_EQ(line, "registered slot 1");
   Process units;
-  ASSERT_TRUE(units.Start({SOFTIB_IOC_USER_CLIENT, "watch", Host(daemon, 1), "4", "60"}));
+  ASSERT_TRUE(units.Start({SOFTIB_IOC_USER_CLIENT, "watch", daemon.host_dir(1), "4", "60"}));
   std::string units_seen;
-  ASSERT_TRUE(ReadUntil(units, "IOC_ADD guid=0002c90300ab0003", &units_seen)) << units_seen;
+  ASSERT_TRUE(units.ReadUntil("IOC_ADD guid=0002c90300ab0003", &units_seen)) << units_seen;
   Process traps;
-  ASSERT_TRUE(traps.Start({SOFTIB_NODE_USER_CLIENT, "traps", Host(daemon, 1), "2", "60"}));
+  ASSERT_TRUE(traps.Start({SOFTIB_NODE_USER_CLIENT, "traps", daemon.host_dir(1), "2", "60"}));
   std::string traps_seen;
-  ASSERT_TRUE(ReadUntil(traps, "subscribed", &traps_seen)) << traps_seen;
+  ASSERT_TRUE(traps.ReadUntil("subscribed", &traps_seen)) << traps_seen;
   Process ca;
-  ASSERT_TRUE(ca.Start({SOFTIB_NODE_USER_CLIENT, "ca", Host(daemon, 3), "60"}));
+  ASSERT_TRUE(ca.Start({SOFTIB_NODE_USER_CLIENT, "ca", daemon.host_dir(3), "60"}));
   std::string ca_seen;
-  ASSERT_TRUE(ReadUntil(ca, "REG_COMPLETE", &ca_seen)) << ca_seen;
+  ASSERT_TRUE(ca.ReadUntil("REG_COMPLETE", &ca_seen)) << ca_seen;
   EXPECT_NE(ca_seen.find("CA_ADD guid=0002c90300a00030"), std::string::npos) << ca_seen;
 
   std::string answer;
   ASSERT_EQ(Fabric(daemon, "remove", "host-0003", &answer), 0) << answer;
   EXPECT_EQ(answer, "host-0003: CA 0x0002c90300a00030 removed\n");
-  ASSERT_TRUE(ReadUntil(ca, "query after removal", &ca_seen)) << ca_seen;
+  ASSERT_TRUE(ca.ReadUntil("query after removal", &ca_seen)) << ca_seen;
   EXPECT_NE(ca_seen.find("CA_REMOVE guid=0002c90300a00030\nquery after removal: status 62"),
             std::string::npos)
       << ca_seen;  // 62: CA_REMOVED
-  ASSERT_TRUE(ReadUntil(traps, "REPORT trap=65", &traps_seen)) << traps_seen;
+  ASSERT_TRUE(traps.ReadUntil("REPORT trap=65", &traps_seen)) << traps_seen;
   EXPECT_NE(traps_seen.find(std::string("REPORT trap=65 ") + kHost3Gid), std::string::npos)
       << traps_seen;
-  ASSERT_TRUE(ReadUntil(units, "IOC_REMOVE guid=0002c90300ab0003", &units_seen)) << units_seen;
+  ASSERT_TRUE(units.ReadUntil("IOC_REMOVE guid=0002c90300ab0003", &units_seen)) << units_seen;
   units_seen += units.ReadAllStdout(std::chrono::seconds(30));
   EXPECT_EQ(units.Wait(std::chrono::seconds(30)), 0) << units_seen;
   EXPECT_NE(units_seen.find("IOU_REMOVE guid=0002c90300a00030"), std::string::npos) << units_seen;

@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "node_files.h"
 #include "softib/user/access_layer.h"
 #include "user/runtime_ioctls_proxy.h"
 #include "user/verbs_al_proxy.h"
@@ -72,13 +73,12 @@ Status QueryPorts(const user::CaFile& ca, uint32_t* num_ports) {
 
 int WatchCa(const char* run_dir, int seconds) {
   user::AlFile al;
-  if (Status s = user::OpenAl(run_dir, &al); s != Status::SUCCESS) return Fail("OpenAl", s);
-  uint64_t guids[16] = {};
-  abi::GetCaGuidsOut got{};
-  if (Status s = user::proxy::GetCaGuids(al.device, {al.al}, got, guids); s != Status::SUCCESS)
-    return Fail("GetCaGuids", s);
+  uint64_t ca_guid = 0;
+  const char* failed = nullptr;
+  if (Status s = integration::OpenFirstCa(run_dir, &al, &ca_guid, &failed); s != Status::SUCCESS)
+    return Fail(failed, s);
   user::CaFile ca;
-  if (Status s = user::OpenCaByGuid(al, guids[0], 0, &ca); s != Status::SUCCESS)
+  if (Status s = user::OpenCaByGuid(al, ca_guid, 0, &ca); s != Status::SUCCESS)
     return Fail("OpenCa", s);
   abi::RegisterPnpOut reg{};
   if (Status s = user::proxy::RegisterPnp(al.device, {al.al, abi::PnpClass::CA, {}, 1}, reg);
@@ -119,13 +119,12 @@ int WatchCa(const char* run_dir, int seconds) {
 
 int WatchTraps(const char* run_dir, int count, int seconds) {
   user::AlFile al;
-  if (Status s = user::OpenAl(run_dir, &al); s != Status::SUCCESS) return Fail("OpenAl", s);
-  uint64_t guids[16] = {};
-  abi::GetCaGuidsOut got{};
-  if (Status s = user::proxy::GetCaGuids(al.device, {al.al}, got, guids); s != Status::SUCCESS)
-    return Fail("GetCaGuids", s);
+  uint64_t ca_guid = 0;
+  const char* failed = nullptr;
+  if (Status s = integration::OpenFirstCa(run_dir, &al, &ca_guid, &failed); s != Status::SUCCESS)
+    return Fail(failed, s);
   // Port 1's GUID: the CA's GUID + 1 on softib's HCAs; the AL checks it names a port.
-  const uint64_t port_guid = htobe64(be64toh(guids[0]) + 1);
+  const uint64_t port_guid = htobe64(be64toh(ca_guid) + 1);
   abi::SubscribeReportOut in_service{}, out_of_service{};
   for (auto [trap, out] : {std::pair{uint16_t{64}, &in_service}, {uint16_t{65}, &out_of_service}}) {
     abi::SubscribeReportIn in{};

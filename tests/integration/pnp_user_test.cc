@@ -22,20 +22,6 @@
 namespace softib::integration {
 namespace {
 
-std::string Host(const SoftibdInstance& daemon, int n) {
-  return daemon.run_dir() + "/host-000" + std::to_string(n);
-}
-
-bool ReadUntil(Process& p, const std::string& what, std::string* transcript,
-               std::chrono::seconds limit = std::chrono::seconds(30)) {
-  std::string line;
-  while (p.ReadLine(&line, limit)) {
-    *transcript += line + "\n";
-    if (line.find(what) != std::string::npos) return true;
-  }
-  return false;
-}
-
 int RunTool(const std::vector<std::string>& argv) {
   Process p;
   if (!p.Start(argv)) return -1;
@@ -47,9 +33,9 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
   ASSERT_TRUE(daemon.Start(SOFTIBD_BINARY, {"--fabric", "default", "--sm", "external"}));
   Process master;
   ASSERT_TRUE(master.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir",
-                            Host(daemon, 1), "-q", "--sweep-interval", "0"}));
+                            daemon.host_dir(1), "-q", "--sweep-interval", "0"}));
   std::string master_out;
-  ASSERT_TRUE(ReadUntil(master, "subnet up", &master_out)) << master_out;
+  ASSERT_TRUE(master.ReadUntil("subnet up", &master_out)) << master_out;
   const std::string partitions = daemon.run_dir() + "/../partitions.conf";
   std::ofstream(partitions) << "Default=0x7fff : ALL=full ;\nstorage=0x0123 : ALL=full ;\n";
   // host-0002's port (the default fabric's GUIDs are fixed) moves to LID 0x30.
@@ -60,7 +46,7 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
                              "-oL",
                              SOFTIB_SM_BINARY,
                              "--run-dir",
-                             Host(daemon, 3),
+                             daemon.host_dir(3),
                              "-q",
                              "--sweep-interval",
                              "0",
@@ -77,12 +63,12 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
                              "--subnet-prefix",
                              "0xfec0000000000000"}));
   std::string standby_out;
-  ASSERT_TRUE(ReadUntil(standby, "STANDBY", &standby_out)) << standby_out;
+  ASSERT_TRUE(standby.ReadUntil("STANDBY", &standby_out)) << standby_out;
 
   Process watcher;
-  ASSERT_TRUE(watcher.Start({SOFTIB_PNP_USER_CLIENT, Host(daemon, 2), "60"}));
+  ASSERT_TRUE(watcher.Start({SOFTIB_PNP_USER_CLIENT, daemon.host_dir(2), "60"}));
   std::string seen;
-  ASSERT_TRUE(ReadUntil(watcher, "REG_COMPLETE", &seen)) << seen;
+  ASSERT_TRUE(watcher.ReadUntil("REG_COMPLETE", &seen)) << seen;
   std::smatch m;
   ASSERT_TRUE(
       std::regex_search(seen, m, std::regex("PORT_ACTIVE port=1 state=4 lid=(\\d+) sm_lid=(\\d+)")))
@@ -92,16 +78,16 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
   // The cable down and up: the port goes Down, then Active again by the master.
   ASSERT_EQ(
       RunTool({SOFTIB_BINARY, "fabric", "--run-dir", daemon.run_dir(), "down", "host-0002:1"}), 0);
-  ASSERT_TRUE(ReadUntil(watcher, "PORT_DOWN port=1 state=1", &seen)) << seen;
+  ASSERT_TRUE(watcher.ReadUntil("PORT_DOWN port=1 state=1", &seen)) << seen;
   ASSERT_EQ(RunTool({SOFTIB_BINARY, "fabric", "--run-dir", daemon.run_dir(), "up", "host-0002:1"}),
             0);
-  ASSERT_TRUE(ReadUntil(watcher, "PORT_ACTIVE port=1 state=4 lid=" + my_lid, &seen)) << seen;
+  ASSERT_TRUE(watcher.ReadUntil("PORT_ACTIVE port=1 state=4 lid=" + my_lid, &seen)) << seen;
 
   // A full member of a multicast group on host-0004, joined through the master's SA.
   const std::string mgid = "ff12401bffff0000000000000000a5e1";
   Process member;
-  ASSERT_TRUE(
-      member.Start({SOFTIB_MCAST_CLIENT, Host(daemon, 4), "join-recv", mgid, "0", "60", "0", "3"}));
+  ASSERT_TRUE(member.Start(
+      {SOFTIB_MCAST_CLIENT, daemon.host_dir(4), "join-recv", mgid, "0", "60", "0", "3"}));
   std::string line;
   ASSERT_TRUE(member.ReadLine(&line, std::chrono::seconds(20)));
   EXPECT_EQ(line.rfind("joined mlid=0xc", 0), 0u) << line;
@@ -112,7 +98,7 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
   // partitions.
   ASSERT_TRUE(master.Signal(SIGKILL));
   master.Wait(std::chrono::seconds(10));
-  ASSERT_TRUE(ReadUntil(standby, "MASTER, subnet up", &standby_out)) << standby_out;
+  ASSERT_TRUE(standby.ReadUntil("MASTER, subnet up", &standby_out)) << standby_out;
   // The four in any order.
   for (int i = 0; i < 4 && watcher.ReadLine(&line, std::chrono::seconds(30)); ++i) {
     seen += line + "\n";
@@ -137,7 +123,7 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
   for (int i = 0; i < 40 && members.find("0002:c903:00a0:0041") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     Process query;
-    ASSERT_TRUE(query.Start({SOFTIB_SM_BINARY, "--run-dir", Host(daemon, 2), "--query", "MCMR",
+    ASSERT_TRUE(query.Start({SOFTIB_SM_BINARY, "--run-dir", daemon.host_dir(2), "--query", "MCMR",
                              "MGID=ff12:401b:ffff::a5e1"}));
     members = query.ReadAllStdout(std::chrono::seconds(20));
     query.Wait(std::chrono::seconds(20));
@@ -147,7 +133,8 @@ TEST(PnpUserTest, LinkFlapAndSmHandoverReachAUserProcess) {
   bool received = false;
   for (int round = 0; round < 20 && !received; ++round) {
     Process sender;
-    ASSERT_TRUE(sender.Start({SOFTIB_MCAST_CLIENT, Host(daemon, 3), "join-send", mgid, "0", "3"}));
+    ASSERT_TRUE(
+        sender.Start({SOFTIB_MCAST_CLIENT, daemon.host_dir(3), "join-send", mgid, "0", "3"}));
     const std::string out = sender.ReadAllStdout(std::chrono::seconds(20));
     ASSERT_EQ(sender.Wait(std::chrono::seconds(20)), 0) << out;
     received = member.Wait(std::chrono::milliseconds(200)) != -1;

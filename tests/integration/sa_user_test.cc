@@ -16,15 +16,11 @@
 namespace softib::integration {
 namespace {
 
-std::string Host(const SoftibdInstance& daemon, int n) {
-  return daemon.run_dir() + "/host-000" + std::to_string(n);
-}
-
 // softibd whose ports wait in Init, and softib-sm on host-0001 staying MASTER once the
 // subnet is up (its SA answering).
 bool StartWithSm(SoftibdInstance& daemon, Process& sm) {
   if (!daemon.Start(SOFTIBD_BINARY, {"--fabric", "default", "--sm", "external"})) return false;
-  if (!sm.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", Host(daemon, 1), "-q",
+  if (!sm.Start({"/usr/bin/stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", daemon.host_dir(1), "-q",
                  "--sweep-interval", "0"})) {
     return false;
   }
@@ -40,7 +36,7 @@ TEST(SaUserTest, QueriesCacheAndServiceRegistrationsAgainstTheSm) {
   Process sm;
   ASSERT_TRUE(StartWithSm(daemon, sm));
   Process client;
-  ASSERT_TRUE(client.Start({SOFTIB_SA_USER_CLIENT, Host(daemon, 2)}));
+  ASSERT_TRUE(client.Start({SOFTIB_SA_USER_CLIENT, daemon.host_dir(2)}));
   const std::string transcript = client.ReadAllStdout(std::chrono::seconds(60));
   const int code = client.Wait(std::chrono::seconds(60));
   std::printf("%s", transcript.c_str());
@@ -72,7 +68,7 @@ TEST(SaUserTest, MulticastJoinedThroughTheSaReachesMembersAcrossSwitches) {
     r->host = host;
     r->mode = mode;
     ASSERT_TRUE(r->process.Start(
-        {SOFTIB_MCAST_CLIENT, Host(daemon, host), mode, mgid, "0", "4", "0", "3"}));
+        {SOFTIB_MCAST_CLIENT, daemon.host_dir(host), mode, mgid, "0", "4", "0", "3"}));
     std::string line;
     ASSERT_TRUE(r->process.ReadLine(&line, std::chrono::seconds(20)));
     EXPECT_EQ(line.rfind("joined mlid=0xc", 0), 0u) << line;
@@ -85,7 +81,8 @@ TEST(SaUserTest, MulticastJoinedThroughTheSaReachesMembersAcrossSwitches) {
   std::string full_outputs;
   for (int round = 0; round < 20; ++round) {
     Process sender;
-    ASSERT_TRUE(sender.Start({SOFTIB_MCAST_CLIENT, Host(daemon, 3), "join-send", mgid, "0", "3"}));
+    ASSERT_TRUE(
+        sender.Start({SOFTIB_MCAST_CLIENT, daemon.host_dir(3), "join-send", mgid, "0", "3"}));
     const std::string out = sender.ReadAllStdout(std::chrono::seconds(20));
     ASSERT_EQ(sender.Wait(std::chrono::seconds(20)), 0) << out;
     EXPECT_NE(out.find("sent 3"), std::string::npos) << out;

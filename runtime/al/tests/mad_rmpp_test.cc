@@ -28,19 +28,27 @@ abi::SendMadIn RmppSend(uint64_t svc, uint16_t lid, uint32_t length, bool respon
   return in;
 }
 
+// A requester (RMPP) on CA A (LID 1) and a responder of `responder_method` on CA B (LID 2).
+void OpenPair(Client& client, const stack::NodeStack& node, uint8_t responder_method,
+              abi::MadSvcType responder_type, MadEnd* requester, MadEnd* responder) {
+  ASSERT_NO_FATAL_FAILURE(
+      OpenMadEnd(client, node.ca_guids()[0], 1, abi::QpType::GSI_ALIAS, requester));
+  ASSERT_NO_FATAL_FAILURE(
+      OpenMadEnd(client, node.ca_guids()[1], 2, abi::QpType::GSI_ALIAS, responder));
+  ASSERT_EQ(RegSvc(client, requester, SvcParams(kVendorRmppClass, {}, abi::MadSvcType::RMPP)),
+            Status::SUCCESS);
+  ASSERT_EQ(
+      RegSvc(client, responder, SvcParams(kVendorRmppClass, {responder_method}, responder_type)),
+      Status::SUCCESS);
+}
+
 TEST(MadRmpp, TenKibRequestAndTenKibResponseBetweenTwoCas) {
   auto node = BootDefault("mad-rmpp-10k");
   ASSERT_TRUE(node);
   Client client(node->node());
   MadEnd requester, responder;
   ASSERT_NO_FATAL_FAILURE(
-      OpenMadEnd(client, node->ca_guids()[0], 1, abi::QpType::GSI_ALIAS, &requester));
-  ASSERT_NO_FATAL_FAILURE(
-      OpenMadEnd(client, node->ca_guids()[1], 2, abi::QpType::GSI_ALIAS, &responder));
-  ASSERT_EQ(RegSvc(client, &requester, SvcParams(kVendorRmppClass, {}, abi::MadSvcType::RMPP)),
-            Status::SUCCESS);
-  ASSERT_EQ(RegSvc(client, &responder, SvcParams(kVendorRmppClass, {0x02}, abi::MadSvcType::RMPP)),
-            Status::SUCCESS);
+      OpenPair(client, *node, 0x02, abi::MadSvcType::RMPP, &requester, &responder));
 
   const auto request = Transfer(0x02, 0xABCD, 10240, 1);
   uint64_t send_id = 0;
@@ -161,13 +169,7 @@ TEST(MadRmpp, AStrayAckIsNotTakenForTheResponse) {
   Client client(node->node());
   MadEnd requester, responder;
   ASSERT_NO_FATAL_FAILURE(
-      OpenMadEnd(client, node->ca_guids()[0], 1, abi::QpType::GSI_ALIAS, &requester));
-  ASSERT_NO_FATAL_FAILURE(
-      OpenMadEnd(client, node->ca_guids()[1], 2, abi::QpType::GSI_ALIAS, &responder));
-  ASSERT_EQ(RegSvc(client, &requester, SvcParams(kVendorRmppClass, {}, abi::MadSvcType::RMPP)),
-            Status::SUCCESS);
-  ASSERT_EQ(RegSvc(client, &responder, SvcParams(kVendorRmppClass, {0x01}, abi::MadSvcType::RAW)),
-            Status::SUCCESS);
+      OpenPair(client, *node, 0x01, abi::MadSvcType::RAW, &requester, &responder));
   const auto request = Transfer(0x01, 0x5151, 256 - kVendorRmppHeader, 4);  // one MAD, no RMPP
   uint64_t send_id = 0;
   ASSERT_EQ(SendMadTo(client, SendTo(requester.svc, 2, 256, 3000, 0, true, 5), request, &send_id),

@@ -111,6 +111,16 @@ bool Process::ReadLine(std::string* line, std::chrono::milliseconds limit) {
 bool Process::ReadExtraLine(std::string* line, std::chrono::milliseconds limit) {
   return ReadLineFrom(extra_, line, limit);
 }
+bool Process::ReadUntil(const std::string& what, std::string* transcript,
+                        std::chrono::milliseconds per_line) {
+  std::string line;
+  while (ReadLine(&line, per_line)) {
+    *transcript += line + "\n";
+    if (line.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::string Process::ReadAllStdout(std::chrono::milliseconds limit) {
   return ReadAll(stdout_, limit);
 }

@@ -24,6 +24,10 @@ class Process {
   // One line (without '\n') from the child's stdout / extra pipe; false at EOF or timeout.
   bool ReadLine(std::string* line, std::chrono::milliseconds limit);
   bool ReadExtraLine(std::string* line, std::chrono::milliseconds limit);
+  // Lines (each within `per_line`) appended to `transcript` until one contains `what`;
+  // false at EOF or a timeout.
+  bool ReadUntil(const std::string& what, std::string* transcript,
+                 std::chrono::milliseconds per_line = std::chrono::seconds(30));
   // Everything the child writes to stdout/stderr until it closes them (bounded).
   std::string ReadAllStdout(std::chrono::milliseconds limit);
   std::string ReadAllStderr(std::chrono::milliseconds limit);

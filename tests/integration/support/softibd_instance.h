@@ -21,6 +21,8 @@ class SoftibdInstance {
   int Stop(int signal_number = 15);
 
   const std::string& run_dir() const { return run_dir_; }
+  // With --fabric: host-000N's node directory (N 1..9, as the default fabric names them).
+  std::string host_dir(int n) const { return run_dir_ + "/host-000" + std::to_string(n); }
   Process& process() { return process_; }
   // What the daemon printed (available after Stop).
   const std::string& output() const { return output_; }
