@@ -48,12 +48,15 @@ const char* Name(abi::PnpEvent e) {
 // GID 0 of the port in the record: its subnet prefix and port GUID, both network order.
 std::string Gid0(const abi::PortAttributes& port) {
   const uint64_t halves[2] = {be64toh(port.subnet_prefix), be64toh(port.port_guid)};
-  char text[40];
-  char* at = text;
-  for (uint64_t half : halves)
-    for (int shift = 48; shift >= 0; shift -= 16)
-      at += std::snprintf(at, 6, "%04x:", static_cast<unsigned>(half >> shift & 0xFFFF));
-  at[-1] = '\0';
+  std::string text;
+  for (uint64_t half : halves) {
+    for (int shift = 48; shift >= 0; shift -= 16) {
+      char group[8];
+      std::snprintf(group, sizeof group, "%04x", static_cast<unsigned>(half >> shift & 0xFFFF));
+      if (!text.empty()) text += ':';
+      text += group;
+    }
+  }
   return text;
 }
 
