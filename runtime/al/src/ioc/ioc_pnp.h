@@ -114,7 +114,6 @@ class IocPnp {
   bool stopped_ = false;                // lock_
   bool running_ = false;                // lock_: a sweep is out
   bool again_ = false;                  // lock_: kicked while running
-  bool work_queued_ = false;            // lock_
   std::atomic<uint32_t> in_flight_{0};  // callbacks that may still run
   std::shared_ptr<Sweep> finished_;     // lock_: the sweep whose last query ended
   Snapshot present_;                    // al->pnp_mutex
