@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "bridge_test_driver.h"
 #include "softib/user/device_io.h"
@@ -52,6 +53,10 @@ TEST_F(DeviceServersTest, StopClosesOpenFilesAndRemovesSockets) {
   user::DeviceHandle device = nullptr;
   ASSERT_EQ(user::OpenDevice(servers_.socket_paths()[0].c_str(), &device), Status::SUCCESS);
   ASSERT_TRUE(driver_.WaitFor([](const auto& c) { return c.creates == 1; }));
+  // The driver counts the create inside the IRP; the sink counts the file once
+  // IoCreateFileForProcess has returned on its worker, a moment later.
+  for (int i = 0; i < 1000 && servers_.open_files() != 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(servers_.open_files(), 1u);
 
   servers_.Stop();
