@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora of the packet, MAD and topology fuzz targets.
 
-  tests/fuzz/make_seeds.py            # rewrites tests/fuzz/corpus/{mad_decode,hca_local_mad,
+  tests/fuzz/make_seeds.py            # writes into tests/fuzz/corpus/{mad_decode,hca_local_mad,
                                       #   switch_route,topology_reader}_fuzzer/
 
 The seeds come from material written or captured independently of the fuzzers:
@@ -12,7 +12,7 @@ The seeds come from material written or captured independently of the fuzzers:
   - tests/data/topologies/*.net: ibnetdiscover files.
 Each seed is framed the way its target reads its input (the comments of tests/fuzz/*.cc).
 Files are named by the SHA-1 of their content, as libFuzzer names what it adds, so a
-rerun writes the same tree. The verb fuzzers' corpora are not written here: they are
+rerun writes the same files; inputs that `scripts/fuzz.sh --merge-seeds` added stay. The verb fuzzers' corpora are not written here: they are
 libFuzzer's own minimised corpora (scripts/fuzz.sh --merge-seeds).
 """
 import hashlib
@@ -103,8 +103,6 @@ def framed_switch(mode, ingress, body):
 def write_corpus(target, seeds):
     folder = CORPUS / target
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():
-        old.unlink()
     unique = {hashlib.sha1(seed).hexdigest(): seed for seed in seeds if seed}
     for name, seed in unique.items():
         (folder / name).write_bytes(seed)
