@@ -62,10 +62,13 @@ add_library(softib_gen_kernel OBJECT ${SOFTIB_GEN_KERNEL_SOURCES})
 target_include_directories(softib_gen_kernel PUBLIC ${SOFTIB_GENERATED_DIR})
 target_link_libraries(softib_gen_kernel PUBLIC softib_kernel_api)
 
-# Verb conformance, dispatch part: needs the runtime's ConformanceHarness (next issue), which
-# links these objects with GTest::gtest_main into a test.
+# Verb conformance, dispatch part: runs against the ConformanceHarness that tests/conformance
+# declares (conformance_harness.h: test code, not a kernel header) and implements; that
+# folder links these objects with GTest::gtest_main into a test.
 set(_softib_conf_dispatch ${SOFTIB_GEN_CONFORMANCE_SOURCES})
 list(FILTER _softib_conf_dispatch INCLUDE REGEX "_dispatch_conformance\\.cc$")
 add_library(softib_conformance_dispatch OBJECT ${_softib_conf_dispatch})
 softib_compile_unoptimised(softib_conformance_dispatch)
+target_include_directories(softib_conformance_dispatch PRIVATE
+                           ${PROJECT_SOURCE_DIR}/tests/conformance)
 target_link_libraries(softib_conformance_dispatch PUBLIC softib_kernel_api GTest::gtest)

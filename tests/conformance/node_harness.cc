@@ -253,22 +253,17 @@ const char* NotCreatableUntil(abi::ObjectType type) {
   return h.CanCreate(type) ? nullptr : issue;
 }
 
-}  // namespace softib::conformance
-
-namespace softib::kernel::conformance {
-
 ConformanceHarness& ConformanceHarness::Instance() {
-  using softib::conformance::g_harness;
   if (g_harness == nullptr) {
     std::string error;
-    auto node = softib::conformance::TestNode::Start(&error);
+    auto node = TestNode::Start(&error);
     if (node == nullptr) {
       std::fprintf(stderr, "conformance harness: the node does not boot: %s\n", error.c_str());
       std::abort();
     }
-    g_harness = new softib::conformance::NodeHarness(std::move(node));
+    g_harness = new NodeHarness(std::move(node));
   }
   return *g_harness;
 }
 
-}  // namespace softib::kernel::conformance
+}  // namespace softib::conformance

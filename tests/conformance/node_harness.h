@@ -10,16 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "conformance_harness.h"
 #include "object_maker.h"
-#include "softib/kernel/conformance_harness.h"
 #include "test_node.h"
 #include "verb_env.h"
 
 namespace softib::conformance {
-
-using kernel::conformance::BadHandle;
-using kernel::conformance::CallPath;
-using kernel::conformance::ConformanceHarness;
 
 class NodeHarness final : public ConformanceHarness {
  public:

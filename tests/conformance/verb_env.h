@@ -9,8 +9,8 @@
 #include <span>
 #include <string>
 
+#include "conformance_harness.h"
 #include "fuzz/verb_model.h"
-#include "softib/kernel/conformance_harness.h"
 #include "softib/kernel/device.h"
 #include "softib/kernel/node.h"
 #include "softib/user/device_io.h"
@@ -18,7 +18,6 @@
 namespace softib::conformance {
 
 using fuzz::VerbInfo;
-using kernel::conformance::CallResult;
 
 class VerbEnv {
  public:

@@ -78,7 +78,7 @@ Status DispatchInternal(kernel::DeviceObject* device, kernel::Irp* irp) {
 
 // The bottom of the CA's stack: the filters above have already let go of the CA.
 Status DispatchPnp(kernel::DeviceObject* device, kernel::Irp* irp) {
-  if (kernel::IoGetCurrentIrpStackLocation(irp)->MinorFunction != kIrpMinorRemoveDevice) {
+  if (kernel::IoGetCurrentIrpStackLocation(irp)->MinorFunction != kernel::kIrpMinorRemoveDevice) {
     return CompleteWith(irp, Status::UNSUPPORTED);
   }
   CaOf(device)->MarkRemoved();
@@ -311,7 +311,7 @@ Status HcaRemoveCa(HcaDriver* driver, uint64_t node_guid) {
   kernel::Irp* irp = kernel::IoAllocateIrp(top->StackSize);
   kernel::IoStackLocation* next = kernel::IoGetNextIrpStackLocation(irp);
   next->MajorFunction = kernel::IrpMajor::kPnp;
-  next->MinorFunction = kIrpMinorRemoveDevice;
+  next->MinorFunction = kernel::kIrpMinorRemoveDevice;
   kernel::IoCallDriverAndWait(top, irp);
   kernel::IoFreeIrp(irp);
   kernel::ObDereferenceObject(top);

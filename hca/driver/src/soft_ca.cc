@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 
 #include "hca/driver/src/port_link.h"
 #include "softib/kernel/verb_support.h"
@@ -19,12 +18,6 @@ namespace {
 constexpr std::chrono::nanoseconds kTickPeriod = std::chrono::milliseconds(1);
 
 }  // namespace
-
-std::string ci::CaDeviceName(uint64_t node_guid) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "hca-%016llx", static_cast<unsigned long long>(node_guid));
-  return name;
-}
 
 SoftCa::SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid, RingService* rings)
     : node_(node),

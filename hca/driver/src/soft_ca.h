@@ -11,7 +11,7 @@
 #include "hca/device/hca.h"
 #include "hca/driver/src/ca_rings.h"
 #include "hca/driver/src/ring_service.h"
-#include "softib/hca/ci.h"
+#include "softib/ci/ci.h"
 #include "softib/kernel/dpc.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/spin_lock.h"

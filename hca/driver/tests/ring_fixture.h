@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "softib/hca/ci.h"
+#include "softib/ci/ci.h"
 #include "softib/hca/hca_driver.h"
 #include "softib/kernel/device.h"
 #include "softib/kernel/io.h"

@@ -10,7 +10,7 @@
 #include "runtime/al/src/ioc/ioc_pnp.h"
 #include "runtime/al/src/objects.h"
 #include "runtime/al/src/sa/sa_client.h"
-#include "softib/hca/hca_driver.h"
+#include "softib/ci/ci.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/verb_support.h"
 
@@ -99,7 +99,7 @@ Status DispatchPnp(kernel::DeviceObject* device, Irp* irp) {
     return kernel::IoCallDriver(lower, irp);
   }
   const bool remove =
-      kernel::IoGetCurrentIrpStackLocation(irp)->MinorFunction == hca::kIrpMinorRemoveDevice;
+      kernel::IoGetCurrentIrpStackLocation(irp)->MinorFunction == kernel::kIrpMinorRemoveDevice;
   if (remove) {
     ext->al->OnCaRemoval(ca.get());
     kernel::IoDetachDevice(lower);  // before the CA's driver deletes its device
@@ -238,8 +238,8 @@ Status LoadAccessLayer(kernel::Node* node, AccessLayer** out) {
   al->devmgt_agent = StartDevMgtAgent(al.get());  // on every CA from its arrival
   al->ioc_pnp = std::make_unique<ioc::IocPnp>(al.get());
   al->cm = new cm::ConnectionManager(al.get());  // its agents start with each CA
-  status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
-                                                  &OnCiInterface, al.get(), &al->ci_registration);
+  status = kernel::IoRegisterPlugPlayNotification(node, ci::kCiInterfaceClass, true, &OnCiInterface,
+                                                  al.get(), &al->ci_registration);
   if (status != Status::SUCCESS) {
     delete al->cm;
     al->ioc_pnp->Stop();

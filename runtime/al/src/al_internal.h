@@ -15,7 +15,7 @@
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/types.h"
 #include "softib/al/access_layer.h"
-#include "softib/hca/ci.h"
+#include "softib/ci/ci.h"
 #include "softib/kernel/call_context.h"
 #include "softib/kernel/dpc.h"
 #include "softib/kernel/event.h"
@@ -54,13 +54,13 @@ struct Counters {
 // its removal for as long as objects of it remain.
 class AlCa {
  public:
-  AlCa(AccessLayer* al, hca::ci::CaInterface* ci);
+  AlCa(AccessLayer* al, ci::CaInterface* ci);
   ~AlCa();  // drops the CI reference and frees the event IRP
   AlCa(const AlCa&) = delete;
   AlCa& operator=(const AlCa&) = delete;
 
   AccessLayer* const al;
-  hca::ci::CaInterface* const ci;                      // referenced
+  ci::CaInterface* const ci;                           // referenced
   const uint64_t guid;                                 // host order
   kernel::DeviceObject* lower = nullptr;               // the CA device
   std::atomic<kernel::DeviceObject*> filter{nullptr};  // ours, over it (null once removed)
@@ -94,12 +94,12 @@ class AlCa {
 
   // The wait-for-events IRP kept pending on the CA device, re-sent from a DPC.
   kernel::Irp* event_irp = nullptr;
-  hca::ci::CaEventBatch batch{};
+  ci::CaEventBatch batch{};
   kernel::Kdpc repost_dpc{};
   kernel::KEvent event_irp_home{kernel::EventType::kNotification, true};
 
   void StartEvents();  // PASSIVE
-  void Dispatch(const hca::ci::CaEventBatch& batch);
+  void Dispatch(const ci::CaEventBatch& batch);
 };
 
 // What a file's objects share with it (counts and the objects that hold pending IRPs),
@@ -140,7 +140,7 @@ class Instance {
   std::set<kernel::KernelObject*> waitables;
 
   // Whose memory the regions this file registers now are.
-  hca::ci::MemoryOwner memory_owner() const { return {pid, dma_address_offset.load()}; }
+  ci::MemoryOwner memory_owner() const { return {pid, dma_address_offset.load()}; }
   kernel::Status CreateImplicitAl();
   std::size_t CancelPendingIrps(uint32_t function, uint64_t object_id);
   void Cleanup();  // IRP_MJ_CLEANUP: pending IRPs cancelled, every object destroyed

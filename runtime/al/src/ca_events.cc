@@ -18,7 +18,7 @@ using kernel::Status;
 
 Status CreateFilter(AccessLayer* al, AlCa* ca);  // al_driver.cc
 
-AlCa::AlCa(AccessLayer* al_in, hca::ci::CaInterface* ci_in)
+AlCa::AlCa(AccessLayer* al_in, ci::CaInterface* ci_in)
     : al(al_in), ci(ci_in), guid(ci_in->node_guid()) {}
 
 AlCa::~AlCa() {
@@ -48,9 +48,9 @@ void SendEventIrp(AlCa* ca) {
   kernel::IoReuseIrp(irp, Status::SUCCESS);
   kernel::IoStackLocation* next = kernel::IoGetNextIrpStackLocation(irp);
   next->MajorFunction = kernel::IrpMajor::kInternalDeviceControl;
-  next->Parameters.DeviceIoControl.IoControlCode = hca::ci::kIoctlCiWaitEvents;
+  next->Parameters.DeviceIoControl.IoControlCode = ci::kIoctlCiWaitEvents;
   next->Parameters.DeviceIoControl.InputBufferLength = 0;
-  next->Parameters.DeviceIoControl.OutputBufferLength = sizeof(hca::ci::CaEventBatch);
+  next->Parameters.DeviceIoControl.OutputBufferLength = sizeof(ci::CaEventBatch);
   irp->AssociatedIrp.SystemBuffer = &ca->batch;
   kernel::IoSetCompletionRoutine(irp, &EventIrpDone, ca, true, true, true);
   kernel::IoCallDriver(ca->lower, irp);
@@ -184,10 +184,10 @@ void AlCa::StartEvents() {
   SendEventIrp(this);
 }
 
-void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
-  for (uint32_t i = 0; i < news.count && i < hca::ci::kMaxEventsPerBatch; ++i) {
-    const hca::ci::CaEvent& event = news.events[i];
-    if (event.kind == hca::ci::CaEventKind::kCompletion) {
+void AlCa::Dispatch(const ci::CaEventBatch& news) {
+  for (uint32_t i = 0; i < news.count && i < ci::kMaxEventsPerBatch; ++i) {
+    const ci::CaEvent& event = news.events[i];
+    if (event.kind == ci::CaEventKind::kCompletion) {
       // The AL's own special QPs first (they live as long as this AlCa).
       bool mine = false;
       for (const auto& sqp : special_qps) {
@@ -290,9 +290,9 @@ void AlCa::Dispatch(const hca::ci::CaEventBatch& news) {
 
 void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
   // Query the CI of the CA (IRP_MN_QUERY_INTERFACE in WDM).
-  hca::ci::CiQueryInterfaceOut query{};
-  Irp* irp = kernel::IoBuildDeviceIoControlRequest(hca::ci::kIoctlCiQueryInterface, device, nullptr,
-                                                   0, &query, sizeof(query), true);
+  ci::CiQueryInterfaceOut query{};
+  Irp* irp = kernel::IoBuildDeviceIoControlRequest(ci::kIoctlCiQueryInterface, device, nullptr, 0,
+                                                   &query, sizeof(query), true);
   if (irp == nullptr || kernel::IoCallDriverAndWait(device, irp) != Status::SUCCESS) return;
   auto ca = std::make_shared<AlCa>(this, query.ci);
   ca->lower = device;

@@ -102,7 +102,7 @@ Status IbPostSend(IbAl* al, uint64_t qp_handle, std::span<const abi::SendWorkReq
       s != Status::SUCCESS) {
     return s;
   }
-  hca::ci::CaInterface* ci = qp->pd_obj->ca_obj->ca->ci;
+  ci::CaInterface* ci = qp->pd_obj->ca_obj->ca->ci;
   const bool datagram = qp->type == abi::QpType::UD || qp->type == abi::QpType::GSI ||
                         qp->type == abi::QpType::SMI || qp->type == abi::QpType::MAD;
   for (const abi::SendWorkRequest& request : wrs) {

@@ -12,7 +12,7 @@ using kernel::Status;
 namespace {
 
 Status Register(const kernel::CallContext& ctx, PdObj* pd, const abi::MrRegion& region,
-                hca::ci::MemoryOwner memory, uint32_t* lkey, uint32_t* rkey, uint64_t* handle) {
+                ci::MemoryOwner memory, uint32_t* lkey, uint32_t* rkey, uint64_t* handle) {
   uint32_t key = 0;
   if (const Status s = pd->ca_obj->ca->ci->RegisterMr(pd->pd, region.vaddr, region.length,
                                                       region.access, memory, &key);

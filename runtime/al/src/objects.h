@@ -245,12 +245,12 @@ class QpObj final : public AlObject {
 class MrObj final : public AlObject {
  public:
   MrObj(Instance* owner, PdObj* pd_obj, uint32_t key, const abi::MrRegion& region,
-        hca::ci::MemoryOwner memory);
+        ci::MemoryOwner memory);
   // The CA of every PD the region may live in (moves stay within a CA); alive as long as the
   // region has a parent PD.
   AlCa* const ca;
-  const hca::ci::MemoryOwner memory;  // whose memory (pid 0: kernel), as registered
-  kernel::KSpinLock lock;             // key, region and pd_obj change with ReregMem / ReregPhys
+  const ci::MemoryOwner memory;  // whose memory (pid 0: kernel), as registered
+  kernel::KSpinLock lock;        // key, region and pd_obj change with ReregMem / ReregPhys
   uint32_t key;
   abi::MrRegion region;
   PdObj* pd_obj;  // the parent; MrReregFlags.PD moves the region to another PD

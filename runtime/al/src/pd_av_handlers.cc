@@ -67,7 +67,7 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
     // The device has no modify: a new AH replaces the old one, and the AV's handle moves to
     // it (the speed path's translation, ci.h) before the old one goes.
     AvObj* av = As<AvObj>(refs.av);
-    hca::ci::CaInterface* ci = av->pd_obj->ca_obj->ca->ci;
+    ci::CaInterface* ci = av->pd_obj->ca_obj->ca->ci;
     uint32_t ah = 0;
     if (const Status s = ci->CreateAh(av->pd_obj->pd, in.attributes, &ah); s != Status::SUCCESS) {
       return s;

@@ -80,7 +80,7 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     CqObj* scq = As<CqObj>(refs.send_cq);
     CqObj* rcq = As<CqObj>(refs.recv_cq);
     // The port by its GUID.
-    hca::ci::CaInterface* ci = pd->ca_obj->ca->ci;
+    ci::CaInterface* ci = pd->ca_obj->ca->ci;
     std::vector<abi::PortAttributes> ports(ci->num_ports());
     abi::CaAttributes attributes;
     if (const Status s = ci->QueryCa(&attributes, ports); s != Status::SUCCESS) return s;
@@ -204,7 +204,7 @@ class McastVerbs final : public kernel::McastVerbHandlers {
   Status AttachMcast(const kernel::CallContext& ctx, const abi::AttachMcastIn& in,
                      kernel::AttachMcastRefs& refs, abi::AttachMcastOut& out, Irp*) override {
     QpObj* qp = As<QpObj>(refs.qp);
-    hca::ci::CaInterface* ci = qp->pd_obj->ca_obj->ca->ci;
+    ci::CaInterface* ci = qp->pd_obj->ca_obj->ca->ci;
     if (const Status s = ci->AttachMcast(qp->qpn, in.mgid, in.mlid); s != Status::SUCCESS) {
       return s;
     }

@@ -59,7 +59,7 @@ class RuntimeVerbs final : public kernel::RuntimeIoctlsVerbHandlers {
     for (std::size_t i = 0; i < cas.size(); ++i) {
       if (cas[i]->guid != guid) continue;
       if (cas[i]->removed.load()) return Status::CA_REMOVED;
-      const std::string name = hca::ci::CaDeviceName(guid);
+      const std::string name = ci::CaDeviceName(guid);
       out.ca_index = static_cast<uint32_t>(i);
       out.path_length = static_cast<uint32_t>(name.size());
       std::memcpy(out.device_path, name.data(), name.size());

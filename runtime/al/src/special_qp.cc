@@ -28,7 +28,7 @@ SpecialQp::SpecialQp(AlCa* ca, uint8_t port, abi::QpType type)
 SpecialQp::~SpecialQp() = default;
 
 Status SpecialQp::Start() {
-  hca::ci::CaInterface* ci = ca_->ci;
+  ci::CaInterface* ci = ca_->ci;
   kernel::KeInitializeTimer(&timer_, ca_->al->node);
   kernel::KeInitializeDpc(&timer_dpc_, ca_->al->node, &SpecialQp::TimerDpc, this);
   kernel::KeInitializeDpc(&completion_dpc_, ca_->al->node, &SpecialQp::CompletionDpc, this);
@@ -101,7 +101,7 @@ void SpecialQp::Stop() {
     if (released_) return;
     released_ = true;
   }
-  hca::ci::CaInterface* ci = ca_->ci;
+  ci::CaInterface* ci = ca_->ci;
   kernel::KeFlushQueuedDpcs(ca_->al->node);  // the timer's and the completions' DPCs
   {
     kernel::SpinLockGuard guard(lock);
@@ -136,7 +136,7 @@ Status SpecialQp::PostLocked(const std::shared_ptr<MadSend>& send, const uint8_t
                              const MadAddress& to) {
   if (stopped_ || !started_) return Status::INSUFFICIENT_RESOURCES;
   if (free_slots_.empty()) return Status::INSUFFICIENT_RESOURCES;
-  hca::ci::CaInterface* ci = ca_->ci;
+  ci::CaInterface* ci = ca_->ci;
   abi::AddressVector av = to.av;
   av.port_num = port_;
   uint32_t ah = 0;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "pdo.h"
-#include "softib/hca/ci.h"
+#include "softib/ci/ci.h"
 #include "softib/kernel/device.h"
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
@@ -56,9 +56,9 @@ namespace {
 // Reads the CA's GUID and port count through the CI query (the reference it returns is
 // dropped at once: the bus keeps nothing of the CA but its identity).
 Status QueryCa(kernel::DeviceObject* ca_device, uint64_t* guid, uint8_t* num_ports) {
-  hca::ci::CiQueryInterfaceOut out{};
-  kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(
-      hca::ci::kIoctlCiQueryInterface, ca_device, nullptr, 0, &out, sizeof out, true);
+  ci::CiQueryInterfaceOut out{};
+  kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(ci::kIoctlCiQueryInterface, ca_device,
+                                                           nullptr, 0, &out, sizeof out, true);
   const Status status = kernel::IoCallDriverAndWait(ca_device, irp);
   if (status != Status::SUCCESS || out.ci == nullptr) {
     return status == Status::SUCCESS ? Status::INVALID_STATE : status;
@@ -136,7 +136,7 @@ Status LoadBusDriver(kernel::Node* node, BusDriver** out) {
     delete bus;
     return status;
   }
-  status = kernel::IoRegisterPlugPlayNotification(node, hca::ci::kCiInterfaceClass, true,
+  status = kernel::IoRegisterPlugPlayNotification(node, ci::kCiInterfaceClass, true,
                                                   &OnCiNotification, bus, &bus->registration);
   if (status != Status::SUCCESS) {
     kernel::IoUnloadDriver(bus->driver);

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "softib/hca/hca_driver.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/irp.h"
 #include "softib/kernel/pnp.h"
 
 namespace softib::bus {
@@ -40,7 +40,7 @@ Status DispatchInternalControl(kernel::DeviceObject* pdo, kernel::Irp* irp) {
 
 Status DispatchPnp(kernel::DeviceObject*, kernel::Irp* irp) {
   const bool remove =
-      kernel::IoGetCurrentIrpStackLocation(irp)->MinorFunction == hca::kIrpMinorRemoveDevice;
+      kernel::IoGetCurrentIrpStackLocation(irp)->MinorFunction == kernel::kIrpMinorRemoveDevice;
   return Complete(irp, remove ? Status::SUCCESS : Status::UNSUPPORTED);
 }
 
@@ -49,7 +49,7 @@ void SendRemove(kernel::DeviceObject* pdo) {
   kernel::Irp* irp = kernel::IoAllocateIrp(top->StackSize);
   kernel::IoStackLocation* next = kernel::IoGetNextIrpStackLocation(irp);
   next->MajorFunction = kernel::IrpMajor::kPnp;
-  next->MinorFunction = hca::kIrpMinorRemoveDevice;
+  next->MinorFunction = kernel::kIrpMinorRemoveDevice;
   kernel::IoCallDriverAndWait(top, irp);
   kernel::IoFreeIrp(irp);
   kernel::ObDereferenceObject(top);

@@ -8,7 +8,7 @@
 
 #include "softib/al/access_layer.h"
 #include "softib/bus/bus_driver.h"
-#include "softib/hca/ci.h"
+#include "softib/ci/ci.h"
 #include "softib/hca/hca_driver.h"
 #include "softib/kernel/node.h"
 
@@ -117,9 +117,7 @@ std::vector<uint64_t> NodeStack::ca_guids() const {
   return state_->cas;
 }
 
-std::string NodeStack::ca_device_name(uint64_t ca_guid) const {
-  return hca::ci::CaDeviceName(ca_guid);
-}
+std::string NodeStack::ca_device_name(uint64_t ca_guid) const { return ci::CaDeviceName(ca_guid); }
 
 Status NodeStack::RemoveCa(uint64_t ca_guid) {
   State& s = *state_;

@@ -48,7 +48,7 @@ class McastJoinObj final : public sa::SaMembership {
     *mlid = static_cast<uint16_t>(answer.data[kMlidOffset] << 8 | answer.data[kMlidOffset + 1]);
   }
 
-  hca::ci::CaInterface* ci() const { return qp_->pd_obj->ca_obj->ca->ci; }
+  ci::CaInterface* ci() const { return qp_->pd_obj->ca_obj->ca->ci; }
 
   Status Accepted(const sa::SaAnswer& answer, void* out) override {
     if (answer.data.size() < abi::kMcmemberRecordBytes) return Status::REMOTE_ERROR;

@@ -14,18 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "conformance_harness.h"
 #include "conformance_support.h"
 #include "softib/abi/abi_base.h"
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/abi_status.h"
-#include "softib/kernel/conformance_harness.h"
 
 namespace softib::conformance {
-
-using kernel::conformance::BadHandle;
-using kernel::conformance::CallPath;
-using kernel::conformance::CallResult;
-using kernel::conformance::ConformanceHarness;
 
 struct VerbCase {
   const char* name;

@@ -65,7 +65,4 @@ kernel::Status HcaSetExternalLinkUp(HcaDriver* driver, uint64_t guid, uint8_t po
 kernel::Status HcaLocalMad(HcaDriver* driver, uint64_t guid, uint8_t port,
                            std::span<const uint8_t, 256> request, std::span<uint8_t, 256> response);
 
-// IRP_MJ_PNP minor code of a removal (WDM IRP_MN_REMOVE_DEVICE).
-inline constexpr uint8_t kIrpMinorRemoveDevice = 0x02;
-
 }  // namespace softib::hca

@@ -26,6 +26,9 @@ enum class IrpMajor : uint8_t {
 };
 inline constexpr int kIrpMajorCount = 0x1c;
 
+// Minor function codes of IrpMajor::kPnp (WDM IRP_MN_* values).
+inline constexpr uint8_t kIrpMinorRemoveDevice = 0x02;  // IRP_MN_REMOVE_DEVICE
+
 // Who issued the request: a user process (through the channel) or kernel code.
 enum class ProcessorMode : uint8_t { kKernelMode = 0, kUserMode = 1 };
 

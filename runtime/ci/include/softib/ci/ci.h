@@ -1,6 +1,9 @@
-// The channel interface (CI) of the HCA driver: what the Access Layer calls down into,
-// like WinOFED's ci_interface_t, as a C++ interface. The AL obtains a CA's interface by
-// an internal IOCTL on the CA's device (the IRP_MN_QUERY_INTERFACE of WDM) and holds a
+// The channel interface (CI): the contract between the Access Layer, which calls down into
+// it, and an HCA driver, which implements it (WinOFED's ib_ci.h / ci_interface_t, as a C++
+// interface). It sits below both: the AL and the bus driver include this header alone and
+// never the concrete driver (hca/driver); only the node stack (runtime/stack) knows which
+// driver implements it (docs/architecture.md). The AL obtains a CA's interface by an
+// internal IOCTL on the CA's device (the IRP_MN_QUERY_INTERFACE of WDM) and holds a
 // reference on it for as long as it uses the CA.
 //
 // Every verb is serialized by the CA's spin lock (the device core is not thread-safe),
@@ -14,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <string>
 
@@ -21,13 +25,17 @@
 #include "softib/abi/types.h"
 #include "softib/kernel/status.h"
 
-namespace softib::hca::ci {
+namespace softib::ci {
 
 // The PnP interface class the HCA driver enables on each CA device.
 inline constexpr char kCiInterfaceClass[] = "softib.ci";
 
 // "hca-<16 lowercase hex digits of the node GUID>" (host-order GUID).
-std::string CaDeviceName(uint64_t node_guid);
+inline std::string CaDeviceName(uint64_t node_guid) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "hca-%016llx", static_cast<unsigned long long>(node_guid));
+  return name;
+}
 
 // Internal device-control codes of the CA device (METHOD_BUFFERED, kernel callers only).
 // Query: output CiQueryInterfaceOut (the pointer is referenced for the caller).
@@ -205,4 +213,4 @@ class CaInterface {
   virtual ~CaInterface() = default;
 };
 
-}  // namespace softib::hca::ci
+}  // namespace softib::ci

@@ -1,6 +1,7 @@
 // The node the generated verb conformance suite (generated/conformance/verbs/) drives.
-// Declaration only: the runtime's test support implements it (issue 3). The suite builds
-// every request from bytes, so the harness needs no per-verb code beyond Prepare.
+// Declaration only: NodeHarness (node_harness.h) implements it over a booted node. The suite
+// builds every request from bytes, so the harness needs no per-verb code beyond Prepare.
+// Test code: it lives with the suite, not in the kernel's headers.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/abi_status.h"
 
-namespace softib::kernel::conformance {
+namespace softib::conformance {
 
 // How a request reaches the verb.
 enum class CallPath : uint8_t {
@@ -23,19 +24,19 @@ enum class CallPath : uint8_t {
 
 // Handles that must not resolve.
 enum class BadHandle : uint8_t {
-  kZero,        // null (accepted only for optional parameters)
-  kWrongType,   // a live handle of another object type in the same file
-  kStale,       // right index and type, older generation
-  kDestroyed,   // the handle of an object that was destroyed
-  kForeign,     // a live handle of another file (another process)
-  kGarbage,     // bits that no table ever issued
+  kZero,       // null (accepted only for optional parameters)
+  kWrongType,  // a live handle of another object type in the same file
+  kStale,      // right index and type, older generation
+  kDestroyed,  // the handle of an object that was destroyed
+  kForeign,    // a live handle of another file (another process)
+  kGarbage,    // bits that no table ever issued
 };
 
 struct CallResult {
   abi::Status status{};
-  uint32_t information = 0;      // output bytes returned
-  std::vector<uint8_t> output;   // the output buffer after the call
-  bool verifier_clean = true;    // no IRQL or other verifier violation during the call
+  uint32_t information = 0;     // output bytes returned
+  std::vector<uint8_t> output;  // the output buffer after the call
+  bool verifier_clean = true;   // no IRQL or other verifier violation during the call
 };
 
 class ConformanceHarness {
@@ -51,8 +52,7 @@ class ConformanceHarness {
   // A valid request for the verb with this ordinal: creates the objects its handles name
   // and fills `input` (the fixed structure, then any trailing array) so that it passes
   // every dispatch check; sets the output length to use. False when it cannot (a failure).
-  virtual bool Prepare(uint32_t ordinal, std::vector<uint8_t>& input,
-                       uint32_t& output_length) = 0;
+  virtual bool Prepare(uint32_t ordinal, std::vector<uint8_t>& input, uint32_t& output_length) = 0;
 
   // Like Prepare for the destroying verb `ordinal`, with an object of type `child` (a child
   // of the object to destroy, or an object that uses it) still alive.
@@ -71,4 +71,4 @@ class ConformanceHarness {
   virtual uint64_t MakeBadHandle(abi::ObjectType type, BadHandle kind) = 0;
 };
 
-}  // namespace softib::kernel::conformance
+}  // namespace softib::conformance
