@@ -5,7 +5,10 @@ if(SOFTIB_M32)
   return()
 endif()
 
+# Labels every directory below `dir` (ctest does not pass a directory's LABELS on to the
+# CTestTestfile of its subdirectories) and returns every target defined there.
 function(_softib_targets_below dir out)
+  set_property(DIRECTORY ${dir} APPEND PROPERTY LABELS threaded)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
   get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
   foreach(sub IN LISTS subdirs)
@@ -21,7 +24,6 @@ foreach(folder IN LISTS SOFTIB_THREADED_FOLDERS)
   if(NOT EXISTS ${dir}/CMakeLists.txt)
     message(FATAL_ERROR "SOFTIB_THREADED_FOLDERS names ${folder}, which has no CMakeLists.txt")
   endif()
-  set_property(DIRECTORY ${dir} APPEND PROPERTY LABELS threaded)
   _softib_targets_below(${dir} targets)
   foreach(target IN LISTS targets)
     get_target_property(type ${target} TYPE)
