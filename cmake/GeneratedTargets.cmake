@@ -2,9 +2,9 @@
 # the kernel dispatch/direct-call code, the user proxies, and the verb conformance suite.
 # Source lists come from generated/sources.cmake (included by the top level).
 #
-# softib_gen_kernel, softib_gen_user and softib_conformance_dispatch are compile-only for
-# now: they are written against runtime interfaces (runtime/*/include) that the runtime
-# issue implements; nothing links them yet.
+# softib_gen_kernel (linked by the AL), softib_gen_user (by runtime/user) and
+# softib_conformance_dispatch (by tests/conformance's suite) are OBJECT libraries over the
+# runtime interfaces (runtime/*/include).
 
 set(SOFTIB_GENERATED_DIR ${PROJECT_SOURCE_DIR}/generated)
 
@@ -62,8 +62,8 @@ add_library(softib_gen_kernel OBJECT ${SOFTIB_GEN_KERNEL_SOURCES})
 target_include_directories(softib_gen_kernel PUBLIC ${SOFTIB_GENERATED_DIR})
 target_link_libraries(softib_gen_kernel PUBLIC softib_kernel_api)
 
-# Verb conformance, dispatch part: needs the runtime's ConformanceHarness (next issue), which
-# links these objects with GTest::gtest_main into a test.
+# Verb conformance, dispatch part: tests/conformance links these objects with its
+# ConformanceHarness (a booted node) into softib_conformance_dispatch_tests.
 set(_softib_conf_dispatch ${SOFTIB_GEN_CONFORMANCE_SOURCES})
 list(FILTER _softib_conf_dispatch INCLUDE REGEX "_dispatch_conformance\\.cc$")
 add_library(softib_conformance_dispatch OBJECT ${_softib_conf_dispatch})
