@@ -52,10 +52,12 @@ for preset in $presets; do
     for folder in "${tsan_folders[@]}"; do
       ctest --test-dir "build/tsan/$folder" -j "$jobs" --output-on-failure
     done
+    scripts/check-test-counts.sh build/tsan tsan "${tsan_folders[@]}"
   else
     cmake --build --preset "$preset" -j "$jobs"
     build_done=$SECONDS
     ctest --preset "$preset" -j "$jobs"
+    scripts/check-test-counts.sh "build/$preset" "$preset"  # tests/min_test_counts.txt
     phase_times+=("${preset}: build $((build_done - phase_start)) s, tests $((SECONDS - build_done)) s")
     echo "=== softib: ${phase_times[-1]} ==="
     if [ "$preset" = asan ]; then
