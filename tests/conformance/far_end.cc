@@ -25,8 +25,6 @@ using abi::Status;
 
 namespace {
 
-constexpr auto kFarEndEventWait = std::chrono::seconds(10);
-
 struct FarEndIrpWait {
   kernel::KEvent done{kernel::EventType::kNotification};
 };
@@ -86,6 +84,22 @@ abi::CmRepParams HarnessRepParams() {
 uint64_t FreshServiceId() {
   static std::atomic<uint64_t> next{0x0500000000000001ull};
   return next.fetch_add(1);
+}
+
+Status CallWithIrp(kernel::Node* node, const std::function<Status(kernel::Irp*)>& call,
+                   std::chrono::nanoseconds limit) {
+  kernel::Irp* irp = kernel::IoAllocateIrp(1);
+  kernel::IoSetIrpNode(irp, node);
+  FarEndIrpWait wait;
+  kernel::IoSetCompletionRoutine(irp, &FarEndIrpDone, &wait, true, true, true);
+  Status status = call(irp);  // completes the IRP too, now or when the call ends
+  if (kernel::KeWaitForSingleObject(&wait.done, limit) != Status::SUCCESS) {
+    kernel::IoCancelIrp(irp);
+    kernel::KeWaitForSingleObject(&wait.done);
+  }
+  if (status == Status::PENDING) status = irp->IoStatus.Status;
+  kernel::IoFreeIrp(irp);
+  return status;
 }
 
 bool FarEnd::Open() {
@@ -214,19 +228,10 @@ bool FarEnd::SendSidrReq(uint64_t service_id, uint16_t dlid, uint64_t* cep) {
 }
 
 bool FarEnd::Expect(uint64_t cep, abi::CepEventType type, uint64_t* new_cep) {
-  // The direct call with an IRP pends until the event arrives and completes the IRP.
-  kernel::Irp* irp = kernel::IoAllocateIrp(1);
-  kernel::IoSetIrpNode(irp, node_);
-  FarEndIrpWait wait;
-  kernel::IoSetCompletionRoutine(irp, &FarEndIrpDone, &wait, true, true, true);
+  // The call pends until the event arrives.
   abi::CepGetEventOut out{};
-  Status status = kernel::IbCepGetEvent(al_, {{cep}}, out, irp);
-  if (kernel::KeWaitForSingleObject(&wait.done, kFarEndEventWait) != Status::SUCCESS) {
-    kernel::IoCancelIrp(irp);
-    kernel::KeWaitForSingleObject(&wait.done);
-  }
-  if (status == Status::PENDING) status = irp->IoStatus.Status;
-  kernel::IoFreeIrp(irp);
+  const Status status = CallWithIrp(
+      node_, [&](kernel::Irp* irp) { return kernel::IbCepGetEvent(al_, {{cep}}, out, irp); });
   if (!FarEndOk(status, "CepGetEvent")) return false;
   if (out.event != type) {
     std::fprintf(stderr, "conformance harness: the far end got CEP event %u, not %u\n",

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 
 #include "softib/abi/types.h"
 #include "softib/kernel/device.h"
@@ -14,7 +16,8 @@
 
 namespace softib::kernel {
 class IbAl;
-}
+struct Irp;
+}  // namespace softib::kernel
 
 namespace softib::conformance {
 
@@ -26,6 +29,10 @@ abi::CmReqParams HarnessReqParams(uint64_t service_id, uint16_t slid, uint16_t d
 abi::CmRepParams HarnessRepParams();
 // A service ID no other listen of the node uses (host order).
 uint64_t FreshServiceId();
+// A kernel client's direct call `call(irp)` with an IRP of its own, waited for: its status
+// (a pended call's is the IRP's; one still pending after `limit` is cancelled: CANCELED).
+abi::Status CallWithIrp(kernel::Node* node, const std::function<abi::Status(kernel::Irp*)>& call,
+                        std::chrono::nanoseconds limit = std::chrono::seconds(10));
 
 class FarEnd {
  public:

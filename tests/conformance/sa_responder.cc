@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "kernel/runtime_ioctls_direct.h"
 #include "kernel/verbs_al_direct.h"
 #include "kernel/verbs_ca_direct.h"
 #include "kernel/verbs_qp_direct.h"
@@ -81,7 +82,41 @@ bool SaResponder::Start(uint64_t client_ca_guid) {
   if (!SaStep(kernel::IbRegMadSvc(al, {{qp_}, {pool_}, params}, svc), "RegMadSvc")) return false;
   svc_ = svc.svc.value;
   thread_ = std::thread([this] { Run(); });
-  return SetMasterSm(client_ca_guid);
+  // The SM change reaches the AL as an event that drops the port's cached paths before it is
+  // posted to PnP clients: seeing the PnP event, the tests start on a settled port.
+  abi::RegisterPnpOut reg{};
+  if (!SaStep(CallWithIrp(node_,
+                          [&](kernel::Irp* irp) {
+                            return kernel::IbRegisterPnp(
+                                al, {{kernel::IbGetAlHandle(al)}, abi::PnpClass::PORT, {}, 0}, reg,
+                                irp);
+                          }),
+              "RegisterPnp")) {
+    return false;
+  }
+  if (!NextPnpEvent(reg.reg.value, abi::PnpEvent::REG_COMPLETE, 0) ||
+      !SetMasterSm(client_ca_guid) ||
+      !NextPnpEvent(reg.reg.value, abi::PnpEvent::SM_CHANGE, htobe64(client_ca_guid))) {
+    return false;
+  }
+  return SaStep(
+      CallWithIrp(node_,
+                  [&](kernel::Irp* irp) { return kernel::IbDeregisterPnp(al, {reg.reg}, irp); }),
+      "DeregisterPnp");
+}
+
+// Skips the registration's events up to `event` (of CA `ca_guid_be`, when not 0).
+bool SaResponder::NextPnpEvent(uint64_t reg, abi::PnpEvent event, uint64_t ca_guid_be) {
+  for (;;) {
+    abi::GetPnpEventOut out{};
+    const Status status = CallWithIrp(node_, [&](kernel::Irp* irp) {
+      return kernel::IbGetPnpEvent(end_.al(), {{reg}}, out, irp);
+    });
+    if (!SaStep(status, "GetPnpEvent")) return false;
+    if (out.record.event == event && (ca_guid_be == 0 || out.record.ca_guid == ca_guid_be)) {
+      return true;
+    }
+  }
 }
 
 void SaResponder::Stop() {

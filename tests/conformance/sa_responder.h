@@ -37,6 +37,7 @@ class SaResponder {
  private:
   void Run();
   bool SetMasterSm(uint64_t ca_guid);
+  bool NextPnpEvent(uint64_t reg, abi::PnpEvent event, uint64_t ca_guid_be);
   void Answer(const abi::MadEventRecord& from, const std::vector<uint8_t>& request);
 
   kernel::Node* const node_;
