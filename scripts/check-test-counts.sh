@@ -18,6 +18,12 @@ preset=$2
 shift 2
 folders=("$@")
 [ ${#folders[@]} -eq 0 ] && folders=(.)
+for folder in "${folders[@]}"; do
+  if [ ! -f "$build/$folder/CTestTestfile.cmake" ]; then
+    echo "check-test-counts: no tests configured in $build/$folder" >&2
+    exit 2
+  fi
+done
 # SOFTIB_MIN_TEST_COUNTS: another file of minimums (to try the check itself).
 minimums=${SOFTIB_MIN_TEST_COUNTS:-"$(cd "$(dirname "$0")/.." && pwd)/tests/min_test_counts.txt"}
 
