@@ -2,9 +2,9 @@
 # the kernel dispatch/direct-call code, the user proxies, and the verb conformance suite.
 # Source lists come from generated/sources.cmake (included by the top level).
 #
-# softib_gen_kernel, softib_gen_user and softib_conformance_dispatch are compile-only for
-# now: they are written against runtime interfaces (runtime/*/include) that the runtime
-# issue implements; nothing links them yet.
+# softib_gen_kernel (linked by the AL), softib_gen_user (by runtime/user) and
+# softib_conformance_dispatch (by tests/conformance's suite) are OBJECT libraries over the
+# runtime interfaces (runtime/*/include).
 
 set(SOFTIB_GENERATED_DIR ${PROJECT_SOURCE_DIR}/generated)
 
@@ -54,7 +54,9 @@ add_test(NAME softib_conformance_abi COMMAND softib_conformance_abi)
 set_tests_properties(softib_conformance_abi PROPERTIES LABELS conformance)
 
 if(SOFTIB_M32)
-  return()  # the kernel side is 64-bit only
+  # Right for m32: the kernel side (dispatch, direct calls, the dispatch conformance cases
+  # that drive a node) is 64-bit only; a 32-bit process reaches it through the channel.
+  return()
 endif()
 
 # Kernel dispatch, direct calls, IRP builders: #include "kernel/<module>_dispatch.h".
@@ -63,8 +65,8 @@ target_include_directories(softib_gen_kernel PUBLIC ${SOFTIB_GENERATED_DIR})
 target_link_libraries(softib_gen_kernel PUBLIC softib_kernel_api)
 
 # Verb conformance, dispatch part: runs against the ConformanceHarness that tests/conformance
-# declares (conformance_harness.h: test code, not a kernel header) and implements; that
-# folder links these objects with GTest::gtest_main into a test.
+# declares (conformance_harness.h: test code, not a kernel header) and implements (a booted
+# node); that folder links these objects into softib_conformance_dispatch_tests.
 set(_softib_conf_dispatch ${SOFTIB_GEN_CONFORMANCE_SOURCES})
 list(FILTER _softib_conf_dispatch INCLUDE REGEX "_dispatch_conformance\\.cc$")
 add_library(softib_conformance_dispatch OBJECT ${_softib_conf_dispatch})

@@ -50,12 +50,16 @@ for preset in $presets; do
       cmake --build --preset tsan -j "$jobs" --target softib_threaded
       build_done=$SECONDS
       ctest --preset tsan
+      scripts/check-test-counts.sh build/tsan tsan --label threaded  # tests/min_test_counts.txt
       ;;
     *)
       cmake --build --preset "$preset" -j "$jobs"
       build_done=$SECONDS
       # The default preset's tests are the asan phase's (the same suite, sanitised).
-      [ "$preset" = default ] || ctest --preset "$preset" -j "$jobs"
+      if [ "$preset" != default ]; then
+        ctest --preset "$preset" -j "$jobs"
+        scripts/check-test-counts.sh "build/$preset" "$preset"  # tests/min_test_counts.txt
+      fi
       ;;
   esac
   phase_times+=("${preset}: build $((build_done - phase_start)) s, tests $((SECONDS - build_done)) s")

@@ -2,7 +2,8 @@
 // caller per path, each preparing its own objects (ObjectMaker). A user process's file of
 // the first CA's device takes the raw IOCTLs and the proxy path; a second such file is the
 // "foreign" one; a kernel client's AL instance takes the direct calls and its open file of
-// the AL device the IRPs.
+// the AL device the IRPs. The second CA is the far end of CM exchanges (FarEnd) and hosts
+// the SA that answers the SA client's verbs (SaResponder).
 #pragma once
 
 #include <map>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "conformance_harness.h"
+#include "far_end.h"
 #include "object_maker.h"
+#include "sa_responder.h"
 #include "test_node.h"
 #include "verb_env.h"
 
@@ -43,9 +46,12 @@ class NodeHarness final : public ConformanceHarness {
   bool Replay(Side& side, std::vector<uint8_t>& input, uint32_t& output_length);
   static bool PrepareOn(Side& side, const VerbInfo& verb, bool with_child, abi::ObjectType child,
                         std::vector<uint8_t>& input, uint32_t& output_length);
+  static void MaskExchangeOutput(const VerbInfo& verb, CallResult& r);
 
   std::unique_ptr<TestNode> node_;
-  std::vector<uint8_t> buffer_;  // what MRs register
+  std::unique_ptr<SaResponder> sa_;
+  std::unique_ptr<FarEnd> far_end_;  // reset with the callers
+  std::vector<uint8_t> buffer_;      // what MRs register
   std::unique_ptr<Side> user_, foreign_, direct_, irp_;
   const VerbInfo* last_verb_ = nullptr;
   bool last_with_child_ = false;

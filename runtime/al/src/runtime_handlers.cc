@@ -160,7 +160,7 @@ const kernel::VerbHandlerSet& Handlers() {
     s.runtime_ioctls = RuntimeHandlers();
     s.verbs_al = AlHandlers();
     s.verbs_ca = CaHandlers();
-    s.verbs_cm = CmHandlers();  // validation, then UNSUPPORTED until issue 5
+    s.verbs_cm = CmHandlers();
     s.verbs_cq = CqHandlers();
     s.verbs_ioc = IocHandlers();
     s.verbs_mcast = McastHandlers();

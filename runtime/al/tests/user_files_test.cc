@@ -48,6 +48,8 @@ template <>
 inline constexpr uint32_t kCodeOf<abi::GetAsyncEventIn> = abi::GetAsyncEventVerb::kIoctlCode;
 template <>
 inline constexpr uint32_t kCodeOf<abi::CancelPendingIn> = abi::CancelPendingVerb::kIoctlCode;
+template <>
+inline constexpr uint32_t kCodeOf<abi::SendSaRequestIn> = abi::SendSaRequestVerb::kIoctlCode;
 
 class UserFile {
  public:
@@ -286,7 +288,7 @@ TEST(UserFiles, DmaAddressOffsetThatWrapsIsRefusedAndKernelFilesStateNone) {
   kernel::IoCloseFile(kernel_file);
 }
 
-TEST(UserFiles, KernelOnlyVerbsAreRefusedAndUnsupportedFamiliesSaySo) {
+TEST(UserFiles, KernelOnlyVerbsAreRefusedAndUserVerbsReachTheirHandlers) {
   auto node = BootDefault("uf-refuse");
   ASSERT_TRUE(node);
   UserFile f(node->node(), al::kAlDeviceName);
@@ -301,7 +303,8 @@ TEST(UserFiles, KernelOnlyVerbsAreRefusedAndUnsupportedFamiliesSaySo) {
   abi::SendSaRequestOut sa{};
   abi::SendSaRequestIn sa_in{};
   sa_in.al.value = f.Al();
-  EXPECT_EQ(f.Ioctl(sa_in, &sa), Status::UNSUPPORTED);  // the SA client is not yet
+  // The SA client's handler refuses a request that names no method and no attribute.
+  EXPECT_EQ(f.Ioctl(sa_in, &sa), Status::INVALID_SETTING);
 }
 
 TEST(UserFiles, PendingEventIoctlsAreCancelledByCancelPendingAndByClose) {

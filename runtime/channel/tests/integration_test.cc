@@ -1,7 +1,7 @@
 // Two real processes: the test process runs the server, an exec'd child is the client.
-// With SOFTIB_M32_CHANNEL_CLIENT naming the m32 build's channel_child_client, the same
-// runs against a 32-bit child (under SOFTIB_M32_EMULATOR, default /usr/bin/qemu-i386 when
-// present; set it empty to exec the child directly).
+// With SOFTIB_M32_CHANNEL_CLIENT naming the m32 build's channel_child_client (required: the
+// M32 tests fail without it), the same runs against a 32-bit child (under SOFTIB_M32_EMULATOR,
+// default /usr/bin/qemu-i386 when present; set it empty to exec the child directly).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -87,15 +87,25 @@ TEST_F(IntegrationTest, ChildProcessClient) { RunWork(SOFTIB_CHILD_CLIENT); }
 
 TEST_F(IntegrationTest, KilledChildIsCleanedUp) { RunKilled(SOFTIB_CHILD_CLIENT); }
 
-TEST_F(IntegrationTest, M32ChildProcessClient) {
+// The m32 build's client (SOFTIB_M32_CHANNEL_CLIENT, set by CMake to the m32 preset's tree),
+// or null when it is not there: these tests then fail, they are never skipped.
+const char* M32Client() {
   const char* m32 = std::getenv("SOFTIB_M32_CHANNEL_CLIENT");
-  if (!m32 || !*m32) GTEST_SKIP() << "SOFTIB_M32_CHANNEL_CLIENT not set";
+  return m32 != nullptr && *m32 != '\0' && access(m32, X_OK) == 0 ? m32 : nullptr;
+}
+constexpr char kNoM32Client[] =
+    "no 32-bit client at SOFTIB_M32_CHANNEL_CLIENT: build the m32 preset first (cmake --preset "
+    "m32 && cmake --build --preset m32 -t channel_child_client)";
+
+TEST_F(IntegrationTest, M32ChildProcessClient) {
+  const char* m32 = M32Client();
+  ASSERT_NE(m32, nullptr) << kNoM32Client;
   RunWork(m32);
 }
 
 TEST_F(IntegrationTest, M32KilledChildIsCleanedUp) {
-  const char* m32 = std::getenv("SOFTIB_M32_CHANNEL_CLIENT");
-  if (!m32 || !*m32) GTEST_SKIP() << "SOFTIB_M32_CHANNEL_CLIENT not set";
+  const char* m32 = M32Client();
+  ASSERT_NE(m32, nullptr) << kNoM32Client;
   RunKilled(m32);
 }
 
