@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "capture_file.h"
 #include "fabric_cmd.h"
-#include "hex.h"
 #include "mad_text.h"
 #include "packet_walk.h"
+#include "softib/wire/capture_file.h"
+#include "softib/wire/hex.h"
 #include "topology_cmd.h"
 
 namespace {

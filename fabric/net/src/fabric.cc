@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "capture_file.h"
+#include "softib/wire/capture_file.h"
 
 namespace softib::fabric {
 

@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "capture_file.h"
 #include "fabric_fixture.h"
 #include "hca/device/packet.h"
 #include "softib/mad/mad_common.h"
 #include "softib/mad/mad_sm.h"
+#include "softib/wire/capture_file.h"
 
 namespace softib::fabric {
 // static_subnet.h's SMA access (its other helpers would clash with the fixture's).

@@ -1,4 +1,4 @@
-#include "capture_file.h"
+#include "softib/wire/capture_file.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,5 +1,5 @@
-#include "capture_file.h"
-#include "hex.h"
+#include "softib/wire/capture_file.h"
+#include "softib/wire/hex.h"
 
 #include <gtest/gtest.h>
 
