@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "ib_crc_internal.h"
+#include "softib/wire/ib_crc_internal.h"
 
 namespace {
 

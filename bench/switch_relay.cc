@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "ib_crc.h"
 #include "softib/fabric/switch.h"
+#include "softib/wire/ib_crc.h"
 
 namespace {
 

@@ -2,33 +2,66 @@
 
 #include <string_view>
 
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
+#include "softib/wire/packet_walker.h"
 
 namespace softib::hca {
 namespace {
 
 constexpr std::size_t kCrcBytes = ibcrc::kIcrcBytes + ibcrc::kVcrcBytes;
 
-// Applies `fn` to the header struct the opcode table names `name`; false for a name this
-// layer does not know (a table the packet layer was not taught).
+// Applies `fn` to the header struct of extension header `h`.
 template <typename Fn>
-bool WithHeader(PacketHeaders& hdr, std::string_view name, Fn&& fn) {
-  if (name == wire::RDETH::kName) return fn(hdr.rdeth), true;
-  if (name == wire::DETH::kName) return fn(hdr.deth), true;
-  if (name == wire::RETH::kName) return fn(hdr.reth), true;
-  if (name == wire::AtomicETH::kName) return fn(hdr.atomic_eth), true;
-  if (name == wire::AETH::kName) return fn(hdr.aeth), true;
-  if (name == wire::AtomicAckETH::kName) return fn(hdr.atomic_ack_eth), true;
-  if (name == wire::ImmDt::kName) return fn(hdr.immdt), true;
-  if (name == wire::IETH::kName) return fn(hdr.ieth), true;
-  return false;
+void WithHeader(PacketHeaders& hdr, wire::Header h, Fn&& fn) {
+  switch (h) {
+    case wire::Header::kRdeth:
+      return fn(hdr.rdeth);
+    case wire::Header::kDeth:
+      return fn(hdr.deth);
+    case wire::Header::kReth:
+      return fn(hdr.reth);
+    case wire::Header::kAtomicEth:
+      return fn(hdr.atomic_eth);
+    case wire::Header::kAeth:
+      return fn(hdr.aeth);
+    case wire::Header::kAtomicAckEth:
+      return fn(hdr.atomic_ack_eth);
+    case wire::Header::kImmDt:
+      return fn(hdr.immdt);
+    case wire::Header::kIeth:
+      return fn(hdr.ieth);
+    case wire::Header::kLrh:
+    case wire::Header::kGrh:
+    case wire::Header::kBth:
+      return;  // not extension headers
+  }
 }
 
-std::size_t HeaderSize(std::string_view name) {
-  PacketHeaders scratch;
-  std::size_t size = 0;
-  WithHeader(scratch, name, [&](auto& h) { size = std::decay_t<decltype(h)>::kSize; });
-  return size;
+// The receive path's reason for a problem the strict walk found.
+DropReason DropOf(wire::WalkProblem problem) {
+  switch (problem) {
+    case wire::WalkProblem::kNone:
+      return DropReason::kNone;
+    case wire::WalkProblem::kTooShort:
+      return DropReason::kTooShort;
+    case wire::WalkProblem::kBadLinkVersion:
+      return DropReason::kBadLver;
+    case wire::WalkProblem::kPktLenMismatch:
+      return DropReason::kBadPktLen;
+    case wire::WalkProblem::kNotIbaTransport:
+      return DropReason::kUnsupportedLnh;
+    case wire::WalkProblem::kBadGrh:
+      return DropReason::kBadGrh;
+    case wire::WalkProblem::kBadTransportVersion:
+      return DropReason::kBadTver;
+    case wire::WalkProblem::kUnknownOpcode:
+      return DropReason::kUnknownOpcode;
+    case wire::WalkProblem::kUnexpectedPayload:
+      return DropReason::kUnexpectedPayload;
+    case wire::WalkProblem::kBadPadCnt:
+      return DropReason::kBadPadCnt;
+  }
+  return DropReason::kTooShort;
 }
 
 }  // namespace
@@ -64,9 +97,8 @@ const char* ToString(DropReason reason) {
 }
 
 std::size_t ExtensionHeaderBytes(const codec::OpcodeDesc& opcode) {
-  std::size_t bytes = 0;
-  for (std::string_view name : opcode.headers) bytes += HeaderSize(name);
-  return bytes;
+  const wire::OpcodeShape* shape = wire::ShapeOf(opcode.opcode);
+  return shape != nullptr ? shape->bytes : 0;
 }
 
 std::size_t WireBytes(bool global, const codec::OpcodeDesc& opcode, std::size_t payload_bytes) {
@@ -81,10 +113,10 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
 
 std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload,
                                  std::vector<uint8_t> storage) {
-  const codec::OpcodeDesc* opcode = codec::FindOpcode(hdr.bth.OpCode);
-  if (opcode == nullptr || (!opcode->payload && !payload.empty())) return {};
+  const wire::OpcodeShape* shape = wire::ShapeOf(hdr.bth.OpCode);
+  if (shape == nullptr || (!shape->payload && !payload.empty())) return {};
   const bool global = hdr.grh.has_value();
-  const std::size_t total = WireBytes(global, *opcode, payload.size());
+  const std::size_t total = WireBytes(global, *shape->desc, payload.size());
   // PktLen counts the words from the LRH through the ICRC (everything but the VCRC).
   const std::size_t words = (total - ibcrc::kVcrcBytes) / 4;
   if (words > kMaxPacketWords) return {};
@@ -114,11 +146,9 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
   }
   hdr.bth.Pack(std::span(out).subspan(at, wire::BTH::kSize));
   at += wire::BTH::kSize;
-  for (std::string_view name : opcode->headers) {
-    WithHeader(hdr, name, [&](auto& h) {
-      const std::size_t size = std::decay_t<decltype(h)>::kSize;
-      h.Pack(std::span(out).subspan(at, size));
-      at += size;
+  for (std::size_t i = 0; i < shape->count; ++i) {
+    WithHeader(hdr, shape->headers[i], [&](auto& h) {
+      h.Pack(std::span(out).subspan(at + shape->offsets[i], std::decay_t<decltype(h)>::kSize));
     });
   }
   // The payload is appended rather than written over zeros (no fill of the whole packet
@@ -132,52 +162,32 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
 DropReason ParsePacket(std::span<const uint8_t> bytes, ParsedPacket* out) {
   *out = ParsedPacket{};
   PacketHeaders& hdr = out->hdr;
-  if (bytes.size() < wire::LRH::kSize + wire::BTH::kSize + kCrcBytes) return DropReason::kTooShort;
-  hdr.lrh.Unpack(bytes.first(wire::LRH::kSize));
-  if (hdr.lrh.LVer != 0) return DropReason::kBadLver;
-  const auto lnh = static_cast<wire::LinkNextHeader>(hdr.lrh.LNH);
-  if (lnh != wire::LinkNextHeader::IBA_LOCAL && lnh != wire::LinkNextHeader::IBA_GLOBAL)
-    return DropReason::kUnsupportedLnh;
-  if (bytes.size() % 4 != ibcrc::kVcrcBytes ||
-      std::size_t{hdr.lrh.PktLen} * 4 + ibcrc::kVcrcBytes != bytes.size())
-    return DropReason::kBadPktLen;
-  const ibcrc::CrcCheck crcs = ibcrc::CheckCrcs(bytes);
-  if (!crcs.well_formed) return DropReason::kTooShort;
+  const wire::PacketLayout layout = wire::WalkPacket(bytes);  // strict, every header
+  if (!layout.ok()) {
+    // Past the link layer (the BTH found), a damaged packet is told from a malformed one by
+    // its VCRC first: corruption on the link is a VCRC error, whichever field it hit.
+    if (layout.has(wire::Header::kBth) &&
+        ibcrc::ComputeVcrc(bytes.first(layout.vcrc)) != ibcrc::LoadLe16(&bytes[layout.vcrc]))
+      return DropReason::kBadVcrc;
+    return DropOf(layout.problem());
+  }
+  const ibcrc::CrcCheck crcs = ibcrc::CheckCrcs(bytes, layout);
   if (!crcs.vcrc_ok()) return DropReason::kBadVcrc;
-
-  std::size_t at = wire::LRH::kSize;
-  if (lnh == wire::LinkNextHeader::IBA_GLOBAL) {
-    if (bytes.size() < at + wire::GRH::kSize + wire::BTH::kSize + kCrcBytes)
-      return DropReason::kTooShort;
-    wire::GRH grh;
-    grh.Unpack(bytes.subspan(at, wire::GRH::kSize));
-    if (grh.IPVer != kGrhIpVersion || grh.NxtHdr != kGrhNextHeaderIba ||
-        std::size_t{grh.PayLen} != bytes.size() - at - wire::GRH::kSize - ibcrc::kVcrcBytes)
-      return DropReason::kBadGrh;
-    hdr.grh = grh;
-    at += wire::GRH::kSize;
-  }
-  hdr.bth.Unpack(bytes.subspan(at, wire::BTH::kSize));
-  at += wire::BTH::kSize;
-  if (hdr.bth.TVer != 0) return DropReason::kBadTver;
-  out->opcode = codec::FindOpcode(hdr.bth.OpCode);
-  if (out->opcode == nullptr) return DropReason::kUnknownOpcode;
-
-  const std::size_t end = bytes.size() - kCrcBytes;  // first ICRC byte
-  if (at + ExtensionHeaderBytes(*out->opcode) > end) return DropReason::kTooShort;
-  for (std::string_view name : out->opcode->headers) {
-    WithHeader(hdr, name, [&](auto& h) {
-      const std::size_t size = std::decay_t<decltype(h)>::kSize;
-      h.Unpack(bytes.subspan(at, size));
-      at += size;
-    });
-  }
-  const std::size_t padded = end - at;
-  if (!out->opcode->payload && (padded != 0 || hdr.bth.PadCnt != 0))
-    return padded != 0 ? DropReason::kUnexpectedPayload : DropReason::kBadPadCnt;
-  if (hdr.bth.PadCnt > padded) return DropReason::kBadPadCnt;
   if (!crcs.icrc_ok()) return DropReason::kBadIcrc;
-  out->payload = bytes.subspan(at, padded - hdr.bth.PadCnt);
+
+  hdr.lrh.Unpack(layout.bytes(bytes, wire::Header::kLrh));
+  if (layout.has(wire::Header::kGrh)) {
+    hdr.grh.emplace();
+    hdr.grh->Unpack(layout.bytes(bytes, wire::Header::kGrh));
+  }
+  hdr.bth.Unpack(layout.bytes(bytes, wire::Header::kBth));
+  const wire::OpcodeShape& shape = *layout.opcode;
+  out->opcode = shape.desc;
+  for (std::size_t i = 0; i < shape.count; ++i) {
+    WithHeader(hdr, shape.headers[i],
+               [&](auto& h) { h.Unpack(layout.bytes(bytes, shape.headers[i])); });
+  }
+  out->payload = layout.payload_of(bytes);
   return DropReason::kNone;
 }
 

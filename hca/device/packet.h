@@ -2,7 +2,8 @@
 // extension headers the opcode calls for (in the opcode table's order), payload, pad to a
 // 4-byte boundary (BTH:PadCnt), ICRC, VCRC. All headers go through the generated codecs
 // (softib/wire/wire.h); which headers an opcode carries comes from the generated opcode
-// table (softib::codec::FindOpcode), never from a hand-written list.
+// table, never from a hand-written list. Received packets are walked by runtime/wire's packet
+// walker (softib/wire/packet_walker.h), which every layer reading packets shares.
 #pragma once
 
 #include <cstddef>
@@ -12,16 +13,15 @@
 #include <vector>
 
 #include "softib/codec/format_desc.h"
+#include "softib/wire/packet_walker.h"
 #include "softib/wire/wire.h"
 
 namespace softib::hca {
 
-// GRH:NxtHdr of a packet whose GRH is followed by an IBA transport header (IBA 8.3.1).
-inline constexpr uint8_t kGrhNextHeaderIba = 0x1B;
-// GRH:IPVer (IBA 8.3.1: the GRH is an IPv6 header).
-inline constexpr uint8_t kGrhIpVersion = 6;
-// LRH:PktLen is 11 bits of 4-byte words.
-inline constexpr std::size_t kMaxPacketWords = 0x7FF;
+// GRH:NxtHdr and GRH:IPVer of a GRH followed by a BTH, and the largest LRH:PktLen.
+using wire::kGrhIpVersion;
+using wire::kGrhNextHeaderIba;
+using wire::kMaxPacketWords;
 
 // Every header a packet may carry; which ones are on the wire follows from LRH:LNH (GRH)
 // and BTH:OpCode (the rest). Fields of absent headers are ignored.

@@ -22,29 +22,12 @@ using smp::kStatusOk;
 
 constexpr auto kDown = static_cast<uint8_t>(mad::PortState::DOWN);
 constexpr auto kInit = static_cast<uint8_t>(mad::PortState::INIT);
-constexpr auto kArmed = static_cast<uint8_t>(mad::PortState::ARMED);
 constexpr auto kActive = static_cast<uint8_t>(mad::PortState::ACTIVE);
 constexpr auto kPolling = static_cast<uint8_t>(mad::PortPhysState::POLLING);
 constexpr auto kDisabled = static_cast<uint8_t>(mad::PortPhysState::DISABLED);
 constexpr uint8_t kRespTimeValue = 8;  // 4.096 us * 2^8 ≈ 1 ms: the SMA answers at once
 
 bool Subset(uint8_t bits, uint8_t of) { return bits != 0 && (bits & ~of) == 0; }
-
-// The logical state a SubnSet may ask for, given the current one (IBA 14.2.5.6 PortState:
-// 0 no change; Init is reached only through the link).
-bool LegalTransition(uint8_t from, uint8_t to) {
-  switch (to) {
-    case 0:
-    case kDown:
-      return true;
-    case kArmed:
-      return from == kInit || from == kArmed;
-    case kActive:
-      return from == kArmed || from == kActive;
-    default:
-      return false;
-  }
-}
 
 }  // namespace
 
@@ -117,7 +100,7 @@ uint16_t Hca::PortInfoSet(Port& p, std::span<const uint8_t> data) {
   if (req.LinkSpeedEnabled != 0 && req.LinkSpeedEnabled != 0xF &&
       !Subset(req.LinkSpeedEnabled, config_.link_speed_supported))
     return kStatusBadValue;
-  if (!LegalTransition(before, req.PortState)) return kStatusBadValue;
+  if (!smp::LegalPortStateTransition(before, req.PortState)) return kStatusBadValue;
   if (req.PortPhysicalState != 0 && req.PortPhysicalState != kPolling &&
       req.PortPhysicalState != kDisabled)
     return kStatusBadValue;

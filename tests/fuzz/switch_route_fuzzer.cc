@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "ib_crc.h"
 #include "softib/fabric/switch.h"
+#include "softib/wire/ib_crc.h"
 
 namespace {
 

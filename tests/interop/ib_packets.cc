@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ib_crc.h"
 #include "softib/mad/mad_cm.h"
 #include "softib/mad/mad_common.h"
 #include "softib/mad/mad_perf.h"
 #include "softib/mad/mad_sa.h"
 #include "softib/mad/mad_sm.h"
+#include "softib/wire/ib_crc.h"
 
 namespace softib::interop {
 

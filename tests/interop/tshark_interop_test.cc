@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "capture_file.h"
-#include "hex.h"
 #include "ib_packets.h"
+#include "softib/wire/capture_file.h"
+#include "softib/wire/hex.h"
 
 namespace softib::interop {
 namespace {

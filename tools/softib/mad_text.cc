@@ -7,9 +7,9 @@
 #include <map>
 #include <ostream>
 
-#include "hex.h"
 #include "softib/codec/bits.h"
 #include "softib/codec/engine.h"
+#include "softib/wire/hex.h"
 
 namespace softib::madtool {
 namespace {

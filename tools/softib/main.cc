@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "capture_file.h"
 #include "fabric_cmd.h"
-#include "hex.h"
 #include "mad_text.h"
 #include "packet_walk.h"
+#include "softib/wire/capture_file.h"
+#include "softib/wire/hex.h"
 #include "topology_cmd.h"
 
 namespace {
@@ -109,7 +109,10 @@ int RunEncode(const EncodeArgs& args) {
                   " is not an attribute");
     const auto packet = softib::madtool::BuildMadPacket(*bytes, args.packet, &errors);
     if (!errors.empty()) return Fail(errors);
-    const std::vector<softib::capture::CapturedPacket> packets = {{0, 21, packet}};
+    // Stamped with the time of day, as a capture of the packet would be.
+    softib::capture::ErfClock clock;
+    const std::vector<softib::capture::CapturedPacket> packets = {
+        {clock.Next(), softib::capture::kErfTypeInfiniband, packet}};
     if (std::string e = softib::capture::WriteErfFile(*args.erf, packets); !e.empty())
       return Fail(e);
   }

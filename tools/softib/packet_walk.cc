@@ -5,10 +5,11 @@
 #include <ostream>
 #include <string>
 
-#include "hex.h"
-#include "ib_crc.h"
 #include "softib/codec/bits.h"
 #include "softib/codec/engine.h"
+#include "softib/wire/hex.h"
+#include "softib/wire/ib_crc.h"
+#include "softib/wire/packet_walker.h"
 
 namespace softib::madtool {
 namespace {
@@ -16,36 +17,26 @@ namespace {
 using codec::FormatDesc;
 
 constexpr uint8_t kUdSendOnly = 0x64;
-constexpr uint8_t kUdSendOnlyWithImmediate = 0x65;
 constexpr uint32_t kQp1QKey = 0x80010000;
 
-std::optional<uint64_t> Field(const FormatDesc& desc, std::span<const uint8_t> bytes,
-                              std::string_view name, Errors* errors) {
-  for (const codec::FieldDesc& f : desc.fields)
-    if (f.name == name) return codec::GetBits(bytes, f.bit_offset, f.bit_width);
-  errors->push_back("layout " + std::string(desc.name) + " has no field " + std::string(name));
-  return std::nullopt;
+// Prints header `h`, which the walk found, field by field through its generated layout.
+void PrintHeader(std::ostream& os, wire::Header h, std::span<const uint8_t> packet,
+                 const wire::PacketLayout& layout) {
+  const FormatDesc* desc = codec::FindFormat(wire::NameOf(h));
+  const std::size_t offset = layout.offset(h);
+  os << "-- " << wire::NameOf(h) << " (bytes " << offset << ".." << offset + wire::SizeOf(h) - 1
+     << ") --\n";
+  if (desc != nullptr) codec::PrintFields(os, *desc, layout.bytes(packet, h), 0);
 }
 
-// Prints header `name` at `offset`; returns its size, or nothing when the
-// packet is too short or the layout is unknown.
-std::optional<std::size_t> PrintHeader(std::ostream& os, std::string_view name,
-                                       std::span<const uint8_t> packet, std::size_t offset,
-                                       std::size_t end, Errors* errors) {
-  const FormatDesc* desc = codec::FindFormat(name);
-  if (desc == nullptr) {
-    errors->push_back("no layout for header " + std::string(name));
-    return std::nullopt;
-  }
-  if (end < offset + desc->size) {
-    errors->push_back("too short: packet ends inside its " + std::string(name) + " (needs " +
-                      std::to_string(offset + desc->size) + " bytes before the CRCs, has " +
-                      std::to_string(end) + ")");
-    return std::nullopt;
-  }
-  os << "-- " << name << " (bytes " << offset << ".." << offset + desc->size - 1 << ") --\n";
-  codec::PrintFields(os, *desc, packet.subspan(offset, desc->size), 0);
-  return desc->size;
+// The message of a walk that stopped because the packet ends inside header `f.header` (an
+// IBA transport packet: its ICRC and VCRC take the last six bytes).
+std::string TooShort(const wire::WalkFinding& f, std::span<const uint8_t> packet) {
+  const std::size_t crcs = ibcrc::kIcrcBytes + ibcrc::kVcrcBytes;
+  const std::size_t end = packet.size() > crcs ? packet.size() - crcs : 0;
+  return "too short: packet ends inside its " + std::string(wire::NameOf(f.header)) + " (needs " +
+         std::to_string(f.offset + wire::SizeOf(f.header)) + " bytes before the CRCs, has " +
+         std::to_string(end) + ")";
 }
 
 // A CRC as its wire bytes (least significant byte first), the way tshark shows it.
@@ -64,8 +55,9 @@ void PrintCrc(std::ostream& os, std::string_view name, uint32_t wire, uint32_t c
      << (wire == computed ? " ok" : " BAD (expected " + WireHex(computed, bytes) + ")") << "\n";
 }
 
-void PrintCrcs(std::ostream& os, std::span<const uint8_t> packet) {
-  const ibcrc::CrcCheck check = ibcrc::CheckCrcs(packet);
+void PrintCrcs(std::ostream& os, std::span<const uint8_t> packet,
+               const wire::PacketLayout& layout) {
+  const ibcrc::CrcCheck check = ibcrc::CheckCrcs(packet, layout);
   if (!check.well_formed) return;
   os << "-- CRCs --\n";
   if (check.has_icrc) PrintCrc(os, "ICRC", check.icrc_wire, check.icrc_computed, 4);
@@ -85,86 +77,90 @@ std::string SetAll(const FormatDesc* desc, std::span<uint8_t> bytes,
 }  // namespace
 
 void DecodePacket(std::ostream& os, std::span<const uint8_t> packet, Errors* errors) {
-  const FormatDesc* lrh = codec::FindFormat("LRH");
-  if (lrh == nullptr) {
-    errors->push_back("no LRH layout");
-    return;
-  }
-  if (packet.size() < lrh->size + ibcrc::kVcrcBytes) {
+  // The packet walker's tolerant mode: every header it could find, and each problem it met.
+  const wire::PacketLayout layout =
+      wire::WalkPacket(packet, {.depth = wire::WalkDepth::kAll, .mode = wire::WalkMode::kTolerant});
+  const auto found = layout.all_findings();
+  auto problem = [&](wire::WalkProblem p) -> const wire::WalkFinding* {
+    for (const wire::WalkFinding& f : found)
+      if (f.problem == p) return &f;
+    return nullptr;
+  };
+  if (!layout.has(wire::Header::kLrh)) {
     errors->push_back("too short: a packet needs at least " +
-                      std::to_string(lrh->size + ibcrc::kVcrcBytes) + " bytes (LRH + VCRC), got " +
-                      std::to_string(packet.size()));
+                      std::to_string(wire::LRH::kSize + ibcrc::kVcrcBytes) +
+                      " bytes (LRH + VCRC), got " + std::to_string(packet.size()));
     return;
   }
   os << "Packet (" << packet.size() << " bytes)\n";
-  PrintHeader(os, "LRH", packet, 0, packet.size(), errors);
-  const auto lnh = Field(*lrh, packet, "LNH", errors);
-  const auto pkt_len = Field(*lrh, packet, "PktLen", errors);
-  if (!lnh || !pkt_len) return;
-  if (*pkt_len * 4 + ibcrc::kVcrcBytes != packet.size())
-    os << "warning: LRH.PktLen says " << *pkt_len * 4 + ibcrc::kVcrcBytes
+  PrintHeader(os, wire::Header::kLrh, packet, layout);
+  const wire::LRHConstView lrh(packet);
+  if (problem(wire::WalkProblem::kBadLinkVersion))
+    os << "warning: LRH.LVer is " << int{lrh.LVer()} << ", not 0\n";
+  if (problem(wire::WalkProblem::kPktLenMismatch))
+    os << "warning: LRH.PktLen says " << std::size_t{lrh.PktLen()} * 4 + ibcrc::kVcrcBytes
        << " bytes with the VCRC, the packet has " << packet.size() << "\n";
-
-  const bool iba = *lnh == 2 || *lnh == 3;
-  const std::size_t crc_bytes = ibcrc::kVcrcBytes + (iba ? ibcrc::kIcrcBytes : 0);
-  if (packet.size() < lrh->size + crc_bytes) {
-    errors->push_back("too short: no room for the ICRC and VCRC");
+  if (problem(wire::WalkProblem::kNotIbaTransport)) {
+    os << "-- raw payload (" << layout.payload_bytes << " bytes) --\n"
+       << hex::Dump(layout.payload_of(packet));
+    PrintCrcs(os, packet, layout);
     return;
   }
-  const std::size_t end = packet.size() - crc_bytes;  // first CRC byte
-  std::size_t offset = lrh->size;
-  if (!iba) {
-    os << "-- raw payload (" << end - offset << " bytes) --\n"
-       << hex::Dump(packet.subspan(offset, end - offset));
-    PrintCrcs(os, packet);
+  if (const wire::WalkFinding* f = problem(wire::WalkProblem::kTooShort);
+      f != nullptr && !layout.has(wire::Header::kBth)) {
+    errors->push_back(TooShort(*f, packet));
     return;
   }
-  if (*lnh == 3) {
-    const auto n = PrintHeader(os, "GRH", packet, offset, end, errors);
-    if (!n) return;
-    offset += *n;
+  if (layout.has(wire::Header::kGrh)) {
+    PrintHeader(os, wire::Header::kGrh, packet, layout);
+    if (problem(wire::WalkProblem::kBadGrh))
+      os << "warning: GRH.IPVer, NxtHdr or PayLen is not that of a GRH followed by a BTH\n";
   }
-  const FormatDesc* bth = codec::FindFormat("BTH");
-  const std::size_t bth_at = offset;
-  const auto bth_size = PrintHeader(os, "BTH", packet, offset, end, errors);
-  if (!bth_size || bth == nullptr) return;
-  offset += *bth_size;
-  const auto bth_bytes = packet.subspan(bth_at, bth->size);
-  const auto opcode = Field(*bth, bth_bytes, "OpCode", errors);
-  const auto pad = Field(*bth, bth_bytes, "PadCnt", errors);
-  const auto dest_qp = Field(*bth, bth_bytes, "DestQP", errors);
-  if (!opcode || !pad || !dest_qp) return;
-  const codec::OpcodeDesc* row = codec::FindOpcode(static_cast<uint8_t>(*opcode));
-  if (row == nullptr) {
-    errors->push_back("unknown BTH opcode " + hex::Number(*opcode, 2));
-    PrintCrcs(os, packet);
+  PrintHeader(os, wire::Header::kBth, packet, layout);
+  const wire::BTHConstView bth(layout.bytes(packet, wire::Header::kBth));
+  if (problem(wire::WalkProblem::kBadTransportVersion))
+    os << "warning: BTH.TVer is " << int{bth.TVer()} << ", not 0\n";
+  if (layout.opcode == nullptr) {  // the table has no such opcode
+    errors->push_back("unknown BTH opcode " + hex::Number(bth.OpCode(), 2));
+    PrintCrcs(os, packet, layout);
     return;
   }
-  for (std::string_view header : row->headers) {
-    const auto n = PrintHeader(os, header, packet, offset, end, errors);
-    if (!n) return;
-    offset += *n;
+  const wire::OpcodeShape& shape = *layout.opcode;
+  for (std::size_t i = 0; i < shape.count; ++i) {
+    if (!layout.has(shape.headers[i])) break;
+    PrintHeader(os, shape.headers[i], packet, layout);
   }
-  if (!row->payload) {
-    if (offset != end)
-      os << "warning: " << end - offset << " bytes after the headers of " << row->name
+  if (const wire::WalkFinding* f = problem(wire::WalkProblem::kTooShort)) {
+    errors->push_back(TooShort(*f, packet));
+    return;
+  }
+  if (problem(wire::WalkProblem::kUnexpectedPayload))
+    os << "warning: " << layout.payload_bytes << " bytes after the headers of " << shape.desc->name
+       << ", which carries no payload\n";
+  if (problem(wire::WalkProblem::kBadPadCnt)) {
+    if (!shape.payload) {
+      os << "warning: PadCnt " << int{layout.pad} << " on " << shape.desc->name
          << ", which carries no payload\n";
-  } else if (end - offset < *pad) {
-    errors->push_back("too short: PadCnt " + std::to_string(*pad) + " exceeds the payload");
-  } else {
-    const auto payload = packet.subspan(offset, end - offset - *pad);
-    const bool mad_qp = (*opcode == kUdSendOnly || *opcode == kUdSendOnlyWithImmediate) &&
-                        (*dest_qp == 0 || *dest_qp == 1);
+    } else {
+      errors->push_back("too short: PadCnt " + std::to_string(layout.pad) + " exceeds the payload");
+    }
+  } else if (shape.payload) {
+    const auto payload = layout.payload_of(packet);
+    const auto opcode = static_cast<wire::BthOpcode>(bth.OpCode());
+    const bool mad_qp = (opcode == wire::BthOpcode::UD_SEND_ONLY ||
+                         opcode == wire::BthOpcode::UD_SEND_ONLY_WITH_IMMEDIATE) &&
+                        (bth.DestQP() == 0 || bth.DestQP() == 1);
     if (mad_qp) {
-      os << "-- MAD on QP" << *dest_qp << " (" << payload.size() << " bytes) --\n";
+      os << "-- MAD on QP" << bth.DestQP() << " (" << payload.size() << " bytes) --\n";
       DecodeMad(os, payload, 0, errors);
     } else {
       os << "-- payload (" << payload.size() << " bytes"
-         << (*pad ? ", then " + std::to_string(*pad) + " pad" : std::string()) << ") --\n"
+         << (layout.pad ? ", then " + std::to_string(layout.pad) + " pad" : std::string())
+         << ") --\n"
          << hex::Dump(payload);
     }
   }
-  PrintCrcs(os, packet);
+  PrintCrcs(os, packet, layout);
 }
 
 std::vector<uint8_t> BuildMadPacket(std::span<const uint8_t> mad, const MadPacketOptions& options,

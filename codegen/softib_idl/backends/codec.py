@@ -387,9 +387,14 @@ def emit(program: m.Program, render) -> dict[str, str]:
     sources = sorted({mod.source for mod in modules})
     all_layouts = [lay for mod in modules for lay in mod.layouts]
     all_classes = [c for mod in modules for c in mod.mad_classes]
+    # Each opcodes table is emitted, as a constant expression, in its module's header; the
+    # registry refers to those rows (one table) or copies them one after the other.
+    module_of = {mod.name: mod for mod in modules}
+    opcode_tables = [(e, module_of[e.module]) for e in enums if e.kind == "opcodes"]
     out["codec/registry.cc"] = render(
         "codec_registry.cc.j2", sources=sources, layouts=all_layouts, classes=all_classes,
-        enums=enums, opcode_tables=[e for e in enums if e.kind == "opcodes"], cstr=_cstr)
+        enums=enums, opcode_tables=opcode_tables,
+        opcode_headers=sorted({mod.header for _, mod in opcode_tables}), cstr=_cstr)
     class_attributes = {
         c.name: [f"{lay.name} (0x{lay.attr_id:04X})"
                  for lay in sorted(all_layouts, key=lambda lay: lay.attr_id or 0)

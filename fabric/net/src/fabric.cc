@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "capture_file.h"
+#include "softib/wire/capture_file.h"
 
 namespace softib::fabric {
 
@@ -114,12 +114,8 @@ void Fabric::StopCapture(uint32_t cable) {
 
 std::string Fabric::WriteCapture(uint32_t cable, const std::string& path) const {
   std::vector<capture::CapturedPacket> packets;
-  for (const auto& [ns, bytes] : cables_.at(cable).captured) {
-    // ERF time: seconds in the high 32 bits, the binary fraction in the low 32.
-    const uint64_t seconds = ns / 1'000'000'000u;
-    const uint64_t fraction = ((ns % 1'000'000'000u) << 32) / 1'000'000'000u;
-    packets.push_back({seconds << 32 | fraction, capture::kErfTypeInfiniband, bytes});
-  }
+  for (const auto& [erf_time, bytes] : cables_.at(cable).captured)
+    packets.push_back({erf_time, capture::kErfTypeInfiniband, bytes});
   return capture::WriteErfFile(path, packets);
 }
 
@@ -256,7 +252,7 @@ std::size_t Fabric::Pump() {
         ready_.push_back(id);
       }
       ++d.counters.carried;
-      if (cable.capturing) cable.captured.emplace_back(now_ns_, packet);
+      if (cable.capturing) cable.captured.emplace_back(capture_clock_.Next(), packet);
       Arrive(cable.end[1 - direction], packet, intact);
       ++delivered;
       progress = true;

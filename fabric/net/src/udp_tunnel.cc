@@ -12,7 +12,7 @@
 #include <cstring>
 #include <random>
 
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
 
 namespace softib::fabric {
 

@@ -3,16 +3,17 @@
 #include "softib/fabric/fabric.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 
-#include "capture_file.h"
 #include "fabric_fixture.h"
 #include "hca/device/packet.h"
 #include "softib/mad/mad_common.h"
 #include "softib/mad/mad_sm.h"
+#include "softib/wire/capture_file.h"
 
 namespace softib::fabric {
 // static_subnet.h's SMA access (its other helpers would clash with the fixture's).
@@ -207,12 +208,30 @@ TEST(FabricDelay, PacketsWaitOutTheCablesDelay) {
   EXPECT_EQ(got, 1);
 }
 
-TEST_F(TwoSwitches, ACaptureOfACableIsAnErfFileOfItsPackets) {
+// ERF time (32.32 fixed-point seconds) as nanoseconds since the Unix epoch.
+uint64_t ErfToUnixNs(uint64_t erf) {
+  return (erf >> 32) * 1'000'000'000u + (((erf & 0xFFFFFFFFu) * 1'000'000'000u) >> 32);
+}
+
+uint64_t WallClockNs() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+TEST_F(TwoSwitches, ACaptureOfACableIsAnErfFileOfItsPacketsAtWallClockTime) {
   Program();
   fabric_.StartCapture(cable_[1]);
-  fabric_.AdvanceTo(1'500'000'000);  // 1.5 s
+  // The fabric's own clock is whatever its host drives (here 1.5 s): not what a capture shows.
+  fabric_.AdvanceTo(1'500'000'000);
+  const uint64_t before_ns = WallClockNs();
   SendFrom(0, UdPacket(1, 2, 0x11));
-  SendFrom(1, UdPacket(2, 1, 0x22));
+  // A batch: three packets queued, then delivered by one Pump at one fabric instant.
+  for (uint8_t i = 0; i < 3; ++i)
+    (void)fabric_.ca_link(port_[1]).Transmit(UdPacket(2, 1, static_cast<uint8_t>(0x22 + i)));
+  fabric_.Pump();
+  ASSERT_EQ(received_[0].size(), 3u);
+  const uint64_t after_ns = WallClockNs();
   char dir[] = "/tmp/softib-fabric-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/middle.erf";
@@ -221,12 +240,20 @@ TEST_F(TwoSwitches, ACaptureOfACableIsAnErfFileOfItsPackets) {
   ASSERT_EQ(capture::ReadFile(path, &file), "");
   std::vector<capture::CapturedPacket> packets;
   ASSERT_EQ(capture::ParseErf(file, &packets), "");
-  ASSERT_EQ(packets.size(), 2u);
-  EXPECT_EQ(packets[0].bytes, UdPacket(1, 2, 0x11));
-  EXPECT_EQ(packets[1].bytes, UdPacket(2, 1, 0x22));
-  EXPECT_EQ(packets[0].timestamp >> 32, 1u);                   // seconds
-  EXPECT_EQ(packets[0].timestamp & 0xFFFFFFFFu, 0x80000000u);  // half a second
   std::filesystem::remove_all(dir);
+  ASSERT_EQ(packets.size(), 4u);
+  EXPECT_EQ(packets[0].bytes, UdPacket(1, 2, 0x11));
+  for (uint8_t i = 0; i < 3; ++i)
+    EXPECT_EQ(packets[1 + i].bytes, UdPacket(2, 1, static_cast<uint8_t>(0x22 + i)));
+  // Wall-clock time: between the reads of the clock around the sends (to the ERF fraction's
+  // resolution, and a nanosecond per packet of a batch), so within seconds of the time of day.
+  for (const capture::CapturedPacket& p : packets) {
+    EXPECT_GE(ErfToUnixNs(p.timestamp) + 1, before_ns);
+    EXPECT_LE(ErfToUnixNs(p.timestamp), after_ns + packets.size());
+  }
+  // Strictly increasing, the three of one batch included.
+  for (std::size_t i = 1; i < packets.size(); ++i)
+    EXPECT_GT(packets[i].timestamp, packets[i - 1].timestamp) << i;
 }
 
 }  // namespace

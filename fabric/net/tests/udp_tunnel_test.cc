@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "fabric_fixture.h"
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
 
 namespace softib::fabric {
 namespace {

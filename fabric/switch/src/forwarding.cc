@@ -5,9 +5,10 @@
 // return path, LRH LIDs of a LID-routed segment) gets both rebuilt.
 #include <algorithm>
 
-#include "ib_crc.h"
 #include "softib/fabric/switch.h"
 #include "softib/mad/mad_common.h"
+#include "softib/wire/ib_crc.h"
+#include "softib/wire/packet_walker.h"
 #include "softib/wire/wire.h"
 
 namespace softib::fabric {
@@ -68,20 +69,21 @@ std::optional<uint8_t> Switch::UnicastPort(uint16_t dlid, SwitchDrop* why) const
 
 RouteResult Switch::route(uint8_t ingress, std::span<const uint8_t> packet, bool intact) {
   if (ingress > config_.num_ports) return Drop(SwitchDrop::kMalformed, ingress);
-  if (packet.size() < wire::LRH::kSize + ibcrc::kVcrcBytes)
-    return Drop(SwitchDrop::kMalformed, ingress);
+  // A switch reads the LRH and, of an IBA transport packet, the BTH (P_Key, QP0): the walk to
+  // the BTH. Raw packets (LNH 0/1) are relayed by their LRH alone, which must be sound (the
+  // tolerant walk checks a raw packet's length too); the transport headers after the BTH are
+  // the end node's to check.
+  const wire::PacketLayout layout =
+      wire::WalkPacket(packet, {.depth = wire::WalkDepth::kBth, .mode = wire::WalkMode::kTolerant});
+  for (const wire::WalkFinding& f : layout.all_findings())
+    if (f.problem != wire::WalkProblem::kNotIbaTransport)
+      return Drop(SwitchDrop::kMalformed, ingress);
+  const bool iba = layout.has(wire::Header::kBth);
   const wire::LRHConstView lrh(packet);
-  if (lrh.LVer() != 0 || std::size_t{lrh.PktLen()} * 4 + ibcrc::kVcrcBytes != packet.size())
-    return Drop(SwitchDrop::kMalformed, ingress);
   ++counters_[ingress].rcv_packets;
   const uint16_t dlid = lrh.DLID();
-  const auto lnh = static_cast<wire::LinkNextHeader>(lrh.LNH());
-  const bool iba =
-      lnh == wire::LinkNextHeader::IBA_LOCAL || lnh == wire::LinkNextHeader::IBA_GLOBAL;
-  const std::size_t bth_offset =
-      wire::LRH::kSize + (lnh == wire::LinkNextHeader::IBA_GLOBAL ? wire::GRH::kSize : 0);
-  if (iba && packet.size() < bth_offset + wire::BTH::kSize + kCrcBytes)
-    return Drop(SwitchDrop::kMalformed, ingress);
+  const wire::LinkNextHeader lnh = layout.lnh;
+  const std::size_t bth_offset = layout.offset(wire::Header::kBth);
 
   if (lrh.VL() == kVl15) {
     if (!CanTransmit(ingress, true)) return Drop(SwitchDrop::kIngressNotActive, ingress);

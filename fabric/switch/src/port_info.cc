@@ -20,29 +20,12 @@ namespace {
 
 constexpr auto kDown = static_cast<uint8_t>(mad::PortState::DOWN);
 constexpr auto kInit = static_cast<uint8_t>(mad::PortState::INIT);
-constexpr auto kArmed = static_cast<uint8_t>(mad::PortState::ARMED);
 constexpr auto kActive = static_cast<uint8_t>(mad::PortState::ACTIVE);
 constexpr auto kPolling = static_cast<uint8_t>(mad::PortPhysState::POLLING);
 constexpr auto kDisabled = static_cast<uint8_t>(mad::PortPhysState::DISABLED);
 constexpr auto kLinkUp = static_cast<uint8_t>(mad::PortPhysState::LINK_UP);
 
 bool Subset(uint8_t bits, uint8_t of) { return (bits & ~of) == 0; }
-
-// The logical state a SubnSet may ask for, given the current one.
-bool LegalTransition(uint8_t from, uint8_t to) {
-  switch (to) {
-    case 0:
-      return true;  // no change
-    case kDown:
-      return true;
-    case kArmed:
-      return from == kInit || from == kArmed;
-    case kActive:
-      return from == kArmed || from == kActive;
-    default:
-      return false;  // Init is reached only through the link; 5+ are not states to set
-  }
-}
 
 }  // namespace
 
@@ -100,7 +83,7 @@ uint16_t Switch::PortInfoSet(uint8_t port_num, const mad::PortInfo& req) {
   if (req.LinkSpeedEnabled != 0 && req.LinkSpeedEnabled != 0xF &&
       !Subset(req.LinkSpeedEnabled, cur.LinkSpeedSupported))
     return kStatusBadValue;
-  if (!LegalTransition(cur.PortState, req.PortState)) return kStatusBadValue;
+  if (!smp::LegalPortStateTransition(cur.PortState, req.PortState)) return kStatusBadValue;
   if (mgmt && req.PortState != 0 && req.PortState != kActive) return kStatusBadValue;
   if (req.PortPhysicalState != 0 &&
       (mgmt || (req.PortPhysicalState != kPolling && req.PortPhysicalState != kDisabled)))

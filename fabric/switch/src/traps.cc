@@ -5,10 +5,11 @@
 // timeout with the same TID until the SM answers TrapRepress (runtime/smp's TrapQueue).
 #include <algorithm>
 
-#include "ib_crc.h"
 #include "softib/fabric/switch.h"
 #include "softib/mad/mad_common.h"
 #include "softib/mad/mad_sm.h"
+#include "softib/wire/ib_crc.h"
+#include "softib/wire/packet_walker.h"
 #include "softib/wire/wire.h"
 
 namespace softib::fabric {
@@ -45,27 +46,26 @@ void Switch::RaiseTrap259(uint8_t port, std::span<const uint8_t> packet) {
   d.LIDADDR2 = lrh.DLID();
   d.SL = lrh.SL();
   d.DataValid = kValidLid1 | kValidLid2 | kValidSl;
-  const auto lnh = static_cast<wire::LinkNextHeader>(lrh.LNH());
-  const bool global = lnh == wire::LinkNextHeader::IBA_GLOBAL;
-  if (lnh == wire::LinkNextHeader::IBA_LOCAL || global) {
-    std::size_t at = wire::LRH::kSize;
-    if (global) {
-      const wire::GRHConstView grh(packet.subspan(at));
-      std::ranges::copy(grh.SGID(), d.GIDADDR1.begin());
-      std::ranges::copy(grh.DGID(), d.GIDADDR2.begin());
-      d.DataValid |= kValidGid1 | kValidGid2;
-      at += wire::GRH::kSize;
-    }
-    const wire::BTHConstView bth(packet.subspan(at));
+  // Whatever of the headers the packet has (it was dropped for its P_Key, not for its form):
+  // the tolerant walk returns each header it found.
+  const wire::PacketLayout layout =
+      wire::WalkPacket(packet, {.depth = wire::WalkDepth::kAll, .mode = wire::WalkMode::kTolerant});
+  if (layout.has(wire::Header::kGrh)) {
+    const wire::GRHConstView grh(layout.bytes(packet, wire::Header::kGrh));
+    std::ranges::copy(grh.SGID(), d.GIDADDR1.begin());
+    std::ranges::copy(grh.DGID(), d.GIDADDR2.begin());
+    d.DataValid |= kValidGid1 | kValidGid2;
+  }
+  if (layout.has(wire::Header::kBth)) {
+    const wire::BTHConstView bth(layout.bytes(packet, wire::Header::kBth));
     d.PKEY = bth.P_Key();
     d.QP2 = bth.DestQP();
     d.DataValid |= kValidPKey | kValidQp2;
-    // UD (opcodes 0x60..0x7F) carries the source QP in its DETH.
-    if ((bth.OpCode() >> 5) == 3 &&
-        packet.size() >= at + wire::BTH::kSize + wire::DETH::kSize + ibcrc::kIcrcBytes) {
-      d.QP1 = wire::DETHConstView(packet.subspan(at + wire::BTH::kSize)).SrcQP();
-      d.DataValid |= kValidQp1;
-    }
+  }
+  // A datagram (UD; RD too) carries the source QP in its DETH.
+  if (layout.has(wire::Header::kDeth)) {
+    d.QP1 = wire::DETHConstView(layout.bytes(packet, wire::Header::kDeth)).SrcQP();
+    d.DataValid |= kValidQp1;
   }
   RaiseTrap(smp::kNoticeSecurity, smp::kTrapSwitchBadPKey, d.Pack());
 }

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
 
 namespace softib::fabric::test {
 

@@ -3,7 +3,7 @@
 // enforcement on external ports (IBA 10.9.2).
 #include <gtest/gtest.h>
 
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
 #include "switch_test_util.h"
 
 namespace softib::fabric::test {

@@ -7,7 +7,7 @@
 
 #include <numeric>
 
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
 
 namespace softib::hca {
 namespace {

@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <string>
 
-#include "capture_file.h"
 #include "hca/device/tests/tshark_util.h"
 #include "rc_fixture.h"
+#include "softib/wire/capture_file.h"
 
 namespace softib::hca {
 namespace {

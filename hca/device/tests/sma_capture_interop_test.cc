@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <string>
 
-#include "capture_file.h"
 #include "hca/device/packet.h"
 #include "hca/device/tests/mad_test_util.h"
 #include "hca/device/tests/tshark_util.h"
+#include "softib/wire/capture_file.h"
 
 namespace softib::hca {
 namespace {

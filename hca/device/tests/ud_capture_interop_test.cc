@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "capture_file.h"
 #include "hca/device/tests/tshark_util.h"
+#include "softib/wire/capture_file.h"
 #include "ud_fixture.h"
 
 namespace softib::hca {

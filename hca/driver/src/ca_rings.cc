@@ -21,6 +21,7 @@
 #include "hca/driver/src/soft_ca.h"
 #include "softib/rings/entry_checks.h"
 #include "softib/rings/ring_layout.h"
+#include "softib/wire/packet_walker.h"
 #include "steady_now.h"
 
 namespace softib::hca {
@@ -78,19 +79,12 @@ void Watch(Ring& ring, const std::shared_ptr<RingRegion>& region, std::vector<Ri
   watches->push_back({ring.control(), ring.consumer_index(), region});
 }
 
-// BTH:DestQP of an IBA packet (LRH, optional GRH, BTH); false when it is not one.
+// BTH:DestQP of an IBA packet (LRH, optional GRH, BTH); false when it is not a well-formed
+// one (the HCA drops those anyway: no ring needs serving for it).
 bool DestQpOf(std::span<const uint8_t> packet, uint32_t* qpn) {
-  constexpr std::size_t kLrh = 8, kGrh = 40, kBth = 12;
-  if (packet.size() < kLrh) return false;
-  const uint8_t lnh = packet[1] & 0x3;
-  std::size_t bth = kLrh;
-  if (lnh == 0x3) {
-    bth += kGrh;
-  } else if (lnh != 0x2) {
-    return false;
-  }
-  if (packet.size() < bth + kBth) return false;
-  *qpn = (uint32_t{packet[bth + 5]} << 16) | (uint32_t{packet[bth + 6]} << 8) | packet[bth + 7];
+  const wire::PacketLayout layout = wire::WalkPacket(packet, {.depth = wire::WalkDepth::kBth});
+  if (!layout.ok()) return false;
+  *qpn = wire::BTHConstView(layout.bytes(packet, wire::Header::kBth)).DestQP();
   return true;
 }
 

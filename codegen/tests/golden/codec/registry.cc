@@ -4,6 +4,7 @@
 #include <array>
 
 #include "softib/codec/format_desc.h"
+#include "softib/mad/fixture.h"
 
 namespace softib::codec::gen {
 extern const FormatDesc kFixHeaderFormat;
@@ -41,28 +42,13 @@ constexpr EnumValue kFixMgtMethods[] = {
 };
 constexpr MadClassDesc kFixMgtClass = {"FixMgt", 0x21, 1, kFixMgtMethods};
 
-// FixOpcode: the extension headers that follow the BTH, per opcode.
-constexpr std::string_view kFixOpcodeSEND_IMMHeaders[] = {
-    "FixImm",
-};
-
-// 256 rows per opcodes table so that a table can be indexed by opcode value.
-constexpr std::array<OpcodeDesc, 256> MakeOpcodes() {
-  std::array<OpcodeDesc, 256> rows{};
-  for (unsigned i = 0; i < 256; ++i)
-    rows[0 + i] = {"FixOpcode", {}, static_cast<uint8_t>(i), {}, false};
-  rows[0] = {"FixOpcode", "SEND", 0x00, {}, true};
-  rows[1] = {"FixOpcode", "SEND_IMM", 0x01, kFixOpcodeSEND_IMMHeaders, true};
-  rows[2] = {"FixOpcode", "ACK", 0x02, {}, false};
-  return rows;
-}
-constexpr auto kOpcodes = MakeOpcodes();
-
 }  // namespace softib::codec::gen
 
 namespace softib::codec {
 
-std::span<const OpcodeDesc> AllOpcodes() { return gen::kOpcodes; }
+// The one opcodes table: the rows of its module's header, so that a row found here and one
+// found through the header are the same object.
+std::span<const OpcodeDesc> AllOpcodes() { return mad::kFixOpcodeTable; }
 
 std::span<const FormatDesc* const> AllFormats() {
   static constexpr const FormatDesc* kAll[] = {

@@ -111,6 +111,291 @@ enum class BthOpcode : uint8_t {
   UD_SEND_ONLY_WITH_IMMEDIATE = 0x65,
 };
 
+namespace detail {
+inline constexpr std::string_view kBthOpcodeRC_SEND_LAST_WITH_IMMEDIATEHeaders[] = {
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRC_SEND_ONLY_WITH_IMMEDIATEHeaders[] = {
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_WRITE_FIRSTHeaders[] = {
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_WRITE_LAST_WITH_IMMEDIATEHeaders[] = {
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_WRITE_ONLYHeaders[] = {
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_WRITE_ONLY_WITH_IMMEDIATEHeaders[] = {
+    "RETH",
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_READ_REQUESTHeaders[] = {
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_READ_RESPONSE_FIRSTHeaders[] = {
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_READ_RESPONSE_LASTHeaders[] = {
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_RDMA_READ_RESPONSE_ONLYHeaders[] = {
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_ACKNOWLEDGEHeaders[] = {
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_ATOMIC_ACKNOWLEDGEHeaders[] = {
+    "AETH",
+    "AtomicAckETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_COMPARE_SWAPHeaders[] = {
+    "AtomicETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_FETCH_ADDHeaders[] = {
+    "AtomicETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_SEND_LAST_WITH_INVALIDATEHeaders[] = {
+    "IETH",
+};
+inline constexpr std::string_view kBthOpcodeRC_SEND_ONLY_WITH_INVALIDATEHeaders[] = {
+    "IETH",
+};
+inline constexpr std::string_view kBthOpcodeUC_SEND_LAST_WITH_IMMEDIATEHeaders[] = {
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeUC_SEND_ONLY_WITH_IMMEDIATEHeaders[] = {
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeUC_RDMA_WRITE_FIRSTHeaders[] = {
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeUC_RDMA_WRITE_LAST_WITH_IMMEDIATEHeaders[] = {
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeUC_RDMA_WRITE_ONLYHeaders[] = {
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeUC_RDMA_WRITE_ONLY_WITH_IMMEDIATEHeaders[] = {
+    "RETH",
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRD_SEND_FIRSTHeaders[] = {
+    "RDETH",
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_SEND_MIDDLEHeaders[] = {
+    "RDETH",
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_SEND_LASTHeaders[] = {
+    "RDETH",
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_SEND_LAST_WITH_IMMEDIATEHeaders[] = {
+    "RDETH",
+    "DETH",
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRD_SEND_ONLYHeaders[] = {
+    "RDETH",
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_SEND_ONLY_WITH_IMMEDIATEHeaders[] = {
+    "RDETH",
+    "DETH",
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_WRITE_FIRSTHeaders[] = {
+    "RDETH",
+    "DETH",
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_WRITE_MIDDLEHeaders[] = {
+    "RDETH",
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_WRITE_LASTHeaders[] = {
+    "RDETH",
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_WRITE_LAST_WITH_IMMEDIATEHeaders[] = {
+    "RDETH",
+    "DETH",
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_WRITE_ONLYHeaders[] = {
+    "RDETH",
+    "DETH",
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_WRITE_ONLY_WITH_IMMEDIATEHeaders[] = {
+    "RDETH",
+    "DETH",
+    "RETH",
+    "ImmDt",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_READ_REQUESTHeaders[] = {
+    "RDETH",
+    "DETH",
+    "RETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_READ_RESPONSE_FIRSTHeaders[] = {
+    "RDETH",
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_READ_RESPONSE_MIDDLEHeaders[] = {
+    "RDETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_READ_RESPONSE_LASTHeaders[] = {
+    "RDETH",
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RDMA_READ_RESPONSE_ONLYHeaders[] = {
+    "RDETH",
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_ACKNOWLEDGEHeaders[] = {
+    "RDETH",
+    "AETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_ATOMIC_ACKNOWLEDGEHeaders[] = {
+    "RDETH",
+    "AETH",
+    "AtomicAckETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_COMPARE_SWAPHeaders[] = {
+    "RDETH",
+    "DETH",
+    "AtomicETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_FETCH_ADDHeaders[] = {
+    "RDETH",
+    "DETH",
+    "AtomicETH",
+};
+inline constexpr std::string_view kBthOpcodeRD_RESYNCHeaders[] = {
+    "RDETH",
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeUD_SEND_ONLYHeaders[] = {
+    "DETH",
+};
+inline constexpr std::string_view kBthOpcodeUD_SEND_ONLY_WITH_IMMEDIATEHeaders[] = {
+    "DETH",
+    "ImmDt",
+};
+}  // namespace detail
+
+/// BthOpcode as a table, row i for opcode value i: the headers that follow the BTH, in wire
+/// order, and whether a payload follows them; rows of undefined opcodes have an empty name. A
+/// constant expression, so that code can derive its own tables from it at compile time;
+/// codec::AllOpcodes() returns these rows.
+inline constexpr std::array<codec::OpcodeDesc, 256> kBthOpcodeTable = [] {
+  std::array<codec::OpcodeDesc, 256> rows{};
+  for (unsigned i = 0; i < 256; ++i)
+    rows[i] = {"BthOpcode", {}, static_cast<uint8_t>(i), {}, false};
+  rows[0x00] = {"BthOpcode", "RC_SEND_FIRST", 0x00, {}, true};
+  rows[0x01] = {"BthOpcode", "RC_SEND_MIDDLE", 0x01, {}, true};
+  rows[0x02] = {"BthOpcode", "RC_SEND_LAST", 0x02, {}, true};
+  rows[0x03] = {"BthOpcode", "RC_SEND_LAST_WITH_IMMEDIATE", 0x03,
+                detail::kBthOpcodeRC_SEND_LAST_WITH_IMMEDIATEHeaders, true};
+  rows[0x04] = {"BthOpcode", "RC_SEND_ONLY", 0x04, {}, true};
+  rows[0x05] = {"BthOpcode", "RC_SEND_ONLY_WITH_IMMEDIATE", 0x05,
+                detail::kBthOpcodeRC_SEND_ONLY_WITH_IMMEDIATEHeaders, true};
+  rows[0x06] = {"BthOpcode", "RC_RDMA_WRITE_FIRST", 0x06,
+                detail::kBthOpcodeRC_RDMA_WRITE_FIRSTHeaders, true};
+  rows[0x07] = {"BthOpcode", "RC_RDMA_WRITE_MIDDLE", 0x07, {}, true};
+  rows[0x08] = {"BthOpcode", "RC_RDMA_WRITE_LAST", 0x08, {}, true};
+  rows[0x09] = {"BthOpcode", "RC_RDMA_WRITE_LAST_WITH_IMMEDIATE", 0x09,
+                detail::kBthOpcodeRC_RDMA_WRITE_LAST_WITH_IMMEDIATEHeaders, true};
+  rows[0x0a] = {"BthOpcode", "RC_RDMA_WRITE_ONLY", 0x0a,
+                detail::kBthOpcodeRC_RDMA_WRITE_ONLYHeaders, true};
+  rows[0x0b] = {"BthOpcode", "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", 0x0b,
+                detail::kBthOpcodeRC_RDMA_WRITE_ONLY_WITH_IMMEDIATEHeaders, true};
+  rows[0x0c] = {"BthOpcode", "RC_RDMA_READ_REQUEST", 0x0c,
+                detail::kBthOpcodeRC_RDMA_READ_REQUESTHeaders, false};
+  rows[0x0d] = {"BthOpcode", "RC_RDMA_READ_RESPONSE_FIRST", 0x0d,
+                detail::kBthOpcodeRC_RDMA_READ_RESPONSE_FIRSTHeaders, true};
+  rows[0x0e] = {"BthOpcode", "RC_RDMA_READ_RESPONSE_MIDDLE", 0x0e, {}, true};
+  rows[0x0f] = {"BthOpcode", "RC_RDMA_READ_RESPONSE_LAST", 0x0f,
+                detail::kBthOpcodeRC_RDMA_READ_RESPONSE_LASTHeaders, true};
+  rows[0x10] = {"BthOpcode", "RC_RDMA_READ_RESPONSE_ONLY", 0x10,
+                detail::kBthOpcodeRC_RDMA_READ_RESPONSE_ONLYHeaders, true};
+  rows[0x11] = {"BthOpcode", "RC_ACKNOWLEDGE", 0x11, detail::kBthOpcodeRC_ACKNOWLEDGEHeaders,
+                false};
+  rows[0x12] = {"BthOpcode", "RC_ATOMIC_ACKNOWLEDGE", 0x12,
+                detail::kBthOpcodeRC_ATOMIC_ACKNOWLEDGEHeaders, false};
+  rows[0x13] = {"BthOpcode", "RC_COMPARE_SWAP", 0x13, detail::kBthOpcodeRC_COMPARE_SWAPHeaders,
+                false};
+  rows[0x14] = {"BthOpcode", "RC_FETCH_ADD", 0x14, detail::kBthOpcodeRC_FETCH_ADDHeaders, false};
+  rows[0x16] = {"BthOpcode", "RC_SEND_LAST_WITH_INVALIDATE", 0x16,
+                detail::kBthOpcodeRC_SEND_LAST_WITH_INVALIDATEHeaders, true};
+  rows[0x17] = {"BthOpcode", "RC_SEND_ONLY_WITH_INVALIDATE", 0x17,
+                detail::kBthOpcodeRC_SEND_ONLY_WITH_INVALIDATEHeaders, true};
+  rows[0x20] = {"BthOpcode", "UC_SEND_FIRST", 0x20, {}, true};
+  rows[0x21] = {"BthOpcode", "UC_SEND_MIDDLE", 0x21, {}, true};
+  rows[0x22] = {"BthOpcode", "UC_SEND_LAST", 0x22, {}, true};
+  rows[0x23] = {"BthOpcode", "UC_SEND_LAST_WITH_IMMEDIATE", 0x23,
+                detail::kBthOpcodeUC_SEND_LAST_WITH_IMMEDIATEHeaders, true};
+  rows[0x24] = {"BthOpcode", "UC_SEND_ONLY", 0x24, {}, true};
+  rows[0x25] = {"BthOpcode", "UC_SEND_ONLY_WITH_IMMEDIATE", 0x25,
+                detail::kBthOpcodeUC_SEND_ONLY_WITH_IMMEDIATEHeaders, true};
+  rows[0x26] = {"BthOpcode", "UC_RDMA_WRITE_FIRST", 0x26,
+                detail::kBthOpcodeUC_RDMA_WRITE_FIRSTHeaders, true};
+  rows[0x27] = {"BthOpcode", "UC_RDMA_WRITE_MIDDLE", 0x27, {}, true};
+  rows[0x28] = {"BthOpcode", "UC_RDMA_WRITE_LAST", 0x28, {}, true};
+  rows[0x29] = {"BthOpcode", "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE", 0x29,
+                detail::kBthOpcodeUC_RDMA_WRITE_LAST_WITH_IMMEDIATEHeaders, true};
+  rows[0x2a] = {"BthOpcode", "UC_RDMA_WRITE_ONLY", 0x2a,
+                detail::kBthOpcodeUC_RDMA_WRITE_ONLYHeaders, true};
+  rows[0x2b] = {"BthOpcode", "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", 0x2b,
+                detail::kBthOpcodeUC_RDMA_WRITE_ONLY_WITH_IMMEDIATEHeaders, true};
+  rows[0x40] = {"BthOpcode", "RD_SEND_FIRST", 0x40, detail::kBthOpcodeRD_SEND_FIRSTHeaders, true};
+  rows[0x41] = {"BthOpcode", "RD_SEND_MIDDLE", 0x41, detail::kBthOpcodeRD_SEND_MIDDLEHeaders, true};
+  rows[0x42] = {"BthOpcode", "RD_SEND_LAST", 0x42, detail::kBthOpcodeRD_SEND_LASTHeaders, true};
+  rows[0x43] = {"BthOpcode", "RD_SEND_LAST_WITH_IMMEDIATE", 0x43,
+                detail::kBthOpcodeRD_SEND_LAST_WITH_IMMEDIATEHeaders, true};
+  rows[0x44] = {"BthOpcode", "RD_SEND_ONLY", 0x44, detail::kBthOpcodeRD_SEND_ONLYHeaders, true};
+  rows[0x45] = {"BthOpcode", "RD_SEND_ONLY_WITH_IMMEDIATE", 0x45,
+                detail::kBthOpcodeRD_SEND_ONLY_WITH_IMMEDIATEHeaders, true};
+  rows[0x46] = {"BthOpcode", "RD_RDMA_WRITE_FIRST", 0x46,
+                detail::kBthOpcodeRD_RDMA_WRITE_FIRSTHeaders, true};
+  rows[0x47] = {"BthOpcode", "RD_RDMA_WRITE_MIDDLE", 0x47,
+                detail::kBthOpcodeRD_RDMA_WRITE_MIDDLEHeaders, true};
+  rows[0x48] = {"BthOpcode", "RD_RDMA_WRITE_LAST", 0x48,
+                detail::kBthOpcodeRD_RDMA_WRITE_LASTHeaders, true};
+  rows[0x49] = {"BthOpcode", "RD_RDMA_WRITE_LAST_WITH_IMMEDIATE", 0x49,
+                detail::kBthOpcodeRD_RDMA_WRITE_LAST_WITH_IMMEDIATEHeaders, true};
+  rows[0x4a] = {"BthOpcode", "RD_RDMA_WRITE_ONLY", 0x4a,
+                detail::kBthOpcodeRD_RDMA_WRITE_ONLYHeaders, true};
+  rows[0x4b] = {"BthOpcode", "RD_RDMA_WRITE_ONLY_WITH_IMMEDIATE", 0x4b,
+                detail::kBthOpcodeRD_RDMA_WRITE_ONLY_WITH_IMMEDIATEHeaders, true};
+  rows[0x4c] = {"BthOpcode", "RD_RDMA_READ_REQUEST", 0x4c,
+                detail::kBthOpcodeRD_RDMA_READ_REQUESTHeaders, false};
+  rows[0x4d] = {"BthOpcode", "RD_RDMA_READ_RESPONSE_FIRST", 0x4d,
+                detail::kBthOpcodeRD_RDMA_READ_RESPONSE_FIRSTHeaders, true};
+  rows[0x4e] = {"BthOpcode", "RD_RDMA_READ_RESPONSE_MIDDLE", 0x4e,
+                detail::kBthOpcodeRD_RDMA_READ_RESPONSE_MIDDLEHeaders, true};
+  rows[0x4f] = {"BthOpcode", "RD_RDMA_READ_RESPONSE_LAST", 0x4f,
+                detail::kBthOpcodeRD_RDMA_READ_RESPONSE_LASTHeaders, true};
+  rows[0x50] = {"BthOpcode", "RD_RDMA_READ_RESPONSE_ONLY", 0x50,
+                detail::kBthOpcodeRD_RDMA_READ_RESPONSE_ONLYHeaders, true};
+  rows[0x51] = {"BthOpcode", "RD_ACKNOWLEDGE", 0x51, detail::kBthOpcodeRD_ACKNOWLEDGEHeaders,
+                false};
+  rows[0x52] = {"BthOpcode", "RD_ATOMIC_ACKNOWLEDGE", 0x52,
+                detail::kBthOpcodeRD_ATOMIC_ACKNOWLEDGEHeaders, false};
+  rows[0x53] = {"BthOpcode", "RD_COMPARE_SWAP", 0x53, detail::kBthOpcodeRD_COMPARE_SWAPHeaders,
+                false};
+  rows[0x54] = {"BthOpcode", "RD_FETCH_ADD", 0x54, detail::kBthOpcodeRD_FETCH_ADDHeaders, false};
+  rows[0x55] = {"BthOpcode", "RD_RESYNC", 0x55, detail::kBthOpcodeRD_RESYNCHeaders, false};
+  rows[0x64] = {"BthOpcode", "UD_SEND_ONLY", 0x64, detail::kBthOpcodeUD_SEND_ONLYHeaders, true};
+  rows[0x65] = {"BthOpcode", "UD_SEND_ONLY_WITH_IMMEDIATE", 0x65,
+                detail::kBthOpcodeUD_SEND_ONLY_WITH_IMMEDIATEHeaders, true};
+  return rows;
+}();
+
 /// Local Route Header (IBA 7.7). PktLen counts 4-byte words from the LRH to the VCRC,
 /// excluding the VCRC.
 struct LRH {

@@ -16,6 +16,7 @@
 
 #include "hca/device/cable.h"
 #include "softib/fabric/switch.h"
+#include "softib/wire/capture_file.h"
 
 namespace softib::fabric {
 
@@ -84,7 +85,9 @@ class Fabric {
     return cables_.at(cable).dir[direction].counters;
   }
   // Records every packet the cable delivers (both directions) until StopCapture; the
-  // result is written as an ERF file (record type InfiniBand) that tshark decodes.
+  // result is written as an ERF file (record type InfiniBand) that tshark decodes. Each
+  // record carries the wall-clock time it was captured (not the fabric's clock, which
+  // AdvanceTo drives), strictly increasing within the capture.
   void StartCapture(uint32_t cable);
   std::string WriteCapture(uint32_t cable, const std::string& path) const;
   // Ends the recording and forgets what it held.
@@ -119,7 +122,7 @@ class Fabric {
     Direction dir[2];  // dir[i]: from end[i] to end[1 - i]
     bool up = true;
     bool capturing = false;
-    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> captured;
+    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> captured;  // ERF time, bytes
   };
   class CaPortLink;
   struct CaPort {
@@ -157,6 +160,7 @@ class Fabric {
   bool watch_all_ = true;      // switch_at() handed a switch out
   std::mt19937 rng_;
   uint64_t now_ns_ = 0;
+  capture::ErfClock capture_clock_;  // stamps captured packets with the time of day
 };
 
 }  // namespace softib::fabric

@@ -1,6 +1,7 @@
 // What every Subnet Management Agent shares, whether a switch's (fabric/switch) or an HCA
-// port's (hca/device): the MAD status values it answers with (IBA 13.4.7) and the M_Key
-// protection check of IBA 14.2.4.
+// port's (hca/device): the MAD status values it answers with (IBA 13.4.7), the M_Key
+// protection check of IBA 14.2.4 and the PortState transitions a SubnSet(PortInfo) may ask
+// for (IBA 14.2.5.6).
 #pragma once
 
 #include <cstdint>
@@ -40,5 +41,13 @@ struct MKeyRefs {
 // PortInfo:M_Key zeroed.
 bool MKeyAllows(const MKeyRefs& state, uint8_t method, uint64_t smp_mkey, uint64_t now_seconds,
                 bool* hide_mkey);
+
+// IBA 14.2.5.6 PortInfo:PortState with the logical port states of IBA 7.2: whether a
+// SubnSet(PortInfo) may ask for state `to` (a mad::PortState value) while the port is in
+// `from`. NO_CHANGE (0) always; Down from any state; Armed from Init (Armed again: no change);
+// Active from Armed (Active again: no change). Init is reached only through the link, never
+// set; ACTIVE_DEFER (5) and the reserved values are refused. An SMA refuses the whole Set
+// with kStatusBadValue when this is false.
+bool LegalPortStateTransition(uint8_t from, uint8_t to);
 
 }  // namespace softib::smp

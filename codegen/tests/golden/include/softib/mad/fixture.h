@@ -35,6 +35,26 @@ enum class FixOpcode : uint8_t {
   ACK = 0x2,
 };
 
+namespace detail {
+inline constexpr std::string_view kFixOpcodeSEND_IMMHeaders[] = {
+    "FixImm",
+};
+}  // namespace detail
+
+/// FixOpcode as a table, row i for opcode value i: the headers that follow the BTH, in wire
+/// order, and whether a payload follows them; rows of undefined opcodes have an empty name. A
+/// constant expression, so that code can derive its own tables from it at compile time;
+/// codec::AllOpcodes() returns these rows.
+inline constexpr std::array<codec::OpcodeDesc, 256> kFixOpcodeTable = [] {
+  std::array<codec::OpcodeDesc, 256> rows{};
+  for (unsigned i = 0; i < 256; ++i)
+    rows[i] = {"FixOpcode", {}, static_cast<uint8_t>(i), {}, false};
+  rows[0x00] = {"FixOpcode", "SEND", 0x00, {}, true};
+  rows[0x01] = {"FixOpcode", "SEND_IMM", 0x01, detail::kFixOpcodeSEND_IMMHeaders, true};
+  rows[0x02] = {"FixOpcode", "ACK", 0x02, {}, false};
+  return rows;
+}();
+
 // Management class FixMgt (version 1) and its methods.
 inline constexpr uint8_t kFixMgtClass = 0x21;
 inline constexpr uint8_t kFixMgtGet = 0x01;

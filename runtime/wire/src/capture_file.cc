@@ -1,4 +1,6 @@
-#include "capture_file.h"
+#include "softib/wire/capture_file.h"
+
+#include <time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -29,6 +31,24 @@ void PushBe16(std::vector<uint8_t>& out, uint16_t v) {
 }
 
 }  // namespace
+
+uint64_t ErfTimestamp(uint64_t unix_ns) {
+  // Seconds in the high 32 bits, the binary fraction of a second in the low 32.
+  const uint64_t seconds = unix_ns / 1'000'000'000u;
+  const uint64_t fraction = ((unix_ns % 1'000'000'000u) << 32) / 1'000'000'000u;
+  return seconds << 32 | fraction;
+}
+
+uint64_t ErfClock::Next() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  uint64_t ns =
+      static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+  // One nanosecond is 4.3 units of the 32-bit fraction: distinct nanoseconds stay distinct.
+  if (ns <= last_ns_) ns = last_ns_ + 1;
+  last_ns_ = ns;
+  return ErfTimestamp(ns);
+}
 
 std::vector<uint8_t> EncodeErfRecord(std::span<const uint8_t> packet, uint64_t timestamp) {
   std::vector<uint8_t> rec;

@@ -1,4 +1,4 @@
-#include "hex.h"
+#include "softib/wire/hex.h"
 
 #include <cctype>
 #include <cstdio>

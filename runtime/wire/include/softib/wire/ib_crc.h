@@ -13,16 +13,14 @@
 #include <span>
 #include <vector>
 
+namespace softib::wire {
+struct PacketLayout;  // packet_walker.h
+}
+
 namespace softib::ibcrc {
 
-inline constexpr std::size_t kLrhBytes = 8;
-inline constexpr std::size_t kGrhBytes = 40;
-inline constexpr std::size_t kBthBytes = 12;
 inline constexpr std::size_t kIcrcBytes = 4;
 inline constexpr std::size_t kVcrcBytes = 2;
-
-// LRH Link Next Header values (IBTA 7.7.1).
-enum class Lnh : uint8_t { kRaw = 0, kIpv6Raw = 1, kIbaLocal = 2, kIbaGlobal = 3 };
 
 // CRC-32 (IEEE 802.3): init ~0, reflected, final complement. Chain calls by
 // passing the previous result as `previous` (0 to start).
@@ -31,18 +29,13 @@ uint32_t Crc32(std::span<const uint8_t> data, uint32_t previous = 0);
 // CRC-16 with polynomial 0x100B, reflected, init 0xFFFF, final complement.
 uint16_t Crc16Vcrc(std::span<const uint8_t> data);
 
-// Returns the LNH of a packet starting with its LRH (size >= 2).
-Lnh LinkNextHeader(std::span<const uint8_t> packet);
-
-// True when the packet carries an ICRC (IBA transport: LNH 2 or 3).
-bool HasIcrc(Lnh lnh);
-
 // Computes the ICRC of `headers_and_payload`: the packet from the first LRH byte
 // through the last payload/pad byte (no ICRC, no VCRC). Masked as IBTA 7.8.1:
 //   local packet (LNH=2):  LRH:VL and BTH:Resv8a are taken as ones;
 //   global packet (LNH=3): the whole LRH, GRH:TClass, GRH:FlowLabel, GRH:HopLmt
 //                          and BTH:Resv8a are taken as ones.
-// Precondition: HasIcrc(lnh) and the packet holds the LRH(+GRH)+BTH (else returns 0).
+// The LNH and the header offsets come from the packet walker (packet_walker.h).
+// Precondition: an IBA transport packet (LNH 2 or 3) holding its LRH(+GRH)+BTH (else returns 0).
 uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload);
 
 // VCRC over everything before it (LRH through ICRC).
@@ -62,6 +55,8 @@ struct CrcCheck {
   bool vcrc_ok() const { return vcrc_wire == vcrc_computed; }
 };
 CrcCheck CheckCrcs(std::span<const uint8_t> whole_packet);
+// The same for a packet already walked with its CRCs (any depth, any mode), not walked again.
+CrcCheck CheckCrcs(std::span<const uint8_t> whole_packet, const wire::PacketLayout& layout);
 
 // Reads/writes a value stored least significant byte first.
 uint32_t LoadLe32(const uint8_t* p);

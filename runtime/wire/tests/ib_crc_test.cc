@@ -1,5 +1,5 @@
 // ICRC/VCRC checked against values computed independently of ib_crc.cc.
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
 
 #include <gtest/gtest.h>
 

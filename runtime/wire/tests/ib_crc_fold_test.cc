@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
-#include "ib_crc.h"
-#include "ib_crc_internal.h"
+#include "softib/wire/ib_crc.h"
+#include "softib/wire/ib_crc_internal.h"
 
 namespace softib::ibcrc {
 namespace {

@@ -15,7 +15,7 @@
 // coefficient of x^(126-i) of the product; the block layout wants x^(127-i), so the
 // constant is stored as x * (x^(D-1) mod P), bit-reversed into 64 bits: still congruent
 // to x^D, and of degree <= 32, so a product never exceeds 96 bits.
-#include "ib_crc_internal.h"
+#include "softib/wire/ib_crc_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -1,6 +1,8 @@
 // libFuzzer target for every MAD and packet parser: the bytes are read as a whole
-// packet, as a MAD, and as each layout; a second reading drives the text encoder.
-// Any crash, sanitizer report or unbounded allocation is a finding.
+// packet (by the packet walker in both modes, and by `softib mad decode`), as a MAD, and as
+// each layout; a second reading drives the text encoder. Any crash, sanitizer report or
+// unbounded allocation is a finding; so is a walk whose offsets leave the packet, or a strict
+// and a tolerant walk that disagree.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -13,12 +15,51 @@
 #include "packet_walk.h"
 #include "softib/codec/engine.h"
 #include "softib/codec/format_desc.h"
+#include "softib/wire/packet_walker.h"
 
 namespace {
 
 using softib::madtool::Errors;
+namespace wire = softib::wire;
+
+void Check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+// Every header, the payload and the CRCs the walk found lie inside the packet, in order.
+void CheckInside(const wire::PacketLayout& l, std::size_t size) {
+  std::size_t end = l.icrc != wire::PacketLayout::kNone   ? l.icrc
+                    : l.vcrc != wire::PacketLayout::kNone ? l.vcrc
+                                                          : size;
+  for (std::size_t h = 0; h < wire::kHeaderCount; ++h) {
+    const auto header = static_cast<wire::Header>(h);
+    if (l.has(header)) Check(l.offset(header) + wire::SizeOf(header) <= end);
+  }
+  Check(std::size_t{l.payload} + l.payload_bytes <= end);
+}
+
+void WalkBothWays(std::span<const uint8_t> bytes) {
+  for (const wire::WalkDepth depth : {wire::WalkDepth::kBth, wire::WalkDepth::kAll}) {
+    const wire::PacketLayout strict = wire::WalkPacket(bytes, {.depth = depth});
+    const wire::PacketLayout tolerant =
+        wire::WalkPacket(bytes, {.depth = depth, .mode = wire::WalkMode::kTolerant});
+    CheckInside(strict, bytes.size());
+    CheckInside(tolerant, bytes.size());
+    Check(strict.finding_count <= 1);
+    if (strict.ok()) {
+      Check(tolerant.ok() && tolerant.at == strict.at && tolerant.opcode == strict.opcode &&
+            tolerant.payload == strict.payload && tolerant.payload_bytes == strict.payload_bytes &&
+            tolerant.icrc == strict.icrc && tolerant.vcrc == strict.vcrc);
+    } else {
+      Check(tolerant.problem() == strict.problem() &&
+            tolerant.findings[0].header == strict.findings[0].header &&
+            tolerant.findings[0].offset == strict.findings[0].offset);
+    }
+  }
+}
 
 void DecodeEverything(std::span<const uint8_t> bytes) {
+  WalkBothWays(bytes);
   std::ostringstream out;
   Errors errors;
   softib::madtool::DecodePacket(out, bytes, &errors);

@@ -1,7 +1,8 @@
-#include "capture_file.h"
-#include "hex.h"
+#include "softib/wire/capture_file.h"
+#include "softib/wire/hex.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +21,32 @@ TEST(Erf, RecordHeaderLayout) {
                                        0x00, 21,   0x00, 0x00, 0x00, 5};  // rlen lctr wlen
   EXPECT_EQ(std::vector<uint8_t>(rec.begin(), rec.begin() + 16), header);
   EXPECT_EQ(std::vector<uint8_t>(rec.begin() + 16, rec.end()), pkt);
+}
+
+// ERF time is 32.32 fixed point: whole seconds high, the binary fraction low.
+TEST(Erf, TimestampOfUnixNanoseconds) {
+  EXPECT_EQ(ErfTimestamp(0), 0u);
+  EXPECT_EQ(ErfTimestamp(1'500'000'000), (1ull << 32) | 0x80000000u);  // 1.5 s
+  EXPECT_EQ(ErfTimestamp(1'764'000'000'250'000'000), (1'764'000'000ull << 32) | 0x40000000u);
+  // 1 ns is 4.29 units of the fraction: consecutive nanoseconds stay distinct.
+  EXPECT_EQ(ErfTimestamp(1), 4u);
+  EXPECT_EQ(ErfTimestamp(2), 8u);
+}
+
+TEST(Erf, ClockIsTheTimeOfDayAndStrictlyIncreasing) {
+  timespec before{};
+  clock_gettime(CLOCK_REALTIME, &before);
+  ErfClock clock;
+  uint64_t last = 0;
+  for (int i = 0; i < 1000; ++i) {  // faster than the clock ticks: stamps must still differ
+    const uint64_t t = clock.Next();
+    EXPECT_GT(t, last) << i;
+    last = t;
+  }
+  timespec after{};
+  clock_gettime(CLOCK_REALTIME, &after);
+  EXPECT_GE(last >> 32, static_cast<uint64_t>(before.tv_sec));
+  EXPECT_LE(last >> 32, static_cast<uint64_t>(after.tv_sec) + 1);
 }
 
 TEST(Erf, WriteReadRoundTrip) {

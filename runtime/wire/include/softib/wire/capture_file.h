@@ -12,6 +12,9 @@
 //   then the packet.
 // pcap (libpcap classic) with link type 247 (LINKTYPE_INFINIBAND) or 197
 // (LINKTYPE_ERF, each packet an ERF record).
+//
+// Captures carry wall-clock time (ErfClock): seconds since the Unix epoch, as Wireshark
+// shows them.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,20 @@ struct CapturedPacket {
   uint64_t timestamp = 0;  // ERF 32.32 fixed-point seconds
   uint8_t erf_type = kErfTypeInfiniband;
   std::vector<uint8_t> bytes;
+};
+
+// The ERF timestamp of a time given in nanoseconds since the Unix epoch.
+uint64_t ErfTimestamp(uint64_t unix_ns);
+
+// Stamps the records of a capture with the wall clock (CLOCK_REALTIME): each Next() is the
+// time of day, except that it is strictly later than the one before — packets of one batch,
+// delivered at one instant, get distinct timestamps a nanosecond apart, in their order.
+class ErfClock {
+ public:
+  uint64_t Next();
+
+ private:
+  uint64_t last_ns_ = 0;
 };
 
 // One ERF record for `packet` (type 21, varying-length flag set).

@@ -1,6 +1,7 @@
-#include "ib_crc.h"
+#include "softib/wire/ib_crc.h"
 
-#include "ib_crc_internal.h"
+#include "softib/wire/ib_crc_internal.h"
+#include "softib/wire/packet_walker.h"
 
 #include <array>
 #include <bit>
@@ -60,11 +61,6 @@ T Update(T c, std::span<const uint8_t> data, const std::array<std::array<T, 256>
   return c;
 }
 
-// Offset of the BTH and whether a GRH precedes it.
-std::size_t BthOffset(Lnh lnh) {
-  return lnh == Lnh::kIbaGlobal ? kLrhBytes + kGrhBytes : kLrhBytes;
-}
-
 }  // namespace
 
 namespace detail {
@@ -94,25 +90,31 @@ uint16_t Crc16Vcrc(std::span<const uint8_t> data) {
                                      : detail::VcrcRegisterSlicing(reg, data)));
 }
 
-Lnh LinkNextHeader(std::span<const uint8_t> packet) { return static_cast<Lnh>(packet[1] & 0x3u); }
-
-bool HasIcrc(Lnh lnh) { return lnh == Lnh::kIbaLocal || lnh == Lnh::kIbaGlobal; }
-
 namespace {
 
-using MaskedHeaders = std::array<uint8_t, kLrhBytes + kGrhBytes + kBthBytes>;
+using wire::Header;
+using wire::PacketLayout;
+using MaskedHeaders = std::array<uint8_t, wire::LRH::kSize + wire::GRH::kSize + wire::BTH::kSize>;
+
+// The walk the CRCs need: the LNH, and where the GRH and BTH are. Tolerant: a CRC is computed
+// over whatever the bytes are (a receiver's checks are its own).
+PacketLayout WalkHeaders(std::span<const uint8_t> packet, bool crcs) {
+  return wire::WalkPacket(
+      packet, {.depth = wire::WalkDepth::kBth, .mode = wire::WalkMode::kTolerant, .crcs = crcs});
+}
 
 // Copies the LRH(+GRH)+BTH into `masked` with the variant fields as ones (IBTA 7.8.1);
-// returns their length, 0 when the packet is too short to hold them.
-std::size_t MaskHeaders(std::span<const uint8_t> packet, MaskedHeaders& masked) {
-  const Lnh lnh = LinkNextHeader(packet);
-  const std::size_t bth = BthOffset(lnh);
-  const std::size_t header_len = bth + kBthBytes;
-  if (packet.size() < header_len) return 0;
+// returns their length, 0 when the walk did not find the BTH (not an IBA transport packet,
+// or too short to hold its headers).
+std::size_t MaskHeaders(std::span<const uint8_t> packet, const PacketLayout& layout,
+                        MaskedHeaders& masked) {
+  if (!layout.has(Header::kBth)) return 0;
+  const std::size_t bth = layout.offset(Header::kBth);
+  const std::size_t header_len = bth + wire::BTH::kSize;
   for (std::size_t i = 0; i < header_len; ++i) masked[i] = packet[i];
-  if (lnh == Lnh::kIbaGlobal) {
-    for (std::size_t i = 0; i < kLrhBytes; ++i) masked[i] = 0xFF;  // routers rewrite the LRH
-    uint8_t* grh = &masked[kLrhBytes];
+  if (layout.has(Header::kGrh)) {
+    for (std::size_t i = 0; i < wire::LRH::kSize; ++i) masked[i] = 0xFF;  // routers rewrite it
+    uint8_t* grh = &masked[layout.offset(Header::kGrh)];
     grh[0] |= 0x0F;  // TClass, high nibble
     grh[1] = 0xFF;   // TClass low nibble + FlowLabel high nibble
     grh[2] = 0xFF;   // FlowLabel
@@ -128,10 +130,10 @@ std::size_t MaskHeaders(std::span<const uint8_t> packet, MaskedHeaders& masked) 
 // The ICRC of a packet with one (LRH through pad) and the VCRC register after the same
 // bytes: they share the payload, which is read once for both (a single fold where the CPU
 // can). False when the packet cannot hold its headers.
-bool IcrcAndVcrcRegister(std::span<const uint8_t> headers_and_payload, uint32_t* icrc,
-                         uint16_t* vcrc_reg) {
+bool IcrcAndVcrcRegister(std::span<const uint8_t> headers_and_payload, const PacketLayout& layout,
+                         uint32_t* icrc, uint16_t* vcrc_reg) {
   MaskedHeaders masked{};
-  const std::size_t header_len = MaskHeaders(headers_and_payload, masked);
+  const std::size_t header_len = MaskHeaders(headers_and_payload, layout, masked);
   if (header_len == 0) return false;
   uint32_t crc32_reg =
       detail::Crc32RegisterSlicing(~0u, std::span<const uint8_t>(masked.data(), header_len));
@@ -162,7 +164,8 @@ uint32_t ComputeIcrc(std::span<const uint8_t> headers_and_payload) {
   // Only the headers carry variant fields: mask a copy of them, then run the
   // CRC on through the payload without copying it.
   MaskedHeaders masked{};
-  const std::size_t header_len = MaskHeaders(headers_and_payload, masked);
+  const std::size_t header_len =
+      MaskHeaders(headers_and_payload, WalkHeaders(headers_and_payload, false), masked);
   if (header_len == 0) return 0;  // precondition broken: no BTH
   uint32_t crc = Crc32(std::span<const uint8_t>(masked.data(), header_len));
   return Crc32(headers_and_payload.subspan(header_len), crc);
@@ -175,14 +178,18 @@ uint16_t ComputeVcrc(std::span<const uint8_t> lrh_through_icrc) {
 void AppendCrcs(std::vector<uint8_t>& packet) {
   uint32_t icrc = 0;
   uint16_t vcrc_reg = 0;
-  if (HasIcrc(LinkNextHeader(packet)) && IcrcAndVcrcRegister(packet, &icrc, &vcrc_reg)) {
+  const PacketLayout layout = WalkHeaders(packet, false);
+  // Shorter than an LRH: not an IBA transport packet (the walk leaves the LNH raw).
+  const bool iba = layout.lnh == wire::LinkNextHeader::IBA_LOCAL ||
+                   layout.lnh == wire::LinkNextHeader::IBA_GLOBAL;
+  if (iba && IcrcAndVcrcRegister(packet, layout, &icrc, &vcrc_reg)) {
     for (int i = 0; i < 4; ++i) packet.push_back(static_cast<uint8_t>(icrc >> (8 * i)));
     const uint16_t vcrc = FinishVcrc(vcrc_reg, icrc);
     packet.push_back(static_cast<uint8_t>(vcrc));
     packet.push_back(static_cast<uint8_t>(vcrc >> 8));
     return;
   }
-  if (HasIcrc(LinkNextHeader(packet))) {
+  if (iba) {
     // Too short for its headers: the ICRC of ComputeIcrc's precondition failure, as before.
     for (int i = 0; i < 4; ++i) packet.push_back(0);
   }
@@ -199,18 +206,21 @@ uint32_t LoadLe32(const uint8_t* p) {
 uint16_t LoadLe16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
 
 CrcCheck CheckCrcs(std::span<const uint8_t> whole_packet) {
+  return CheckCrcs(whole_packet, WalkHeaders(whole_packet, true));
+}
+
+CrcCheck CheckCrcs(std::span<const uint8_t> whole_packet, const PacketLayout& layout) {
   CrcCheck check;
-  if (whole_packet.size() < kLrhBytes + kVcrcBytes) return check;
-  const Lnh lnh = LinkNextHeader(whole_packet);
-  check.has_icrc = HasIcrc(lnh);
-  const std::size_t vcrc_at = whole_packet.size() - kVcrcBytes;
+  if (layout.vcrc == PacketLayout::kNone) return check;  // shorter than its LRH and VCRC
+  check.has_icrc = layout.icrc != PacketLayout::kNone;
+  const std::size_t vcrc_at = layout.vcrc;
   if (check.has_icrc) {
-    if (whole_packet.size() < BthOffset(lnh) + kBthBytes + kIcrcBytes + kVcrcBytes) return check;
-    const std::size_t icrc_at = vcrc_at - kIcrcBytes;
+    if (!layout.has(Header::kBth)) return check;  // too short for its headers
+    const std::size_t icrc_at = layout.icrc;
     check.icrc_wire = LoadLe32(&whole_packet[icrc_at]);
     uint16_t vcrc_reg = 0;
-    // The length check above guarantees the headers, so this cannot fail.
-    (void)IcrcAndVcrcRegister(whole_packet.first(icrc_at), &check.icrc_computed, &vcrc_reg);
+    // The walk found the headers, so this cannot fail.
+    (void)IcrcAndVcrcRegister(whole_packet.first(icrc_at), layout, &check.icrc_computed, &vcrc_reg);
     check.vcrc_computed = FinishVcrc(vcrc_reg, check.icrc_wire);  // the VCRC covers the wire ICRC
   } else {
     check.vcrc_computed = ComputeVcrc(whole_packet.first(vcrc_at));

@@ -1,5 +1,5 @@
 // The two ways ib_crc.cc computes a reflected CRC register, shared with the tests (which
-// check one against the other) and the bench. Callers outside tools/softib use ib_crc.h.
+// check one against the other) and the bench. Other callers use softib/wire/ib_crc.h.
 #pragma once
 
 #include <cstddef>
