@@ -37,6 +37,7 @@
 #include "softib/channel/protocol.h"
 #include "softib/channel/server.h"
 #include "softib/user/device_io.h"
+#include "tied_child.h"
 
 namespace {
 
@@ -234,9 +235,11 @@ int main(int argc, char** argv) {
   // Children first, while this process has no threads (fork copies only the caller).
   int floor_pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, floor_pair) != 0) Die("socketpair");
+  const pid_t parent = getpid();
   pid_t floor_child = fork();
   if (floor_child < 0) Die("fork");
   if (floor_child == 0) {
+    softib::test_support::DieWithParent(parent);  // never outlives the benchmark
     close(floor_pair[0]);
     EchoLoop(floor_pair[1]);
     _exit(0);
@@ -251,6 +254,7 @@ int main(int argc, char** argv) {
   pid_t server_child = fork();
   if (server_child < 0) Die("fork");
   if (server_child == 0) {
+    softib::test_support::DieWithParent(parent);
     close(floor_pair[0]);
     close(ready_pipe[0]);
     close(stop_pipe[1]);

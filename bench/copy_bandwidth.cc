@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "tied_child.h"
 
 namespace {
 
@@ -86,10 +87,11 @@ int main(int argc, char** argv) {
   std::vector<char> local(kMaxSize, 1), remote(kMaxSize, 2), scratch(kMaxSize, 3);
   int pipes[2][2];
   if (pipe(pipes[0]) != 0 || pipe(pipes[1]) != 0) Die("pipe");
+  const pid_t parent = getpid();
   pid_t peer = fork();
   if (peer < 0) Die("fork");
   if (peer == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    softib::test_support::DieWithParent(parent);
     std::memset(remote.data(), 0x5a, remote.size());
     char byte = 1;
     if (write(pipes[0][1], &byte, 1) != 1) _exit(1);

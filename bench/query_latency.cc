@@ -23,6 +23,7 @@
 #include "softib/channel/protocol.h"
 #include "softib/user/access_layer.h"
 #include "softibd_instance.h"
+#include "tied_child.h"
 #include "user/verbs_ca_proxy.h"
 #include "user/verbs_cq_proxy.h"
 #include "user/verbs_pd_av_proxy.h"
@@ -107,9 +108,11 @@ int main(int argc, char** argv) {
   // The floor's echo process first, while this process has no threads.
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) Die(kProgram, "socketpair");
+  const pid_t parent = getpid();
   const pid_t echo = fork();
   if (echo < 0) Die(kProgram, "fork");
   if (echo == 0) {
+    softib::test_support::DieWithParent(parent);  // never outlives the benchmark
     close(pair[0]);
     EchoLoop(pair[1], answer_frame);
     _exit(0);

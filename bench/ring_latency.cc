@@ -35,6 +35,7 @@
 #include "softib/rings/ring.h"
 #include "softib/rings/shared_memory.h"
 #include "softib/uvp/uvp.h"
+#include "tied_child.h"
 
 namespace {
 
@@ -498,10 +499,11 @@ bool WaitAll(std::vector<pid_t> children) {
 
 template <typename Body>
 pid_t Fork(Body body) {
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) Die("fork");
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark (e.g. a test timeout)
+    softib::test_support::DieWithParent(parent);  // never outlive the benchmark (a timeout)
     body();
   }
   return pid;

@@ -18,7 +18,7 @@ source "$(dirname "$0")/../tools/softibd/tests/daemons.sh"
 
 sm_pid=""
 start_sm() {  # RUN_DIR of host-0001: softib-sm there until stop_sm, once the subnet is up
-  /usr/bin/stdbuf -oL "$sm" --run-dir "$1" -q --sweep-interval 0 >"$work/sm.out" 2>&1 &
+  "${tied[@]}" /usr/bin/stdbuf -oL "$sm" --run-dir "$1" -q --sweep-interval 0 >"$work/sm.out" 2>&1 &
   sm_pid=$!
   for _ in $(seq 300); do grep -q "subnet up" "$work/sm.out" && return 0; sleep 0.1; done
   fail "softib-sm: $(cat "$work/sm.out")"
@@ -29,7 +29,9 @@ stop_sm() {
 }
 trap 'stop_sm; cleanup' EXIT
 
-# measure SERVER_RUN CLIENT_RUN TEST ARGS...: the client's result line (JSON)
+# measure SERVER_RUN CLIENT_RUN TEST ARGS...: the client's result line (JSON) in
+# $work/client.out. Run by this shell itself (not in a pipeline's subshell): "${tied[@]}"
+# ties the server to this shell.
 service=$((0x50F8000000 + $$ * 256))
 measure() {
   local server_run=$1 client_run=$2 test=$3
@@ -37,14 +39,13 @@ measure() {
   service=$((service + 1))
   local id
   id=$(printf '0x%x' "$service")
-  "$perf" "$test" "$@" --json --run-dir "$server_run" --service-id "$id" --timeout 30 \
-    >"$work/server.out" 2>&1 &
+  "${tied[@]}" "$perf" "$test" "$@" --json --run-dir "$server_run" --service-id "$id" \
+    --timeout 30 >"$work/server.out" 2>&1 &
   local server=$!
   "$perf" "$test" "$@" --json --run-dir "$client_run" --service-id "$id" --connect --timeout 30 \
     >"$work/client.out" 2>"$work/client.err" ||
     fail "$test: $(cat "$work/client.out" "$work/client.err" "$work/server.out")"
   wait "$server" || fail "$test server: $(cat "$work/server.out")"
-  cat "$work/client.out"
 }
 field() { grep -oE "\"$1\": *[0-9.e+-]+" | head -1 | sed -E 's/.*: *//'; }
 
@@ -53,9 +54,12 @@ run_set() {  # SERVER_RUN CLIENT_RUN -> one figure per test, in the order of $te
   local t
   for t in "${tests[@]}"; do
     case $t in
-      *_lat) measure "$1" "$2" "$t" -s 8 -n "$iters" | field t_typical_us ;;
-      write_bw) measure "$1" "$2" "$t" -s 65536 -n "$iters" --validate | field bw_average_mb_s ;;
-      *_bw) measure "$1" "$2" "$t" -s 65536 -n "$iters" | field bw_average_mb_s ;;
+      *_lat) measure "$1" "$2" "$t" -s 8 -n "$iters" && field t_typical_us <"$work/client.out" ;;
+      write_bw)
+        measure "$1" "$2" "$t" -s 65536 -n "$iters" --validate &&
+          field bw_average_mb_s <"$work/client.out"
+        ;;
+      *_bw) measure "$1" "$2" "$t" -s 65536 -n "$iters" && field bw_average_mb_s <"$work/client.out" ;;
     esac
   done
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "tied_child.h"
 
 namespace {
 
@@ -55,10 +56,11 @@ double ShmSpinOneWayUs(uint32_t iterations) {
   if (memory == MAP_FAILED) Die("mmap");
   auto* ping = new (memory) Line();
   auto* pong = new (static_cast<char*>(memory) + 64) Line();
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) Die("fork");
   if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    softib::test_support::DieWithParent(parent);
     for (uint32_t i = 1; i <= iterations; ++i) {
       while (ping->value.load(std::memory_order_acquire) != i) CpuRelax();
       pong->value.store(i, std::memory_order_release);
@@ -82,10 +84,11 @@ double ReadvGbs(size_t size, uint32_t iterations) {
   std::vector<char> local(size, 1), remote(size, 2);
   int pipes[2];
   if (pipe(pipes) != 0) Die("pipe");
+  const pid_t parent = getpid();
   const pid_t peer = fork();
   if (peer < 0) Die("fork");
   if (peer == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    softib::test_support::DieWithParent(parent);
     std::memset(remote.data(), 0x5a, remote.size());  // its own pages, not shared COW
     close(pipes[1]);
     char byte;
@@ -122,10 +125,11 @@ Child Spawn(const std::vector<std::string>& args, int ready_fd = -1) {
   int out[2], err[2];
   if (pipe(out) != 0 || pipe(err) != 0) Die("pipe");
   Child child;
+  const pid_t parent = getpid();
   child.pid = fork();
   if (child.pid < 0) Die("fork");
   if (child.pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    softib::test_support::DieWithParent(parent);  // SIGKILL: softibd too, however we end
     dup2(out[1], 1);
     dup2(err[1], 2);
     if (ready_fd >= 0) dup2(ready_fd, 3);

@@ -33,6 +33,9 @@ perf=$build/tools/softib_perf/softib_perf
 softib=$build/tools/softib/softib
 sm=$(cd "$build" && pwd)/ulp/sm/softib-sm  # absolute: it runs from a private directory
 
+# "${tied[@]}": what this script starts dies with it, however it ends (the cleanup below
+# still stops it in order).
+source tests/support/tied.sh
 work=$(mktemp -d /tmp/softib-main.XXXXXX)
 daemon_pid=""
 server_pid=""
@@ -57,7 +60,7 @@ failed=0
 
 step "softibd: one node, two HCAs cabled back to back, run directory $work/run"
 mkfifo "$work/ready"
-"$softibd" --run-dir "$work/run" --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/run" --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
 daemon_pid=$!
 if ! timeout 20 head -n1 "$work/ready" | grep -q ready; then
   echo "softibd did not become ready:"; cat "$work/softibd.log"; exit 1
@@ -70,7 +73,7 @@ run_pair() {
   local server_dir=$1 client_dir=$2 test=$3
   shift 3
   local oob="unix:$work/oob-$test-$RANDOM.sock"
-  "$perf" "$test" "$@" --run-dir "$server_dir" --oob "$oob" --timeout 20 \
+  "${tied[@]}" "$perf" "$test" "$@" --run-dir "$server_dir" --oob "$oob" --timeout 20 \
     >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   local rc=0
@@ -112,8 +115,8 @@ echo "softibd exited with $daemon_rc"
 step "softibd --fabric default: 3 switches (a spine, two leaves) and 4 hosts, each host a node; every port in Init"
 ibsim_name="softib-main-$$"
 mkfifo "$work/fabric-ready"
-"$softibd" --run-dir "$work/fabric" --fabric default --sm external --ibsim "$ibsim_name" \
-  --ready-fd 3 3>"$work/fabric-ready" >"$work/fabric.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/fabric" --fabric default --sm external \
+  --ibsim "$ibsim_name" --ready-fd 3 3>"$work/fabric-ready" >"$work/fabric.log" 2>&1 &
 daemon_pid=$!
 if ! timeout 30 head -n1 "$work/fabric-ready" | grep -q ready; then
   echo "softibd --fabric did not become ready:"; cat "$work/fabric.log"; exit 1
@@ -137,8 +140,8 @@ step "write_bw host-0002 -> host-0004 across the spine, 4 KiB ... 256 KiB (valid
 run_pair "$work/fabric/host-0004" "$work/fabric/host-0002" write_bw -a --min-size 4096 \
   --max-size 262144 -n 200 -t 16 --validate || failed=1
 step "softib-sm as the SA: MASTER on host-0001's port (through its AL), answering SA queries"
-/usr/bin/stdbuf -oL "$sm" --run-dir "$work/fabric/host-0001" -q --sweep-interval 0 \
-  >"$work/sa.out" 2>&1 &
+"${tied[@]}" /usr/bin/stdbuf -oL "$sm" --run-dir "$work/fabric/host-0001" -q \
+  --sweep-interval 0 >"$work/sa.out" 2>&1 &
 sm_pid=$!
 for _ in $(seq 300); do grep -q "subnet up" "$work/sa.out" && break; sleep 0.1; done
 grep "subnet up" "$work/sa.out" || { cat "$work/sa.out"; failed=1; }
@@ -149,8 +152,8 @@ service_id=$(printf '0x%x' $((0x50F7000000 + $$)))
 run_service_pair() {
   local test=$1
   shift
-  "$perf" "$test" "$@" --run-dir "$work/fabric/host-0003" --service-id "$service_id" \
-    --timeout 20 >"$work/server.out" 2>"$work/server.err" &
+  "${tied[@]}" "$perf" "$test" "$@" --run-dir "$work/fabric/host-0003" \
+    --service-id "$service_id" --timeout 20 >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   local rc=0 server_rc=0
   "$perf" "$test" "$@" --run-dir "$work/fabric/host-0001" --service-id "$service_id" --connect \

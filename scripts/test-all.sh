@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${SOFTIB_JOBS:-2}
+# Marks every process the tests start (they inherit it): check-no-leftovers.sh finds them.
+export SOFTIB_TEST_RUN=${SOFTIB_TEST_RUN:-test-all.$$.$(date +%s)}
 # m32 first: its 32-bit clients are the peers of the 64-bit servers in the default and
 # asan integration tests (a 32-bit process against the 64-bit kernel).
 presets=${SOFTIB_PRESETS:-"m32 default asan tsan"}
@@ -78,6 +80,8 @@ done
 phase_start=$SECONDS
 scripts/fuzz.sh "${SOFTIB_FUZZ_SECONDS:-20}"
 phase_times+=("fuzz: $((SECONDS - phase_start)) s")
+# No softibd, ibsim, SM or test client may outlive the tests.
+scripts/check-no-leftovers.sh
 echo "=== softib: all presets passed (${presets}) ==="
 # Where CI's time goes (the whole run must stay within 35 minutes on 2 CPUs).
 printf '  %s\n' "${phase_times[@]}"

@@ -2,6 +2,7 @@
 #include "runtime_ioctls_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -9,131 +10,153 @@ namespace softib::user::proxy {
 
 Status ResolveCaDevice(DeviceHandle device, const abi::ResolveCaDeviceIn& in,
                        abi::ResolveCaDeviceOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::ResolveCaDeviceOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlResolveCaDevice, &in, sizeof(abi::ResolveCaDeviceIn),
-                         &out, sizeof(abi::ResolveCaDeviceOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlResolveCaDevice, &in,
+                                sizeof(abi::ResolveCaDeviceIn), &out,
+                                sizeof(abi::ResolveCaDeviceOut), kShape, &returned, nullptr);
 }
 
 Status ResolveCaDeviceAsync(DeviceHandle device, const abi::ResolveCaDeviceIn& in,
                             abi::ResolveCaDeviceOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlResolveCaDevice, &in, sizeof(abi::ResolveCaDeviceIn),
-                         &out, sizeof(abi::ResolveCaDeviceOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::ResolveCaDeviceOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlResolveCaDevice, &in,
+                                sizeof(abi::ResolveCaDeviceIn), &out,
+                                sizeof(abi::ResolveCaDeviceOut), kShape, nullptr, overlapped);
 }
 
 Status MapCqRing(DeviceHandle device, const abi::MapCqRingIn& in, abi::MapCqRingOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::MapCqRingOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlMapCqRing, &in, sizeof(abi::MapCqRingIn), &out,
-                         sizeof(abi::MapCqRingOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlMapCqRing, &in, sizeof(abi::MapCqRingIn), &out,
+                                sizeof(abi::MapCqRingOut), kShape, &returned, nullptr);
 }
 
 Status MapCqRingAsync(DeviceHandle device, const abi::MapCqRingIn& in, abi::MapCqRingOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlMapCqRing, &in, sizeof(abi::MapCqRingIn), &out,
-                         sizeof(abi::MapCqRingOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::MapCqRingOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlMapCqRing, &in, sizeof(abi::MapCqRingIn), &out,
+                                sizeof(abi::MapCqRingOut), kShape, nullptr, overlapped);
 }
 
 Status MapQpRings(DeviceHandle device, const abi::MapQpRingsIn& in, abi::MapQpRingsOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::MapQpRingsOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlMapQpRings, &in, sizeof(abi::MapQpRingsIn), &out,
-                         sizeof(abi::MapQpRingsOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlMapQpRings, &in, sizeof(abi::MapQpRingsIn), &out,
+                                sizeof(abi::MapQpRingsOut), kShape, &returned, nullptr);
 }
 
 Status MapQpRingsAsync(DeviceHandle device, const abi::MapQpRingsIn& in, abi::MapQpRingsOut& out,
                        Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlMapQpRings, &in, sizeof(abi::MapQpRingsIn), &out,
-                         sizeof(abi::MapQpRingsOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::MapQpRingsOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlMapQpRings, &in, sizeof(abi::MapQpRingsIn), &out,
+                                sizeof(abi::MapQpRingsOut), kShape, nullptr, overlapped);
 }
 
 Status MapSrqRing(DeviceHandle device, const abi::MapSrqRingIn& in, abi::MapSrqRingOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::MapSrqRingOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlMapSrqRing, &in, sizeof(abi::MapSrqRingIn), &out,
-                         sizeof(abi::MapSrqRingOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlMapSrqRing, &in, sizeof(abi::MapSrqRingIn), &out,
+                                sizeof(abi::MapSrqRingOut), kShape, &returned, nullptr);
 }
 
 Status MapSrqRingAsync(DeviceHandle device, const abi::MapSrqRingIn& in, abi::MapSrqRingOut& out,
                        Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlMapSrqRing, &in, sizeof(abi::MapSrqRingIn), &out,
-                         sizeof(abi::MapSrqRingOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::MapSrqRingOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlMapSrqRing, &in, sizeof(abi::MapSrqRingIn), &out,
+                                sizeof(abi::MapSrqRingOut), kShape, nullptr, overlapped);
 }
 
 Status GetAsyncEvent(DeviceHandle device, const abi::GetAsyncEventIn& in,
                      abi::GetAsyncEventOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::GetAsyncEventOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlGetAsyncEvent, &in, sizeof(abi::GetAsyncEventIn), &out,
-                         sizeof(abi::GetAsyncEventOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlGetAsyncEvent, &in, sizeof(abi::GetAsyncEventIn),
+                                &out, sizeof(abi::GetAsyncEventOut), kShape, &returned, nullptr);
 }
 
 Status GetAsyncEventAsync(DeviceHandle device, const abi::GetAsyncEventIn& in,
                           abi::GetAsyncEventOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetAsyncEvent, &in, sizeof(abi::GetAsyncEventIn), &out,
-                         sizeof(abi::GetAsyncEventOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetAsyncEventOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlGetAsyncEvent, &in, sizeof(abi::GetAsyncEventIn),
+                                &out, sizeof(abi::GetAsyncEventOut), kShape, nullptr, overlapped);
 }
 
 Status GetCompletionEvent(DeviceHandle device, const abi::GetCompletionEventIn& in,
                           abi::GetCompletionEventOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::GetCompletionEventOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlGetCompletionEvent, &in,
-                         sizeof(abi::GetCompletionEventIn), &out,
-                         sizeof(abi::GetCompletionEventOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlGetCompletionEvent, &in,
+                                sizeof(abi::GetCompletionEventIn), &out,
+                                sizeof(abi::GetCompletionEventOut), kShape, &returned, nullptr);
 }
 
 Status GetCompletionEventAsync(DeviceHandle device, const abi::GetCompletionEventIn& in,
                                abi::GetCompletionEventOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetCompletionEvent, &in,
-                         sizeof(abi::GetCompletionEventIn), &out,
-                         sizeof(abi::GetCompletionEventOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetCompletionEventOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlGetCompletionEvent, &in,
+                                sizeof(abi::GetCompletionEventIn), &out,
+                                sizeof(abi::GetCompletionEventOut), kShape, nullptr, overlapped);
 }
 
 Status GetPnpEvent(DeviceHandle device, const abi::GetPnpEventIn& in, abi::GetPnpEventOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::GetPnpEventOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlGetPnpEvent, &in, sizeof(abi::GetPnpEventIn), &out,
-                         sizeof(abi::GetPnpEventOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlGetPnpEvent, &in, sizeof(abi::GetPnpEventIn),
+                                &out, sizeof(abi::GetPnpEventOut), kShape, &returned, nullptr);
 }
 
 Status GetPnpEventAsync(DeviceHandle device, const abi::GetPnpEventIn& in, abi::GetPnpEventOut& out,
                         Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetPnpEvent, &in, sizeof(abi::GetPnpEventIn), &out,
-                         sizeof(abi::GetPnpEventOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetPnpEventOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlGetPnpEvent, &in, sizeof(abi::GetPnpEventIn),
+                                &out, sizeof(abi::GetPnpEventOut), kShape, nullptr, overlapped);
 }
 
 Status CancelPending(DeviceHandle device, const abi::CancelPendingIn& in,
                      abi::CancelPendingOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CancelPendingOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCancelPending, &in, sizeof(abi::CancelPendingIn), &out,
-                         sizeof(abi::CancelPendingOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCancelPending, &in, sizeof(abi::CancelPendingIn),
+                                &out, sizeof(abi::CancelPendingOut), kShape, &returned, nullptr);
 }
 
 Status CancelPendingAsync(DeviceHandle device, const abi::CancelPendingIn& in,
                           abi::CancelPendingOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCancelPending, &in, sizeof(abi::CancelPendingIn), &out,
-                         sizeof(abi::CancelPendingOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CancelPendingOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCancelPending, &in, sizeof(abi::CancelPendingIn),
+                                &out, sizeof(abi::CancelPendingOut), kShape, nullptr, overlapped);
 }
 
 Status QueryObjectCounts(DeviceHandle device, const abi::QueryObjectCountsIn& in,
                          abi::QueryObjectCountsOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::QueryObjectCountsOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlQueryObjectCounts, &in,
-                         sizeof(abi::QueryObjectCountsIn), &out, sizeof(abi::QueryObjectCountsOut),
-                         &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlQueryObjectCounts, &in,
+                                sizeof(abi::QueryObjectCountsIn), &out,
+                                sizeof(abi::QueryObjectCountsOut), kShape, &returned, nullptr);
 }
 
 Status QueryObjectCountsAsync(DeviceHandle device, const abi::QueryObjectCountsIn& in,
                               abi::QueryObjectCountsOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryObjectCounts, &in,
-                         sizeof(abi::QueryObjectCountsIn), &out, sizeof(abi::QueryObjectCountsOut),
-                         nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryObjectCountsOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryObjectCounts, &in,
+                                sizeof(abi::QueryObjectCountsIn), &out,
+                                sizeof(abi::QueryObjectCountsOut), kShape, nullptr, overlapped);
 }
 
 Status GetFileAl(DeviceHandle device, const abi::GetFileAlIn& in, abi::GetFileAlOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::GetFileAlOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlGetFileAl, &in, sizeof(abi::GetFileAlIn), &out,
-                         sizeof(abi::GetFileAlOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlGetFileAl, &in, sizeof(abi::GetFileAlIn), &out,
+                                sizeof(abi::GetFileAlOut), kShape, &returned, nullptr);
 }
 
 Status GetFileAlAsync(DeviceHandle device, const abi::GetFileAlIn& in, abi::GetFileAlOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetFileAl, &in, sizeof(abi::GetFileAlIn), &out,
-                         sizeof(abi::GetFileAlOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetFileAlOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlGetFileAl, &in, sizeof(abi::GetFileAlIn), &out,
+                                sizeof(abi::GetFileAlOut), kShape, nullptr, overlapped);
 }
 
 }  // namespace softib::user::proxy

@@ -2,21 +2,24 @@
 #include "verbs_al_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status RegisterPnp(DeviceHandle device, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::RegisterPnpOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlRegisterPnp, &in, sizeof(abi::RegisterPnpIn), &out,
-                         sizeof(abi::RegisterPnpOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlRegisterPnp, &in, sizeof(abi::RegisterPnpIn),
+                                &out, sizeof(abi::RegisterPnpOut), kShape, &returned, nullptr);
 }
 
 Status RegisterPnpAsync(DeviceHandle device, const abi::RegisterPnpIn& in, abi::RegisterPnpOut& out,
                         Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlRegisterPnp, &in, sizeof(abi::RegisterPnpIn), &out,
-                         sizeof(abi::RegisterPnpOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::RegisterPnpOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlRegisterPnp, &in, sizeof(abi::RegisterPnpIn),
+                                &out, sizeof(abi::RegisterPnpOut), kShape, nullptr, overlapped);
 }
 
 Status DeregisterPnp(DeviceHandle device, const abi::DeregisterPnpIn& in) {
@@ -33,15 +36,17 @@ Status DeregisterPnpAsync(DeviceHandle device, const abi::DeregisterPnpIn& in,
 
 Status CreateMadPool(DeviceHandle device, const abi::CreateMadPoolIn& in,
                      abi::CreateMadPoolOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateMadPoolOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateMadPool, &in, sizeof(abi::CreateMadPoolIn), &out,
-                         sizeof(abi::CreateMadPoolOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateMadPool, &in, sizeof(abi::CreateMadPoolIn),
+                                &out, sizeof(abi::CreateMadPoolOut), kShape, &returned, nullptr);
 }
 
 Status CreateMadPoolAsync(DeviceHandle device, const abi::CreateMadPoolIn& in,
                           abi::CreateMadPoolOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateMadPool, &in, sizeof(abi::CreateMadPoolIn), &out,
-                         sizeof(abi::CreateMadPoolOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateMadPoolOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateMadPool, &in, sizeof(abi::CreateMadPoolIn),
+                                &out, sizeof(abi::CreateMadPoolOut), kShape, nullptr, overlapped);
 }
 
 Status DestroyMadPool(DeviceHandle device, const abi::DestroyMadPoolIn& in) {
@@ -57,15 +62,17 @@ Status DestroyMadPoolAsync(DeviceHandle device, const abi::DestroyMadPoolIn& in,
 }
 
 Status RegMadSvc(DeviceHandle device, const abi::RegMadSvcIn& in, abi::RegMadSvcOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::RegMadSvcOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlRegMadSvc, &in, sizeof(abi::RegMadSvcIn), &out,
-                         sizeof(abi::RegMadSvcOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlRegMadSvc, &in, sizeof(abi::RegMadSvcIn), &out,
+                                sizeof(abi::RegMadSvcOut), kShape, &returned, nullptr);
 }
 
 Status RegMadSvcAsync(DeviceHandle device, const abi::RegMadSvcIn& in, abi::RegMadSvcOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlRegMadSvc, &in, sizeof(abi::RegMadSvcIn), &out,
-                         sizeof(abi::RegMadSvcOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::RegMadSvcOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlRegMadSvc, &in, sizeof(abi::RegMadSvcIn), &out,
+                                sizeof(abi::RegMadSvcOut), kShape, nullptr, overlapped);
 }
 
 Status DeregMadSvc(DeviceHandle device, const abi::DeregMadSvcIn& in) {
@@ -87,10 +94,11 @@ Status SendMad(DeviceHandle device, const abi::SendMadIn& in, std::span<const ui
     std::memcpy(input.data() + sizeof(abi::SendMadIn), mad.data(), mad.size_bytes());
   }
 
+  constexpr ReplyShape kShape{sizeof(abi::SendMadOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlSendMad, input.data(),
-                         static_cast<uint32_t>(input.size()), &out, sizeof(abi::SendMadOut),
-                         &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlSendMad, input.data(),
+                                static_cast<uint32_t>(input.size()), &out, sizeof(abi::SendMadOut),
+                                kShape, &returned, nullptr);
 }
 
 Status SendMadAsync(DeviceHandle device, const abi::SendMadIn& in, std::span<const uint8_t> mad,
@@ -101,9 +109,10 @@ Status SendMadAsync(DeviceHandle device, const abi::SendMadIn& in, std::span<con
     std::memcpy(input.data() + sizeof(abi::SendMadIn), mad.data(), mad.size_bytes());
   }
 
-  return DeviceIoControl(device, abi::kIoctlSendMad, input.data(),
-                         static_cast<uint32_t>(input.size()), &out, sizeof(abi::SendMadOut),
-                         nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::SendMadOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlSendMad, input.data(),
+                                static_cast<uint32_t>(input.size()), &out, sizeof(abi::SendMadOut),
+                                kShape, nullptr, overlapped);
 }
 
 Status CancelMad(DeviceHandle device, const abi::CancelMadIn& in) {
@@ -121,10 +130,13 @@ Status GetMadEvent(DeviceHandle device, const abi::GetMadEventIn& in, abi::GetMa
                    std::span<uint8_t> mad) {
   const std::size_t capacity = std::min<std::size_t>(mad.size(), 131072);
   std::vector<uint8_t> output(sizeof(abi::GetMadEventOut) + capacity * sizeof(uint8_t));
+  constexpr ReplyShape kShape{sizeof(abi::GetMadEventOut), sizeof(uint8_t),
+                              offsetof(abi::GetMadEventOut, mad_length),
+                              sizeof(abi::GetMadEventOut::mad_length)};
   uint32_t returned = 0;
-  const Status status =
-      DeviceIoControl(device, abi::kIoctlGetMadEvent, &in, sizeof(abi::GetMadEventIn),
-                      output.data(), static_cast<uint32_t>(output.size()), &returned, nullptr);
+  const Status status = DeviceIoControlChecked(
+      device, abi::kIoctlGetMadEvent, &in, sizeof(abi::GetMadEventIn), output.data(),
+      static_cast<uint32_t>(output.size()), kShape, &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::GetMadEventOut));
   const std::size_t count = std::min<std::size_t>(out.mad_length, capacity);
   if (count != 0) {
@@ -136,8 +148,11 @@ Status GetMadEvent(DeviceHandle device, const abi::GetMadEventIn& in, abi::GetMa
 
 Status GetMadEventAsync(DeviceHandle device, const abi::GetMadEventIn& in, void* output,
                         uint32_t output_length, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetMadEvent, &in, sizeof(abi::GetMadEventIn), output,
-                         output_length, nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetMadEventOut), sizeof(uint8_t),
+                              offsetof(abi::GetMadEventOut, mad_length),
+                              sizeof(abi::GetMadEventOut::mad_length)};
+  return DeviceIoControlChecked(device, abi::kIoctlGetMadEvent, &in, sizeof(abi::GetMadEventIn),
+                                output, output_length, kShape, nullptr, overlapped);
 }
 
 Status SendSaRequest(DeviceHandle device, const abi::SendSaRequestIn& in,
@@ -149,10 +164,11 @@ Status SendSaRequest(DeviceHandle device, const abi::SendSaRequestIn& in,
                 attribute.size_bytes());
   }
 
+  constexpr ReplyShape kShape{sizeof(abi::SendSaRequestOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlSendSaRequest, input.data(),
-                         static_cast<uint32_t>(input.size()), &out, sizeof(abi::SendSaRequestOut),
-                         &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlSendSaRequest, input.data(),
+                                static_cast<uint32_t>(input.size()), &out,
+                                sizeof(abi::SendSaRequestOut), kShape, &returned, nullptr);
 }
 
 Status SendSaRequestAsync(DeviceHandle device, const abi::SendSaRequestIn& in,
@@ -165,19 +181,23 @@ Status SendSaRequestAsync(DeviceHandle device, const abi::SendSaRequestIn& in,
                 attribute.size_bytes());
   }
 
-  return DeviceIoControl(device, abi::kIoctlSendSaRequest, input.data(),
-                         static_cast<uint32_t>(input.size()), &out, sizeof(abi::SendSaRequestOut),
-                         nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::SendSaRequestOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlSendSaRequest, input.data(),
+                                static_cast<uint32_t>(input.size()), &out,
+                                sizeof(abi::SendSaRequestOut), kShape, nullptr, overlapped);
 }
 
 Status GetSaResponse(DeviceHandle device, const abi::GetSaResponseIn& in,
                      abi::GetSaResponseOut& out, std::span<uint8_t> data) {
   const std::size_t capacity = std::min<std::size_t>(data.size(), 131072);
   std::vector<uint8_t> output(sizeof(abi::GetSaResponseOut) + capacity * sizeof(uint8_t));
+  constexpr ReplyShape kShape{sizeof(abi::GetSaResponseOut), sizeof(uint8_t),
+                              offsetof(abi::GetSaResponseOut, data_length),
+                              sizeof(abi::GetSaResponseOut::data_length)};
   uint32_t returned = 0;
-  const Status status =
-      DeviceIoControl(device, abi::kIoctlGetSaResponse, &in, sizeof(abi::GetSaResponseIn),
-                      output.data(), static_cast<uint32_t>(output.size()), &returned, nullptr);
+  const Status status = DeviceIoControlChecked(
+      device, abi::kIoctlGetSaResponse, &in, sizeof(abi::GetSaResponseIn), output.data(),
+      static_cast<uint32_t>(output.size()), kShape, &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::GetSaResponseOut));
   const std::size_t count = std::min<std::size_t>(out.data_length, capacity);
   if (count != 0) {
@@ -189,8 +209,11 @@ Status GetSaResponse(DeviceHandle device, const abi::GetSaResponseIn& in,
 
 Status GetSaResponseAsync(DeviceHandle device, const abi::GetSaResponseIn& in, void* output,
                           uint32_t output_length, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetSaResponse, &in, sizeof(abi::GetSaResponseIn),
-                         output, output_length, nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetSaResponseOut), sizeof(uint8_t),
+                              offsetof(abi::GetSaResponseOut, data_length),
+                              sizeof(abi::GetSaResponseOut::data_length)};
+  return DeviceIoControlChecked(device, abi::kIoctlGetSaResponse, &in, sizeof(abi::GetSaResponseIn),
+                                output, output_length, kShape, nullptr, overlapped);
 }
 
 Status CancelSaRequest(DeviceHandle device, const abi::CancelSaRequestIn& in) {
@@ -207,40 +230,50 @@ Status CancelSaRequestAsync(DeviceHandle device, const abi::CancelSaRequestIn& i
 
 Status PathCacheControl(DeviceHandle device, const abi::PathCacheControlIn& in,
                         abi::PathCacheControlOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::PathCacheControlOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlPathCacheControl, &in, sizeof(abi::PathCacheControlIn),
-                         &out, sizeof(abi::PathCacheControlOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlPathCacheControl, &in,
+                                sizeof(abi::PathCacheControlIn), &out,
+                                sizeof(abi::PathCacheControlOut), kShape, &returned, nullptr);
 }
 
 Status PathCacheControlAsync(DeviceHandle device, const abi::PathCacheControlIn& in,
                              abi::PathCacheControlOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlPathCacheControl, &in, sizeof(abi::PathCacheControlIn),
-                         &out, sizeof(abi::PathCacheControlOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::PathCacheControlOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlPathCacheControl, &in,
+                                sizeof(abi::PathCacheControlIn), &out,
+                                sizeof(abi::PathCacheControlOut), kShape, nullptr, overlapped);
 }
 
 Status SubscribeReport(DeviceHandle device, const abi::SubscribeReportIn& in,
                        abi::SubscribeReportOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::SubscribeReportOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlSubscribeReport, &in, sizeof(abi::SubscribeReportIn),
-                         &out, sizeof(abi::SubscribeReportOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlSubscribeReport, &in,
+                                sizeof(abi::SubscribeReportIn), &out,
+                                sizeof(abi::SubscribeReportOut), kShape, &returned, nullptr);
 }
 
 Status SubscribeReportAsync(DeviceHandle device, const abi::SubscribeReportIn& in,
                             abi::SubscribeReportOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlSubscribeReport, &in, sizeof(abi::SubscribeReportIn),
-                         &out, sizeof(abi::SubscribeReportOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::SubscribeReportOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlSubscribeReport, &in,
+                                sizeof(abi::SubscribeReportIn), &out,
+                                sizeof(abi::SubscribeReportOut), kShape, nullptr, overlapped);
 }
 
 Status GetReport(DeviceHandle device, const abi::GetReportIn& in, abi::GetReportOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::GetReportOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlGetReport, &in, sizeof(abi::GetReportIn), &out,
-                         sizeof(abi::GetReportOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlGetReport, &in, sizeof(abi::GetReportIn), &out,
+                                sizeof(abi::GetReportOut), kShape, &returned, nullptr);
 }
 
 Status GetReportAsync(DeviceHandle device, const abi::GetReportIn& in, abi::GetReportOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetReport, &in, sizeof(abi::GetReportIn), &out,
-                         sizeof(abi::GetReportOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetReportOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlGetReport, &in, sizeof(abi::GetReportIn), &out,
+                                sizeof(abi::GetReportOut), kShape, nullptr, overlapped);
 }
 
 Status UnsubscribeReport(DeviceHandle device, const abi::UnsubscribeReportIn& in) {
@@ -257,15 +290,19 @@ Status UnsubscribeReportAsync(DeviceHandle device, const abi::UnsubscribeReportI
 
 Status RegisterService(DeviceHandle device, const abi::RegisterServiceIn& in,
                        abi::RegisterServiceOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::RegisterServiceOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlRegisterService, &in, sizeof(abi::RegisterServiceIn),
-                         &out, sizeof(abi::RegisterServiceOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlRegisterService, &in,
+                                sizeof(abi::RegisterServiceIn), &out,
+                                sizeof(abi::RegisterServiceOut), kShape, &returned, nullptr);
 }
 
 Status RegisterServiceAsync(DeviceHandle device, const abi::RegisterServiceIn& in,
                             abi::RegisterServiceOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlRegisterService, &in, sizeof(abi::RegisterServiceIn),
-                         &out, sizeof(abi::RegisterServiceOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::RegisterServiceOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlRegisterService, &in,
+                                sizeof(abi::RegisterServiceIn), &out,
+                                sizeof(abi::RegisterServiceOut), kShape, nullptr, overlapped);
 }
 
 Status DeregisterService(DeviceHandle device, const abi::DeregisterServiceIn& in) {
@@ -281,15 +318,17 @@ Status DeregisterServiceAsync(DeviceHandle device, const abi::DeregisterServiceI
 }
 
 Status JoinMcast(DeviceHandle device, const abi::JoinMcastIn& in, abi::JoinMcastOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::JoinMcastOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlJoinMcast, &in, sizeof(abi::JoinMcastIn), &out,
-                         sizeof(abi::JoinMcastOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlJoinMcast, &in, sizeof(abi::JoinMcastIn), &out,
+                                sizeof(abi::JoinMcastOut), kShape, &returned, nullptr);
 }
 
 Status JoinMcastAsync(DeviceHandle device, const abi::JoinMcastIn& in, abi::JoinMcastOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlJoinMcast, &in, sizeof(abi::JoinMcastIn), &out,
-                         sizeof(abi::JoinMcastOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::JoinMcastOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlJoinMcast, &in, sizeof(abi::JoinMcastIn), &out,
+                                sizeof(abi::JoinMcastOut), kShape, nullptr, overlapped);
 }
 
 Status LeaveMcast(DeviceHandle device, const abi::LeaveMcastIn& in) {

@@ -2,6 +2,7 @@
 #include "verbs_ca_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -11,10 +12,13 @@ Status GetCaGuids(DeviceHandle device, const abi::GetCaGuidsIn& in, abi::GetCaGu
                   std::span<uint64_t> ca_guids) {
   const std::size_t capacity = std::min<std::size_t>(ca_guids.size(), 64);
   std::vector<uint8_t> output(sizeof(abi::GetCaGuidsOut) + capacity * sizeof(uint64_t));
+  constexpr ReplyShape kShape{sizeof(abi::GetCaGuidsOut), sizeof(uint64_t),
+                              offsetof(abi::GetCaGuidsOut, num_cas),
+                              sizeof(abi::GetCaGuidsOut::num_cas)};
   uint32_t returned = 0;
-  const Status status =
-      DeviceIoControl(device, abi::kIoctlGetCaGuids, &in, sizeof(abi::GetCaGuidsIn), output.data(),
-                      static_cast<uint32_t>(output.size()), &returned, nullptr);
+  const Status status = DeviceIoControlChecked(
+      device, abi::kIoctlGetCaGuids, &in, sizeof(abi::GetCaGuidsIn), output.data(),
+      static_cast<uint32_t>(output.size()), kShape, &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::GetCaGuidsOut));
   const std::size_t count = std::min<std::size_t>(out.num_cas, capacity);
   if (count != 0) {
@@ -26,30 +30,38 @@ Status GetCaGuids(DeviceHandle device, const abi::GetCaGuidsIn& in, abi::GetCaGu
 
 Status GetCaGuidsAsync(DeviceHandle device, const abi::GetCaGuidsIn& in, void* output,
                        uint32_t output_length, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetCaGuids, &in, sizeof(abi::GetCaGuidsIn), output,
-                         output_length, nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetCaGuidsOut), sizeof(uint64_t),
+                              offsetof(abi::GetCaGuidsOut, num_cas),
+                              sizeof(abi::GetCaGuidsOut::num_cas)};
+  return DeviceIoControlChecked(device, abi::kIoctlGetCaGuids, &in, sizeof(abi::GetCaGuidsIn),
+                                output, output_length, kShape, nullptr, overlapped);
 }
 
 Status OpenCa(DeviceHandle device, const abi::OpenCaIn& in, abi::OpenCaOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::OpenCaOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlOpenCa, &in, sizeof(abi::OpenCaIn), &out,
-                         sizeof(abi::OpenCaOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlOpenCa, &in, sizeof(abi::OpenCaIn), &out,
+                                sizeof(abi::OpenCaOut), kShape, &returned, nullptr);
 }
 
 Status OpenCaAsync(DeviceHandle device, const abi::OpenCaIn& in, abi::OpenCaOut& out,
                    Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlOpenCa, &in, sizeof(abi::OpenCaIn), &out,
-                         sizeof(abi::OpenCaOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::OpenCaOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlOpenCa, &in, sizeof(abi::OpenCaIn), &out,
+                                sizeof(abi::OpenCaOut), kShape, nullptr, overlapped);
 }
 
 Status QueryCa(DeviceHandle device, const abi::QueryCaIn& in, abi::QueryCaOut& out,
                std::span<abi::PortAttributes> ports) {
   const std::size_t capacity = std::min<std::size_t>(ports.size(), 8);
   std::vector<uint8_t> output(sizeof(abi::QueryCaOut) + capacity * sizeof(abi::PortAttributes));
+  constexpr ReplyShape kShape{sizeof(abi::QueryCaOut), sizeof(abi::PortAttributes),
+                              offsetof(abi::QueryCaOut, num_ports),
+                              sizeof(abi::QueryCaOut::num_ports)};
   uint32_t returned = 0;
   const Status status =
-      DeviceIoControl(device, abi::kIoctlQueryCa, &in, sizeof(abi::QueryCaIn), output.data(),
-                      static_cast<uint32_t>(output.size()), &returned, nullptr);
+      DeviceIoControlChecked(device, abi::kIoctlQueryCa, &in, sizeof(abi::QueryCaIn), output.data(),
+                             static_cast<uint32_t>(output.size()), kShape, &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::QueryCaOut));
   const std::size_t count = std::min<std::size_t>(out.num_ports, capacity);
   if (count != 0) {
@@ -61,18 +73,24 @@ Status QueryCa(DeviceHandle device, const abi::QueryCaIn& in, abi::QueryCaOut& o
 
 Status QueryCaAsync(DeviceHandle device, const abi::QueryCaIn& in, void* output,
                     uint32_t output_length, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryCa, &in, sizeof(abi::QueryCaIn), output,
-                         output_length, nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryCaOut), sizeof(abi::PortAttributes),
+                              offsetof(abi::QueryCaOut, num_ports),
+                              sizeof(abi::QueryCaOut::num_ports)};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryCa, &in, sizeof(abi::QueryCaIn), output,
+                                output_length, kShape, nullptr, overlapped);
 }
 
 Status QueryGidTable(DeviceHandle device, const abi::QueryGidTableIn& in,
                      abi::QueryGidTableOut& out, std::span<abi::Gid> gids) {
   const std::size_t capacity = std::min<std::size_t>(gids.size(), 128);
   std::vector<uint8_t> output(sizeof(abi::QueryGidTableOut) + capacity * sizeof(abi::Gid));
+  constexpr ReplyShape kShape{sizeof(abi::QueryGidTableOut), sizeof(abi::Gid),
+                              offsetof(abi::QueryGidTableOut, num_gids),
+                              sizeof(abi::QueryGidTableOut::num_gids)};
   uint32_t returned = 0;
-  const Status status =
-      DeviceIoControl(device, abi::kIoctlQueryGidTable, &in, sizeof(abi::QueryGidTableIn),
-                      output.data(), static_cast<uint32_t>(output.size()), &returned, nullptr);
+  const Status status = DeviceIoControlChecked(
+      device, abi::kIoctlQueryGidTable, &in, sizeof(abi::QueryGidTableIn), output.data(),
+      static_cast<uint32_t>(output.size()), kShape, &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::QueryGidTableOut));
   const std::size_t count = std::min<std::size_t>(out.num_gids, capacity);
   if (count != 0) {
@@ -84,18 +102,24 @@ Status QueryGidTable(DeviceHandle device, const abi::QueryGidTableIn& in,
 
 Status QueryGidTableAsync(DeviceHandle device, const abi::QueryGidTableIn& in, void* output,
                           uint32_t output_length, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryGidTable, &in, sizeof(abi::QueryGidTableIn),
-                         output, output_length, nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryGidTableOut), sizeof(abi::Gid),
+                              offsetof(abi::QueryGidTableOut, num_gids),
+                              sizeof(abi::QueryGidTableOut::num_gids)};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryGidTable, &in, sizeof(abi::QueryGidTableIn),
+                                output, output_length, kShape, nullptr, overlapped);
 }
 
 Status QueryPkeyTable(DeviceHandle device, const abi::QueryPkeyTableIn& in,
                       abi::QueryPkeyTableOut& out, std::span<uint16_t> pkeys) {
   const std::size_t capacity = std::min<std::size_t>(pkeys.size(), 512);
   std::vector<uint8_t> output(sizeof(abi::QueryPkeyTableOut) + capacity * sizeof(uint16_t));
+  constexpr ReplyShape kShape{sizeof(abi::QueryPkeyTableOut), sizeof(uint16_t),
+                              offsetof(abi::QueryPkeyTableOut, num_pkeys),
+                              sizeof(abi::QueryPkeyTableOut::num_pkeys)};
   uint32_t returned = 0;
-  const Status status =
-      DeviceIoControl(device, abi::kIoctlQueryPkeyTable, &in, sizeof(abi::QueryPkeyTableIn),
-                      output.data(), static_cast<uint32_t>(output.size()), &returned, nullptr);
+  const Status status = DeviceIoControlChecked(
+      device, abi::kIoctlQueryPkeyTable, &in, sizeof(abi::QueryPkeyTableIn), output.data(),
+      static_cast<uint32_t>(output.size()), kShape, &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::QueryPkeyTableOut));
   const std::size_t count = std::min<std::size_t>(out.num_pkeys, capacity);
   if (count != 0) {
@@ -107,8 +131,12 @@ Status QueryPkeyTable(DeviceHandle device, const abi::QueryPkeyTableIn& in,
 
 Status QueryPkeyTableAsync(DeviceHandle device, const abi::QueryPkeyTableIn& in, void* output,
                            uint32_t output_length, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryPkeyTable, &in, sizeof(abi::QueryPkeyTableIn),
-                         output, output_length, nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryPkeyTableOut), sizeof(uint16_t),
+                              offsetof(abi::QueryPkeyTableOut, num_pkeys),
+                              sizeof(abi::QueryPkeyTableOut::num_pkeys)};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryPkeyTable, &in,
+                                sizeof(abi::QueryPkeyTableIn), output, output_length, kShape,
+                                nullptr, overlapped);
 }
 
 Status ModifyCa(DeviceHandle device, const abi::ModifyCaIn& in) {
@@ -144,10 +172,13 @@ Status CiCall(DeviceHandle device, const abi::CiCallIn& in, std::span<const uint
 
   const std::size_t capacity = std::min<std::size_t>(response_data.size(), 4096);
   std::vector<uint8_t> output(sizeof(abi::CiCallOut) + capacity * sizeof(uint8_t));
+  constexpr ReplyShape kShape{sizeof(abi::CiCallOut), sizeof(uint8_t),
+                              offsetof(abi::CiCallOut, response_length),
+                              sizeof(abi::CiCallOut::response_length)};
   uint32_t returned = 0;
-  const Status status =
-      DeviceIoControl(device, abi::kIoctlCiCall, input.data(), static_cast<uint32_t>(input.size()),
-                      output.data(), static_cast<uint32_t>(output.size()), &returned, nullptr);
+  const Status status = DeviceIoControlChecked(
+      device, abi::kIoctlCiCall, input.data(), static_cast<uint32_t>(input.size()), output.data(),
+      static_cast<uint32_t>(output.size()), kShape, &returned, nullptr);
   std::memcpy(&out, output.data(), sizeof(abi::CiCallOut));
   const std::size_t count = std::min<std::size_t>(out.response_length, capacity);
   if (count != 0) {
@@ -167,21 +198,26 @@ Status CiCallAsync(DeviceHandle device, const abi::CiCallIn& in,
                 request_data.size_bytes());
   }
 
-  return DeviceIoControl(device, abi::kIoctlCiCall, input.data(),
-                         static_cast<uint32_t>(input.size()), output, output_length, nullptr,
-                         overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CiCallOut), sizeof(uint8_t),
+                              offsetof(abi::CiCallOut, response_length),
+                              sizeof(abi::CiCallOut::response_length)};
+  return DeviceIoControlChecked(device, abi::kIoctlCiCall, input.data(),
+                                static_cast<uint32_t>(input.size()), output, output_length, kShape,
+                                nullptr, overlapped);
 }
 
 Status LocalMad(DeviceHandle device, const abi::LocalMadIn& in, abi::LocalMadOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::LocalMadOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlLocalMad, &in, sizeof(abi::LocalMadIn), &out,
-                         sizeof(abi::LocalMadOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlLocalMad, &in, sizeof(abi::LocalMadIn), &out,
+                                sizeof(abi::LocalMadOut), kShape, &returned, nullptr);
 }
 
 Status LocalMadAsync(DeviceHandle device, const abi::LocalMadIn& in, abi::LocalMadOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlLocalMad, &in, sizeof(abi::LocalMadIn), &out,
-                         sizeof(abi::LocalMadOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::LocalMadOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlLocalMad, &in, sizeof(abi::LocalMadIn), &out,
+                                sizeof(abi::LocalMadOut), kShape, nullptr, overlapped);
 }
 
 }  // namespace softib::user::proxy

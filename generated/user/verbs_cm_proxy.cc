@@ -2,21 +2,24 @@
 #include "verbs_cm_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status CreateCep(DeviceHandle device, const abi::CreateCepIn& in, abi::CreateCepOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateCepOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateCep, &in, sizeof(abi::CreateCepIn), &out,
-                         sizeof(abi::CreateCepOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateCep, &in, sizeof(abi::CreateCepIn), &out,
+                                sizeof(abi::CreateCepOut), kShape, &returned, nullptr);
 }
 
 Status CreateCepAsync(DeviceHandle device, const abi::CreateCepIn& in, abi::CreateCepOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateCep, &in, sizeof(abi::CreateCepIn), &out,
-                         sizeof(abi::CreateCepOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateCepOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateCep, &in, sizeof(abi::CreateCepIn), &out,
+                                sizeof(abi::CreateCepOut), kShape, nullptr, overlapped);
 }
 
 Status DestroyCep(DeviceHandle device, const abi::DestroyCepIn& in) {
@@ -340,44 +343,50 @@ Status CepSendSidrRepAsync(DeviceHandle device, const abi::CepSendSidrRepIn& in,
 
 Status CepGetRtrAttributes(DeviceHandle device, const abi::CepGetRtrAttributesIn& in,
                            abi::CepGetRtrAttributesOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CepGetRtrAttributesOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCepGetRtrAttributes, &in,
-                         sizeof(abi::CepGetRtrAttributesIn), &out,
-                         sizeof(abi::CepGetRtrAttributesOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCepGetRtrAttributes, &in,
+                                sizeof(abi::CepGetRtrAttributesIn), &out,
+                                sizeof(abi::CepGetRtrAttributesOut), kShape, &returned, nullptr);
 }
 
 Status CepGetRtrAttributesAsync(DeviceHandle device, const abi::CepGetRtrAttributesIn& in,
                                 abi::CepGetRtrAttributesOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCepGetRtrAttributes, &in,
-                         sizeof(abi::CepGetRtrAttributesIn), &out,
-                         sizeof(abi::CepGetRtrAttributesOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CepGetRtrAttributesOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCepGetRtrAttributes, &in,
+                                sizeof(abi::CepGetRtrAttributesIn), &out,
+                                sizeof(abi::CepGetRtrAttributesOut), kShape, nullptr, overlapped);
 }
 
 Status CepGetRtsAttributes(DeviceHandle device, const abi::CepGetRtsAttributesIn& in,
                            abi::CepGetRtsAttributesOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CepGetRtsAttributesOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCepGetRtsAttributes, &in,
-                         sizeof(abi::CepGetRtsAttributesIn), &out,
-                         sizeof(abi::CepGetRtsAttributesOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCepGetRtsAttributes, &in,
+                                sizeof(abi::CepGetRtsAttributesIn), &out,
+                                sizeof(abi::CepGetRtsAttributesOut), kShape, &returned, nullptr);
 }
 
 Status CepGetRtsAttributesAsync(DeviceHandle device, const abi::CepGetRtsAttributesIn& in,
                                 abi::CepGetRtsAttributesOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCepGetRtsAttributes, &in,
-                         sizeof(abi::CepGetRtsAttributesIn), &out,
-                         sizeof(abi::CepGetRtsAttributesOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CepGetRtsAttributesOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCepGetRtsAttributes, &in,
+                                sizeof(abi::CepGetRtsAttributesIn), &out,
+                                sizeof(abi::CepGetRtsAttributesOut), kShape, nullptr, overlapped);
 }
 
 Status CepGetEvent(DeviceHandle device, const abi::CepGetEventIn& in, abi::CepGetEventOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CepGetEventOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCepGetEvent, &in, sizeof(abi::CepGetEventIn), &out,
-                         sizeof(abi::CepGetEventOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCepGetEvent, &in, sizeof(abi::CepGetEventIn),
+                                &out, sizeof(abi::CepGetEventOut), kShape, &returned, nullptr);
 }
 
 Status CepGetEventAsync(DeviceHandle device, const abi::CepGetEventIn& in, abi::CepGetEventOut& out,
                         Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCepGetEvent, &in, sizeof(abi::CepGetEventIn), &out,
-                         sizeof(abi::CepGetEventOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CepGetEventOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCepGetEvent, &in, sizeof(abi::CepGetEventIn),
+                                &out, sizeof(abi::CepGetEventOut), kShape, nullptr, overlapped);
 }
 
 }  // namespace softib::user::proxy

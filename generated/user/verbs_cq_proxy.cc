@@ -2,45 +2,52 @@
 #include "verbs_cq_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status CreateCq(DeviceHandle device, const abi::CreateCqIn& in, abi::CreateCqOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateCqOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateCq, &in, sizeof(abi::CreateCqIn), &out,
-                         sizeof(abi::CreateCqOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateCq, &in, sizeof(abi::CreateCqIn), &out,
+                                sizeof(abi::CreateCqOut), kShape, &returned, nullptr);
 }
 
 Status CreateCqAsync(DeviceHandle device, const abi::CreateCqIn& in, abi::CreateCqOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateCq, &in, sizeof(abi::CreateCqIn), &out,
-                         sizeof(abi::CreateCqOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateCqOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateCq, &in, sizeof(abi::CreateCqIn), &out,
+                                sizeof(abi::CreateCqOut), kShape, nullptr, overlapped);
 }
 
 Status QueryCq(DeviceHandle device, const abi::QueryCqIn& in, abi::QueryCqOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::QueryCqOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlQueryCq, &in, sizeof(abi::QueryCqIn), &out,
-                         sizeof(abi::QueryCqOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlQueryCq, &in, sizeof(abi::QueryCqIn), &out,
+                                sizeof(abi::QueryCqOut), kShape, &returned, nullptr);
 }
 
 Status QueryCqAsync(DeviceHandle device, const abi::QueryCqIn& in, abi::QueryCqOut& out,
                     Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryCq, &in, sizeof(abi::QueryCqIn), &out,
-                         sizeof(abi::QueryCqOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryCqOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryCq, &in, sizeof(abi::QueryCqIn), &out,
+                                sizeof(abi::QueryCqOut), kShape, nullptr, overlapped);
 }
 
 Status ModifyCq(DeviceHandle device, const abi::ModifyCqIn& in, abi::ModifyCqOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::ModifyCqOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlModifyCq, &in, sizeof(abi::ModifyCqIn), &out,
-                         sizeof(abi::ModifyCqOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlModifyCq, &in, sizeof(abi::ModifyCqIn), &out,
+                                sizeof(abi::ModifyCqOut), kShape, &returned, nullptr);
 }
 
 Status ModifyCqAsync(DeviceHandle device, const abi::ModifyCqIn& in, abi::ModifyCqOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlModifyCq, &in, sizeof(abi::ModifyCqIn), &out,
-                         sizeof(abi::ModifyCqOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::ModifyCqOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlModifyCq, &in, sizeof(abi::ModifyCqIn), &out,
+                                sizeof(abi::ModifyCqOut), kShape, nullptr, overlapped);
 }
 
 Status DestroyCq(DeviceHandle device, const abi::DestroyCqIn& in) {

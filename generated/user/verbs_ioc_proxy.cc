@@ -2,21 +2,24 @@
 #include "verbs_ioc_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status CreateIoc(DeviceHandle device, const abi::CreateIocIn& in, abi::CreateIocOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateIocOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateIoc, &in, sizeof(abi::CreateIocIn), &out,
-                         sizeof(abi::CreateIocOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateIoc, &in, sizeof(abi::CreateIocIn), &out,
+                                sizeof(abi::CreateIocOut), kShape, &returned, nullptr);
 }
 
 Status CreateIocAsync(DeviceHandle device, const abi::CreateIocIn& in, abi::CreateIocOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateIoc, &in, sizeof(abi::CreateIocIn), &out,
-                         sizeof(abi::CreateIocOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateIocOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateIoc, &in, sizeof(abi::CreateIocIn), &out,
+                                sizeof(abi::CreateIocOut), kShape, nullptr, overlapped);
 }
 
 Status DestroyIoc(DeviceHandle device, const abi::DestroyIocIn& in) {
@@ -32,15 +35,17 @@ Status DestroyIocAsync(DeviceHandle device, const abi::DestroyIocIn& in, Overlap
 
 Status AddIocService(DeviceHandle device, const abi::AddIocServiceIn& in,
                      abi::AddIocServiceOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::AddIocServiceOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlAddIocService, &in, sizeof(abi::AddIocServiceIn), &out,
-                         sizeof(abi::AddIocServiceOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlAddIocService, &in, sizeof(abi::AddIocServiceIn),
+                                &out, sizeof(abi::AddIocServiceOut), kShape, &returned, nullptr);
 }
 
 Status AddIocServiceAsync(DeviceHandle device, const abi::AddIocServiceIn& in,
                           abi::AddIocServiceOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlAddIocService, &in, sizeof(abi::AddIocServiceIn), &out,
-                         sizeof(abi::AddIocServiceOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::AddIocServiceOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlAddIocService, &in, sizeof(abi::AddIocServiceIn),
+                                &out, sizeof(abi::AddIocServiceOut), kShape, nullptr, overlapped);
 }
 
 Status RemoveIocService(DeviceHandle device, const abi::RemoveIocServiceIn& in) {
@@ -56,15 +61,17 @@ Status RemoveIocServiceAsync(DeviceHandle device, const abi::RemoveIocServiceIn&
 }
 
 Status RegisterIoc(DeviceHandle device, const abi::RegisterIocIn& in, abi::RegisterIocOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::RegisterIocOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlRegisterIoc, &in, sizeof(abi::RegisterIocIn), &out,
-                         sizeof(abi::RegisterIocOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlRegisterIoc, &in, sizeof(abi::RegisterIocIn),
+                                &out, sizeof(abi::RegisterIocOut), kShape, &returned, nullptr);
 }
 
 Status RegisterIocAsync(DeviceHandle device, const abi::RegisterIocIn& in, abi::RegisterIocOut& out,
                         Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlRegisterIoc, &in, sizeof(abi::RegisterIocIn), &out,
-                         sizeof(abi::RegisterIocOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::RegisterIocOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlRegisterIoc, &in, sizeof(abi::RegisterIocIn),
+                                &out, sizeof(abi::RegisterIocOut), kShape, nullptr, overlapped);
 }
 
 }  // namespace softib::user::proxy

@@ -2,21 +2,24 @@
 #include "verbs_mcast_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status AttachMcast(DeviceHandle device, const abi::AttachMcastIn& in, abi::AttachMcastOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::AttachMcastOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlAttachMcast, &in, sizeof(abi::AttachMcastIn), &out,
-                         sizeof(abi::AttachMcastOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlAttachMcast, &in, sizeof(abi::AttachMcastIn),
+                                &out, sizeof(abi::AttachMcastOut), kShape, &returned, nullptr);
 }
 
 Status AttachMcastAsync(DeviceHandle device, const abi::AttachMcastIn& in, abi::AttachMcastOut& out,
                         Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlAttachMcast, &in, sizeof(abi::AttachMcastIn), &out,
-                         sizeof(abi::AttachMcastOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::AttachMcastOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlAttachMcast, &in, sizeof(abi::AttachMcastIn),
+                                &out, sizeof(abi::AttachMcastOut), kShape, nullptr, overlapped);
 }
 
 Status DetachMcast(DeviceHandle device, const abi::DetachMcastIn& in) {

@@ -2,57 +2,66 @@
 #include "verbs_mr_mw_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status RegMem(DeviceHandle device, const abi::RegMemIn& in, abi::RegMemOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::RegMemOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlRegMem, &in, sizeof(abi::RegMemIn), &out,
-                         sizeof(abi::RegMemOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlRegMem, &in, sizeof(abi::RegMemIn), &out,
+                                sizeof(abi::RegMemOut), kShape, &returned, nullptr);
 }
 
 Status RegMemAsync(DeviceHandle device, const abi::RegMemIn& in, abi::RegMemOut& out,
                    Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlRegMem, &in, sizeof(abi::RegMemIn), &out,
-                         sizeof(abi::RegMemOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::RegMemOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlRegMem, &in, sizeof(abi::RegMemIn), &out,
+                                sizeof(abi::RegMemOut), kShape, nullptr, overlapped);
 }
 
 Status QueryMr(DeviceHandle device, const abi::QueryMrIn& in, abi::QueryMrOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::QueryMrOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlQueryMr, &in, sizeof(abi::QueryMrIn), &out,
-                         sizeof(abi::QueryMrOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlQueryMr, &in, sizeof(abi::QueryMrIn), &out,
+                                sizeof(abi::QueryMrOut), kShape, &returned, nullptr);
 }
 
 Status QueryMrAsync(DeviceHandle device, const abi::QueryMrIn& in, abi::QueryMrOut& out,
                     Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryMr, &in, sizeof(abi::QueryMrIn), &out,
-                         sizeof(abi::QueryMrOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryMrOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryMr, &in, sizeof(abi::QueryMrIn), &out,
+                                sizeof(abi::QueryMrOut), kShape, nullptr, overlapped);
 }
 
 Status ReregMem(DeviceHandle device, const abi::ReregMemIn& in, abi::ReregMemOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::ReregMemOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlReregMem, &in, sizeof(abi::ReregMemIn), &out,
-                         sizeof(abi::ReregMemOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlReregMem, &in, sizeof(abi::ReregMemIn), &out,
+                                sizeof(abi::ReregMemOut), kShape, &returned, nullptr);
 }
 
 Status ReregMemAsync(DeviceHandle device, const abi::ReregMemIn& in, abi::ReregMemOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlReregMem, &in, sizeof(abi::ReregMemIn), &out,
-                         sizeof(abi::ReregMemOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::ReregMemOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlReregMem, &in, sizeof(abi::ReregMemIn), &out,
+                                sizeof(abi::ReregMemOut), kShape, nullptr, overlapped);
 }
 
 Status RegShared(DeviceHandle device, const abi::RegSharedIn& in, abi::RegSharedOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::RegSharedOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlRegShared, &in, sizeof(abi::RegSharedIn), &out,
-                         sizeof(abi::RegSharedOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlRegShared, &in, sizeof(abi::RegSharedIn), &out,
+                                sizeof(abi::RegSharedOut), kShape, &returned, nullptr);
 }
 
 Status RegSharedAsync(DeviceHandle device, const abi::RegSharedIn& in, abi::RegSharedOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlRegShared, &in, sizeof(abi::RegSharedIn), &out,
-                         sizeof(abi::RegSharedOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::RegSharedOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlRegShared, &in, sizeof(abi::RegSharedIn), &out,
+                                sizeof(abi::RegSharedOut), kShape, nullptr, overlapped);
 }
 
 Status DeregMr(DeviceHandle device, const abi::DeregMrIn& in) {
@@ -67,27 +76,31 @@ Status DeregMrAsync(DeviceHandle device, const abi::DeregMrIn& in, Overlapped* o
 }
 
 Status CreateMw(DeviceHandle device, const abi::CreateMwIn& in, abi::CreateMwOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateMwOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateMw, &in, sizeof(abi::CreateMwIn), &out,
-                         sizeof(abi::CreateMwOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateMw, &in, sizeof(abi::CreateMwIn), &out,
+                                sizeof(abi::CreateMwOut), kShape, &returned, nullptr);
 }
 
 Status CreateMwAsync(DeviceHandle device, const abi::CreateMwIn& in, abi::CreateMwOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateMw, &in, sizeof(abi::CreateMwIn), &out,
-                         sizeof(abi::CreateMwOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateMwOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateMw, &in, sizeof(abi::CreateMwIn), &out,
+                                sizeof(abi::CreateMwOut), kShape, nullptr, overlapped);
 }
 
 Status QueryMw(DeviceHandle device, const abi::QueryMwIn& in, abi::QueryMwOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::QueryMwOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlQueryMw, &in, sizeof(abi::QueryMwIn), &out,
-                         sizeof(abi::QueryMwOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlQueryMw, &in, sizeof(abi::QueryMwIn), &out,
+                                sizeof(abi::QueryMwOut), kShape, &returned, nullptr);
 }
 
 Status QueryMwAsync(DeviceHandle device, const abi::QueryMwIn& in, abi::QueryMwOut& out,
                     Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryMw, &in, sizeof(abi::QueryMwIn), &out,
-                         sizeof(abi::QueryMwOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryMwOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryMw, &in, sizeof(abi::QueryMwIn), &out,
+                                sizeof(abi::QueryMwOut), kShape, nullptr, overlapped);
 }
 
 Status DestroyMw(DeviceHandle device, const abi::DestroyMwIn& in) {

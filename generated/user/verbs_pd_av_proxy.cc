@@ -2,21 +2,24 @@
 #include "verbs_pd_av_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status AllocPd(DeviceHandle device, const abi::AllocPdIn& in, abi::AllocPdOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::AllocPdOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlAllocPd, &in, sizeof(abi::AllocPdIn), &out,
-                         sizeof(abi::AllocPdOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlAllocPd, &in, sizeof(abi::AllocPdIn), &out,
+                                sizeof(abi::AllocPdOut), kShape, &returned, nullptr);
 }
 
 Status AllocPdAsync(DeviceHandle device, const abi::AllocPdIn& in, abi::AllocPdOut& out,
                     Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlAllocPd, &in, sizeof(abi::AllocPdIn), &out,
-                         sizeof(abi::AllocPdOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::AllocPdOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlAllocPd, &in, sizeof(abi::AllocPdIn), &out,
+                                sizeof(abi::AllocPdOut), kShape, nullptr, overlapped);
 }
 
 Status DeallocPd(DeviceHandle device, const abi::DeallocPdIn& in) {
@@ -31,27 +34,31 @@ Status DeallocPdAsync(DeviceHandle device, const abi::DeallocPdIn& in, Overlappe
 }
 
 Status CreateAv(DeviceHandle device, const abi::CreateAvIn& in, abi::CreateAvOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateAvOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateAv, &in, sizeof(abi::CreateAvIn), &out,
-                         sizeof(abi::CreateAvOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateAv, &in, sizeof(abi::CreateAvIn), &out,
+                                sizeof(abi::CreateAvOut), kShape, &returned, nullptr);
 }
 
 Status CreateAvAsync(DeviceHandle device, const abi::CreateAvIn& in, abi::CreateAvOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateAv, &in, sizeof(abi::CreateAvIn), &out,
-                         sizeof(abi::CreateAvOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateAvOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateAv, &in, sizeof(abi::CreateAvIn), &out,
+                                sizeof(abi::CreateAvOut), kShape, nullptr, overlapped);
 }
 
 Status QueryAv(DeviceHandle device, const abi::QueryAvIn& in, abi::QueryAvOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::QueryAvOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlQueryAv, &in, sizeof(abi::QueryAvIn), &out,
-                         sizeof(abi::QueryAvOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlQueryAv, &in, sizeof(abi::QueryAvIn), &out,
+                                sizeof(abi::QueryAvOut), kShape, &returned, nullptr);
 }
 
 Status QueryAvAsync(DeviceHandle device, const abi::QueryAvIn& in, abi::QueryAvOut& out,
                     Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryAv, &in, sizeof(abi::QueryAvIn), &out,
-                         sizeof(abi::QueryAvOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryAvOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryAv, &in, sizeof(abi::QueryAvIn), &out,
+                                sizeof(abi::QueryAvOut), kShape, nullptr, overlapped);
 }
 
 Status ModifyAv(DeviceHandle device, const abi::ModifyAvIn& in) {

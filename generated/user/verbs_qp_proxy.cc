@@ -2,45 +2,52 @@
 #include "verbs_qp_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status CreateQp(DeviceHandle device, const abi::CreateQpIn& in, abi::CreateQpOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateQpOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateQp, &in, sizeof(abi::CreateQpIn), &out,
-                         sizeof(abi::CreateQpOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateQp, &in, sizeof(abi::CreateQpIn), &out,
+                                sizeof(abi::CreateQpOut), kShape, &returned, nullptr);
 }
 
 Status CreateQpAsync(DeviceHandle device, const abi::CreateQpIn& in, abi::CreateQpOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateQp, &in, sizeof(abi::CreateQpIn), &out,
-                         sizeof(abi::CreateQpOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateQpOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateQp, &in, sizeof(abi::CreateQpIn), &out,
+                                sizeof(abi::CreateQpOut), kShape, nullptr, overlapped);
 }
 
 Status GetSpecialQp(DeviceHandle device, const abi::GetSpecialQpIn& in, abi::GetSpecialQpOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::GetSpecialQpOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlGetSpecialQp, &in, sizeof(abi::GetSpecialQpIn), &out,
-                         sizeof(abi::GetSpecialQpOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlGetSpecialQp, &in, sizeof(abi::GetSpecialQpIn),
+                                &out, sizeof(abi::GetSpecialQpOut), kShape, &returned, nullptr);
 }
 
 Status GetSpecialQpAsync(DeviceHandle device, const abi::GetSpecialQpIn& in,
                          abi::GetSpecialQpOut& out, Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlGetSpecialQp, &in, sizeof(abi::GetSpecialQpIn), &out,
-                         sizeof(abi::GetSpecialQpOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::GetSpecialQpOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlGetSpecialQp, &in, sizeof(abi::GetSpecialQpIn),
+                                &out, sizeof(abi::GetSpecialQpOut), kShape, nullptr, overlapped);
 }
 
 Status QueryQp(DeviceHandle device, const abi::QueryQpIn& in, abi::QueryQpOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::QueryQpOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlQueryQp, &in, sizeof(abi::QueryQpIn), &out,
-                         sizeof(abi::QueryQpOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlQueryQp, &in, sizeof(abi::QueryQpIn), &out,
+                                sizeof(abi::QueryQpOut), kShape, &returned, nullptr);
 }
 
 Status QueryQpAsync(DeviceHandle device, const abi::QueryQpIn& in, abi::QueryQpOut& out,
                     Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQueryQp, &in, sizeof(abi::QueryQpIn), &out,
-                         sizeof(abi::QueryQpOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QueryQpOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlQueryQp, &in, sizeof(abi::QueryQpIn), &out,
+                                sizeof(abi::QueryQpOut), kShape, nullptr, overlapped);
 }
 
 Status ModifyQp(DeviceHandle device, const abi::ModifyQpIn& in) {

@@ -2,33 +2,38 @@
 #include "verbs_srq_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status CreateSrq(DeviceHandle device, const abi::CreateSrqIn& in, abi::CreateSrqOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::CreateSrqOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlCreateSrq, &in, sizeof(abi::CreateSrqIn), &out,
-                         sizeof(abi::CreateSrqOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlCreateSrq, &in, sizeof(abi::CreateSrqIn), &out,
+                                sizeof(abi::CreateSrqOut), kShape, &returned, nullptr);
 }
 
 Status CreateSrqAsync(DeviceHandle device, const abi::CreateSrqIn& in, abi::CreateSrqOut& out,
                       Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlCreateSrq, &in, sizeof(abi::CreateSrqIn), &out,
-                         sizeof(abi::CreateSrqOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::CreateSrqOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlCreateSrq, &in, sizeof(abi::CreateSrqIn), &out,
+                                sizeof(abi::CreateSrqOut), kShape, nullptr, overlapped);
 }
 
 Status QuerySrq(DeviceHandle device, const abi::QuerySrqIn& in, abi::QuerySrqOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::QuerySrqOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlQuerySrq, &in, sizeof(abi::QuerySrqIn), &out,
-                         sizeof(abi::QuerySrqOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlQuerySrq, &in, sizeof(abi::QuerySrqIn), &out,
+                                sizeof(abi::QuerySrqOut), kShape, &returned, nullptr);
 }
 
 Status QuerySrqAsync(DeviceHandle device, const abi::QuerySrqIn& in, abi::QuerySrqOut& out,
                      Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlQuerySrq, &in, sizeof(abi::QuerySrqIn), &out,
-                         sizeof(abi::QuerySrqOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::QuerySrqOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlQuerySrq, &in, sizeof(abi::QuerySrqIn), &out,
+                                sizeof(abi::QuerySrqOut), kShape, nullptr, overlapped);
 }
 
 Status ModifySrq(DeviceHandle device, const abi::ModifySrqIn& in) {

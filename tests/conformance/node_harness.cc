@@ -46,8 +46,10 @@ NodeHarness::NodeHarness(std::unique_ptr<TestNode> node)
   }
   far_end_ = std::make_unique<FarEnd>(node_->node(), node_->client_device(), guids[1]);
   const std::string ca_socket = node_->SocketPath(node_->ca_device());
-  user_ = std::make_unique<Side>(std::make_unique<ChannelEnv>(ca_socket, true), guid, buffer_);
-  foreign_ = std::make_unique<Side>(std::make_unique<ChannelEnv>(ca_socket, true), guid, buffer_);
+  user_ = std::make_unique<Side>(std::make_unique<ChannelEnv>(ca_socket, true, node_->node()), guid,
+                                 buffer_);
+  foreign_ = std::make_unique<Side>(std::make_unique<ChannelEnv>(ca_socket, true, node_->node()),
+                                    guid, buffer_);
   direct_ = std::make_unique<Side>(
       std::make_unique<DirectEnv>(node_->node(), node_->client_device()), guid, buffer_);
   irp_ =
@@ -229,7 +231,7 @@ uint64_t NodeHarness::MakeBadHandle(abi::ObjectType type, BadHandle kind) {
     case BadHandle::kDestroyed: {
       if (type == abi::ObjectType::Al) {
         // A file's implicit Al goes with the file.
-        ChannelEnv temporary(node_->SocketPath(node_->ca_device()), true);
+        ChannelEnv temporary(node_->SocketPath(node_->ca_device()), true, node_->node());
         ObjectMaker other(temporary, node_->ca_guid(), buffer_);
         return other.Get(abi::ObjectType::Al);  // `temporary` closes on return
       }

@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "fuzz/proxy_model.h"
 #include "softib/al/access_layer.h"
+#include "softib/kernel/dpc.h"
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/irql.h"
+#include "softib/kernel/work_item.h"
 
 namespace softib::conformance {
 namespace {
@@ -18,11 +19,19 @@ namespace {
 using kernel::Irp;
 using kernel::Status;
 
-// How long a wait verb may stay pending before the harness cancels it: long enough for an
-// event that is already queued to arrive through the channel, short for a case count.
-constexpr std::chrono::milliseconds kWaitGrace{100};
-// In process an event already queued completes the IRP before IoCallDriver returns.
-constexpr std::chrono::milliseconds kInProcessGrace{2};
+// A wait verb (one that pends until an event) gets the event that is already queued, or is
+// cancelled: the harness cancels it once everything the node had queued when the verb was
+// dispatched (DPCs, work items) has run and it is still pending. No grace period.
+// The request the channel harness sends behind a wait verb: no driver serves this IOCTL.
+constexpr uint32_t kRoundTripIoctl =
+    abi::CtlCode(abi::kFileDeviceInfiniband, 0xFFF, abi::kMethodBuffered, 3);
+
+// Runs what `node` has queued: DPCs, the work items they queue, the DPCs those queue.
+void FlushNode(kernel::Node* node) {
+  kernel::KeFlushQueuedDpcs(node);
+  kernel::IoFlushQueuedWorkItems(node);
+  kernel::KeFlushQueuedDpcs(node);
+}
 
 // An output buffer the generated code may view as its output structures: 8-byte aligned.
 class OutputBuffer {
@@ -61,11 +70,12 @@ kernel::CompletionAction OnComplete(kernel::DeviceObject*, Irp* irp, void* conte
                : kernel::CompletionAction::kContinueCompletion;
 }
 
-// Waits for a sent, claimed IRP; a wait verb that is still pending gets cancelled.
-void AwaitClaimed(Irp* irp, Completion& c, bool wait_verb,
-                  std::chrono::milliseconds grace = kWaitGrace) {
-  if (wait_verb && kernel::KeWaitForSingleObject(&c.done, grace) != Status::SUCCESS) {
-    kernel::IoCancelIrp(irp);
+// Waits for a sent, claimed IRP; a wait verb still pending once the node ran what it had
+// queued gets cancelled.
+void AwaitClaimed(kernel::Node* node, Irp* irp, Completion& c, bool wait_verb) {
+  if (wait_verb && !c.done.IsSet()) {
+    FlushNode(node);
+    if (!c.done.IsSet()) kernel::IoCancelIrp(irp);
   }
   kernel::KeWaitForSingleObject(&c.done);
   kernel::IoFreeIrp(irp);
@@ -123,10 +133,12 @@ CallResult ChannelEnv::Send(const VerbInfo* verb, uint32_t ioctl, std::span<cons
     return r;  // not sent: no output
   }
   if (verb != nullptr && IsWait(*verb)) {
-    const auto deadline = std::chrono::steady_clock::now() + kWaitGrace;
-    while (user::GetOverlappedResult(device_, &ov, &bytes, false) == Status::PENDING &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // The kernel dispatched it before it answers the round trip; what it queued meanwhile
+    // runs; a second round trip brings any completion that made.
+    RoundTrip();
+    if (user::GetOverlappedResult(device_, &ov, &bytes, false) == Status::PENDING) {
+      FlushNode(node_);
+      RoundTrip();
     }
     if (user::GetOverlappedResult(device_, &ov, &bytes, false) == Status::PENDING) {
       user::CancelIoEx(device_, &ov);
@@ -137,6 +149,11 @@ CallResult ChannelEnv::Send(const VerbInfo* verb, uint32_t ioctl, std::span<cons
   r.information = bytes;
   r.output = out.Copy();
   return r;
+}
+
+void ChannelEnv::RoundTrip() {
+  uint32_t returned = 0;
+  user::DeviceIoControl(device_, kRoundTripIoctl, nullptr, 0, nullptr, 0, &returned, nullptr);
 }
 
 // ---- UserFileEnv
@@ -176,7 +193,7 @@ CallResult UserFileEnv::Send(const VerbInfo* verb, uint32_t ioctl, std::span<con
   kernel::IoGetNextIrpStackLocation(irp)->FileObject = file_;
   kernel::IoSetCompletionRoutine(irp, &OnComplete, &c, true, true, true);
   kernel::IoCallDriver(file_->DeviceObject, irp);
-  AwaitClaimed(irp, c, verb != nullptr && IsWait(*verb), kInProcessGrace);
+  AwaitClaimed(node_, irp, c, verb != nullptr && IsWait(*verb));
   return FromCompletion(c);
 }
 
@@ -216,7 +233,7 @@ CallResult DirectEnv::Send(const VerbInfo* verb, uint32_t, std::span<const uint8
   } else {
     status = verb->direct(al_, input, out.bytes(), irp);
   }
-  AwaitClaimed(irp, c, IsWait(*verb));
+  AwaitClaimed(node_, irp, c, IsWait(*verb));
   // The direct call wrote its output in place; the IRP only carries the status and length.
   r.status = status == Status::PENDING ? c.status : status;
   r.information = static_cast<uint32_t>(c.information);
@@ -266,7 +283,7 @@ CallResult KernelIrpEnv::Send(const VerbInfo* verb, uint32_t, std::span<const ui
     // Send<Verb>Irp(): completion routine, which claims the IRP back.
     kernel::IoSetCompletionRoutine(irp, &OnComplete, &c, true, true, true);
     kernel::IoCallDriver(file_->DeviceObject, irp);
-    AwaitClaimed(irp, c, IsWait(*verb));
+    AwaitClaimed(node_, irp, c, IsWait(*verb));
     r.status = c.status;
   }
   r.information = static_cast<uint32_t>(c.information);

@@ -36,11 +36,12 @@ class VerbEnv {
   }
 };
 
-// A user process's file of `socket_path`, through the channel.
+// A user process's file of `socket_path`, through the channel, to the in-process `node`.
 class ChannelEnv final : public VerbEnv {
  public:
   // `proxy`: the generated proxies (falls back to raw for verbs without one).
-  ChannelEnv(std::string socket_path, bool proxy) : path_(std::move(socket_path)), proxy_(proxy) {}
+  ChannelEnv(std::string socket_path, bool proxy, kernel::Node* node)
+      : path_(std::move(socket_path)), proxy_(proxy), node_(node) {}
   ~ChannelEnv() override;
   CallResult Send(const VerbInfo* verb, uint32_t ioctl, std::span<const uint8_t> input,
                   uint32_t output_length) override;
@@ -52,8 +53,14 @@ class ChannelEnv final : public VerbEnv {
   void set_proxy(bool proxy) { proxy_ = proxy; }
 
  private:
+  // A synchronous request the kernel refuses (an IOCTL nobody serves), answered after
+  // every request sent on the file before it was dispatched and their answers, if any,
+  // were read.
+  void RoundTrip();
+
   std::string path_;
   bool proxy_;
+  kernel::Node* node_;
   user::DeviceHandle device_ = nullptr;
 };
 

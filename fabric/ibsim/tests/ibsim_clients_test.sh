@@ -16,6 +16,7 @@ for tool in ibsim-run smpquery ibroute ibnetdiscover ibtracert perfquery opensm;
   command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps.sh)"; exit 1; }
 done
 
+source "$(dirname "$0")/../../../tests/support/tied.sh"  # "${tied[@]}": children die with us
 work=$(mktemp -d /tmp/softib_ibsim.XXXXXX)
 daemon_pid=""
 cleanup() {
@@ -27,8 +28,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 name="softib-it-$$"
 mkfifo "$work/ready"
-"$softibd" --run-dir "$work/run" --fabric default --ibsim "$name" --ready-fd 3 3>"$work/ready" \
-  >"$work/softibd.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/run" --fabric default --ibsim "$name" --ready-fd 3 \
+  3>"$work/ready" >"$work/softibd.log" 2>&1 &
 daemon_pid=$!
 timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd not ready: $(cat "$work/softibd.log")"
 grep -q "@$name:ctl" /proc/net/unix || fail "no @$name:ctl socket"
@@ -74,8 +75,8 @@ kill -TERM "$daemon_pid"; wait "$daemon_pid" || true; daemon_pid=""
 # --sm external: no LIDs, every port in Init until a subnet manager brings the fabric up.
 name="softib-it-ext-$$"
 rm -f "$work/ready"; mkfifo "$work/ready"
-"$softibd" --run-dir "$work/run2" --fabric default --ibsim "$name" --sm external --ready-fd 3 \
-  3>"$work/ready" >"$work/softibd2.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/run2" --fabric default --ibsim "$name" --sm external \
+  --ready-fd 3 3>"$work/ready" >"$work/softibd2.log" 2>&1 &
 daemon_pid=$!
 timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd --sm external not ready: $(cat "$work/softibd2.log")"
 grep -q 'ports in Init, waiting for a subnet manager' "$work/softibd2.log" || fail "external SM mode"
@@ -85,8 +86,8 @@ grep -q '16 ports ACTIVE' <<<"$out" || fail "softib-sm activation: $out"
 grep -q 'routes 42 pairs ok=yes' <<<"$out" || fail "softib-sm routes: $out"
 # User processes on hosts behind different leaves, across the SM's routes.
 oob="unix:$work/oob.sock"
-"$perf" send_lat -s 8 -n 300 --validate --run-dir "$work/run2/host-0003" --oob "$oob" --timeout 20 \
-  >"$work/server.out" 2>&1 &
+"${tied[@]}" "$perf" send_lat -s 8 -n 300 --validate --run-dir "$work/run2/host-0003" \
+  --oob "$oob" --timeout 20 >"$work/server.out" 2>&1 &
 server=$!
 "$perf" send_lat -s 8 -n 300 --validate --run-dir "$work/run2/host-0001" --oob "$oob" --connect \
   --timeout 20 >"$work/client.out" 2>&1 || fail "send_lat after softib-sm: $(cat "$work/client.out" "$work/server.out")"

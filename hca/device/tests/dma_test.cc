@@ -7,6 +7,8 @@
 
 #include <array>
 
+#include "tied_child.h"
+
 namespace softib::hca {
 namespace {
 
@@ -18,9 +20,11 @@ TEST(Dma, ProcessVmReadsAndWritesAChildProcess) {
   int to_child[2], to_parent[2];
   ASSERT_EQ(pipe(to_child), 0);
   ASSERT_EQ(pipe(to_parent), 0);
+  const pid_t parent = getpid();
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    test_support::DieWithParent(parent);  // not left blocked in read() if the test dies
     buffer.fill(0x22);
     char c = 0;
     if (write(to_parent[1], &c, 1) != 1) _exit(2);

@@ -109,7 +109,16 @@ TEST_F(RingFixture, SendPostedBeforeRtsWaitsInTheRing) {
   Side& b = sides_[1];
   ASSERT_EQ(PostRecv(b, Recv(b, 5, 0, 64)), Status::SUCCESS);
   ASSERT_EQ(PostSend(a, Send(a, 6, abi::WrType::SEND, 0, 32)), Status::SUCCESS);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // A receive posted after it on the same QP: the service takes receives in INIT. Once it
+  // took this one, it served the QP's send ring in the same pass, under the CA's lock, which
+  // QueryQp (StateOf) takes after it: the send was looked at, and left.
+  ASSERT_EQ(PostRecv(a, Recv(a, 7, 0, 64)), Status::SUCCESS);
+  abi::RingControl* recv_control = rings::ControlAt(a.qp_memory.base(), a.recv_mapping);
+  ASSERT_TRUE(Eventually([&] {
+    return std::atomic_ref<uint32_t>(recv_control->consumer.consumer_index).load() ==
+           std::atomic_ref<uint32_t>(recv_control->producer.producer_index).load();
+  }));
+  EXPECT_EQ(StateOf(a), abi::QpState::INIT);
   abi::WorkCompletion wc{};
   uint32_t n = 0;
   EXPECT_EQ(a.cq_ring.PollCq(std::span<abi::WorkCompletion>(&wc, 1), &n), Status::NOT_FOUND);
@@ -308,7 +317,7 @@ TEST_F(RingFixture, DestroyWhileTheServiceRuns) {
   Side& a = sides_[0];
   Side& b = sides_[1];
   std::atomic<bool> stop{false};
-  std::atomic<int> posted{0};
+  std::atomic<int> posted{0}, refused{0};
   // The "process" keeps posting while its QP is destroyed under it.
   std::thread poster([&] {
     abi::WorkCompletion wcs[16];
@@ -316,7 +325,11 @@ TEST_F(RingFixture, DestroyWhileTheServiceRuns) {
       abi::SendWorkRequest write = Send(a, 1, abi::WrType::RDMA_WRITE, 0, 256);
       write.remote_addr = reinterpret_cast<uintptr_t>(b.buffer.data() + 4096);
       write.rkey = b.key;
-      if (PostSend(a, write) == Status::SUCCESS) posted.fetch_add(1);
+      if (PostSend(a, write) == Status::SUCCESS) {
+        posted.fetch_add(1);
+      } else {
+        refused.fetch_add(1);
+      }
       uint32_t n = 0;
       a.cq_ring.PollCq(wcs, &n);
     }
@@ -326,7 +339,8 @@ TEST_F(RingFixture, DestroyWhileTheServiceRuns) {
   abi::RingControl* control = rings::ControlAt(a.qp_memory.base(), a.send_mapping);
   EXPECT_EQ(std::atomic_ref<abi::RingError>(control->status.error).load(),
             abi::RingError::SHUTDOWN);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The process keeps at it until its posts are refused (the ring is shut down).
+  EXPECT_TRUE(Eventually([&] { return refused.load() > 0; }));
   stop.store(true);
   poster.join();
   EXPECT_EQ(a.ci->DestroyCq(a.cq), Status::SUCCESS);

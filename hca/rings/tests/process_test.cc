@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "test_region.h"
+#include "tied_child.h"
 
 namespace softib::rings {
 namespace {
@@ -108,8 +109,10 @@ constexpr uint32_t kRequests = 20000;
 pid_t StartUser(const SharedMemory& shm, const Mappings& m, bool corrupt) {
   int sockets[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets), 0);
+  const pid_t parent = getpid();
   pid_t child = fork();
   if (child == 0) {
+    test_support::DieWithParent(parent);  // it dies with the test, however the test ends
     close(sockets[0]);
     UserProcess(sockets[1], corrupt);
   }

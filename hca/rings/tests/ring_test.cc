@@ -287,7 +287,17 @@ TEST(DoorbellTest, HcaThreadWaitsOnManyRings) {
           [&](size_t i) { return consumers[i]->Available() != 0; }, -1);
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it sleep (not required)
+  // Push once the thread announced its sleep on every ring (it then sleeps, or finds the
+  // entry in its re-check): the hand-off goes through the doorbells.
+  const auto announced = [&] {
+    for (RingControl* control : controls) {
+      if (std::atomic_ref<uint32_t>(control->doorbell.sleeping).load() == 0) return false;
+    }
+    return true;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!announced() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_TRUE(announced());
   ASSERT_TRUE(b.producer.TryPush(Wr(1)));
   b.producer.Publish();
   hca.join();

@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "kernel_client.h"
+#include "softib/kernel/dpc.h"
+#include "softib/kernel/work_item.h"
 
 namespace softib::testing {
 namespace {
@@ -87,8 +89,11 @@ TEST(ClientUnload, AClientDriverUnloadingWithCompletionsInFlightIsNeverCalledAft
     kernel::IoFreeIrp(pending->irp);
     delete pending;
     client.reset();  // device deleted, driver unloaded
-    // Whatever was still in flight for the gone client drains here (DPCs, ACKs, timers).
-    kernel::KeDelayExecutionThread(std::chrono::milliseconds(1));
+    // Whatever was still queued for the gone client runs here (DPCs, the work items they
+    // queue, the DPCs those queue): a late call would have happened by now.
+    kernel::KeFlushQueuedDpcs(node->node());
+    kernel::IoFlushQueuedWorkItems(node->node());
+    kernel::KeFlushQueuedDpcs(node->node());
     EXPECT_EQ(probe.late_calls.load(), 0) << "round " << round;
     probe.unloaded = false;
   }

@@ -190,8 +190,23 @@ TEST_F(CmReject, MraExtendsTheWaitAndDuplicateReqsGetTheAnswerAgain) {
   }
   EXPECT_EQ(cm().resent.load(), resent_before + 1);
 
-  // Longer than the REQ's own retries would last: the MRA keeps the REQ alive.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The MRA keeps the REQ alive longer than its own retries would last. The yardstick: a
+  // second REQ with the same timeout and retries, sent now to a LID nobody answers, times
+  // out on the CM's same timer. Its deadlines all come after the first REQ's would have
+  // (deadlines fire in order), so once it timed out, the first would have been sent again
+  // three times and timed out too, had the MRA not replaced its timer.
+  Side yardstick;
+  ASSERT_NO_FATAL_FAILURE(client.Build(node->ca_guids()[0], 1, &yardstick));
+  ASSERT_NO_FATAL_FAILURE(InitQp(client, yardstick));
+  const uint64_t retries_before = cm().retries.load();
+  const uint64_t unanswered = CreateCep(client, 0xD);
+  ASSERT_EQ(SendReq(client, unanswered, yardstick.qp, ReqParams(kSvc, 1, 9, 16, 3)),
+            Status::SUCCESS);
+  EXPECT_EQ(NextEventType(client, unanswered), abi::CepEventType::REQ_TIMEOUT);
+  EXPECT_EQ(cm().retries.load(), retries_before + 3);  // the yardstick's alone
+  abi::CepGetEventOut none{};
+  EXPECT_EQ(kernel::IbCepGetEvent(client.al(), {{active}}, none), Status::CANCELED);
+  EXPECT_EQ(kernel::IbDestroyCep(client.al(), {{unanswered}}), Status::SUCCESS);
   ASSERT_EQ(SendRep(client, passive, b.qp, RepParams()), Status::SUCCESS);
   ASSERT_EQ(NextEventType(client, active), abi::CepEventType::REP_RECEIVED);
 
@@ -202,7 +217,6 @@ TEST_F(CmReject, MraExtendsTheWaitAndDuplicateReqsGetTheAnswerAgain) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(cm().resent.load(), resent_before + 2);
-  abi::CepGetEventOut none{};
   EXPECT_EQ(kernel::IbCepGetEvent(client.al(), {{listen}}, none), Status::CANCELED);
 
   // Destroying the active CEP past the REP: REJ (REP rejected) to the passive one.

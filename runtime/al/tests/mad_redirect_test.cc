@@ -420,11 +420,18 @@ TEST(MadRedirect, MadQpsWithTheirOwnQkeyExchangeRequestAndResponse) {
   in.params.remote_qkey = htobe32(kOwnQkey + 1);
   in.params.response_expected = 0;
   ASSERT_EQ(SendMadTo(rig.client, in, Request(0x6002), nullptr), Status::SUCCESS);
+  // Then the right Q_Key on the same path: B's next MAD is this one, nothing before it.
+  in.params.remote_qkey = htobe32(kOwnQkey);
+  ASSERT_EQ(SendMadTo(rig.client, in, Request(0x6003), nullptr), Status::SUCCESS);
   MadEvent done;
   ASSERT_TRUE(NextMadEvent(rig.client, a.svc, &done));  // the first send's completion
   ASSERT_TRUE(NextMadEvent(rig.client, a.svc, &done));  // the second's, on the wire
   EXPECT_EQ(done.out.event.status, abi::WcStatus::SUCCESS);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(NextMadEvent(rig.client, a.svc, &done));  // the sentinel's
+  MadEvent sentinel;
+  ASSERT_TRUE(NextMadEvent(rig.client, b.svc, &sentinel));
+  EXPECT_EQ(sentinel.out.event.kind, abi::MadEventKind::RECEIVED);
+  EXPECT_EQ(TidOf(sentinel.mad) & 0xFFFFFFFF, 0x6003u);
   EXPECT_TRUE(Quiet(rig.client, b.svc));
 }
 

@@ -452,15 +452,19 @@ TEST_F(SaClientTest, ServiceRegistrationIsRenewedAndDeleted) {
   Answer(request, kGetResp, 0, 176, {Bytes(request.begin() + 56, request.begin() + 232)});
   ASSERT_TRUE(forever.WaitDone());
   ASSERT_EQ(forever.status.load(), Status::SUCCESS);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(NothingReceived());
-  // The SA end lives in the same client: a second client registers and goes away.
+  // The SA end lives in the same client: a second client registers and goes away. Its Set
+  // leaves through the same MAD service after the first registration completed: it is the
+  // next request, with no renewal of the infinite lease before it.
   Client other(node_->node());
   in.al.value = other.al_handle();
   in.record[0] = 0x33;
   PendingCall others;
   ASSERT_EQ(kernel::IbRegisterService(other.al(), in, out, others.irp), Status::PENDING);
   request = NextRequest();
+  ASSERT_EQ(request.size(), 256u);
+  EXPECT_EQ(request[3], kSet);
+  EXPECT_EQ(request[56], 0x33) << "the infinite lease was renewed";
   Answer(request, kGetResp, 0, 176, {Bytes(request.begin() + 56, request.begin() + 232)});
   ASSERT_TRUE(others.WaitDone());
   ASSERT_EQ(others.status.load(), Status::SUCCESS);

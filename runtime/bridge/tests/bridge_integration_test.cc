@@ -1,7 +1,6 @@
 // Two processes: this one runs the node, the driver, the bridge and the channel server; an
 // exec'd child (bridge_child_client) is the user process.
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,8 +8,7 @@
 #include <vector>
 
 #include "bridge_fixture.h"
-
-extern char** environ;
+#include "tied_child.h"
 
 namespace softib::bridge::test {
 namespace {
@@ -19,13 +17,10 @@ using kernel::IrpMajor;
 
 class BridgeIntegrationTest : public BridgeFixture {
  protected:
+  // The child dies with this test (tied_child.h), however the test ends.
   pid_t SpawnChild(const char* mode) {
-    std::vector<std::string> args = {SOFTIB_BRIDGE_CHILD, server_.socket_path(), mode};
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    const pid_t pid = test_support::SpawnTied({SOFTIB_BRIDGE_CHILD, server_.socket_path(), mode});
+    EXPECT_GT(pid, 0);
     return pid;
   }
   static int WaitExit(pid_t pid) {

@@ -40,6 +40,17 @@ class ChannelTest : public ::testing::Test {
     return device;
   }
 
+  // A round trip through the server's loop thread on `device` (another file): the loop ran
+  // everything it had queued before (deferred closes run first in each of its turns, and
+  // the echo takes more than one), so what the sink would have been told by now, it was.
+  void LoopBarrier(DeviceHandle device) {
+    uint32_t returned = 0;
+    char answer[7] = {};
+    EXPECT_EQ(user::DeviceIoControl(device, kEcho, "barrier", 7, answer, 7, &returned, nullptr),
+              Status::SUCCESS);
+    EXPECT_EQ(std::string(answer, returned), "barrier");
+  }
+
   RunDir run_dir_;
   TestSink sink_;
   Server server_{&sink_};
@@ -454,7 +465,12 @@ TEST_F(ChannelTest, ClientThatDoesNotReadGetsEveryAnswerInOrder) {
       raw.Send(frame.data(), frame.size());
     }
   });
-  std::this_thread::sleep_for(200ms);
+  // Read nothing until the server holds as many answers as it queues for one file (it stops
+  // reading the file then).
+  for (int i = 0; i < 10000 && server_.stats().queued_responses < kMaxQueuedResponses; ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GE(server_.stats().queued_responses, kMaxQueuedResponses);
   for (uint64_t id = 1; id <= kFrames; ++id) {
     std::vector<uint8_t> payload;
     ResponseHeader r = raw.Receive(&payload);
@@ -470,6 +486,7 @@ TEST_F(ChannelTest, ClientThatDoesNotReadGetsEveryAnswerInOrder) {
 }
 
 TEST_F(ChannelTest, HangUpCancelsThenClosesOnceAfterLastCompletion) {
+  DeviceHandle barrier = Open();  // a second file, for round trips through the loop
   RawClient raw(server_.socket_path());
   raw.Send(Ioctl(1, kHold, 0, 0));
   raw.Send(Ioctl(2, kHoldStubborn, 0, 0));  // the sink does not complete this one on cancel
@@ -481,7 +498,7 @@ TEST_F(ChannelTest, HangUpCancelsThenClosesOnceAfterLastCompletion) {
   auto cancels = sink_.cancels();
   std::sort(cancels.begin(), cancels.end());
   EXPECT_EQ(cancels, (std::vector<uint64_t>{1, 2, 3}));
-  std::this_thread::sleep_for(50ms);
+  LoopBarrier(barrier);
   EXPECT_EQ(sink_.closes(), 0u);
   auto held = sink_.TakeHeld();
   ASSERT_EQ(held.size(), 1u);
@@ -489,9 +506,11 @@ TEST_F(ChannelTest, HangUpCancelsThenClosesOnceAfterLastCompletion) {
   // Completing for a process that is gone is fine, from any thread.
   std::thread([&] { EXPECT_TRUE(held[0].file->Complete(2, Status::SUCCESS)); }).join();
   ASSERT_TRUE(sink_.WaitClosed(1));
-  std::this_thread::sleep_for(20ms);
+  LoopBarrier(barrier);  // a second Close of the file would have come by now
   EXPECT_EQ(sink_.closes(), 1u);
   EXPECT_EQ(sink_.violations(), 0);
+  user::CloseDevice(barrier);
+  EXPECT_TRUE(sink_.WaitClosed(2));
   EXPECT_TRUE(WaitNoOpenFiles(server_));
 }
 

@@ -4,28 +4,26 @@
 // default /usr/bin/qemu-i386 when present; set it empty to exec the child directly).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "softib/channel/server.h"
 #include "test_sink.h"
-
-extern char** environ;
+#include "tied_child.h"
 
 namespace softib::channel::test {
 namespace {
 
-pid_t Spawn(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0) << argv[0];
+// The child dies with this test (tied_child.h), however the test ends.
+pid_t Spawn(const std::vector<std::string>& args) {
+  const pid_t pid = test_support::SpawnTied(args);
+  EXPECT_GT(pid, 0) << args[0] << ": " << std::strerror(errno);
   return pid;
 }
 

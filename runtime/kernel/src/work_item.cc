@@ -98,4 +98,9 @@ void IoFreeWorkItem(IoWorkItem* item) {
   delete item;
 }
 
+void IoFlushQueuedWorkItems(Node* node) {
+  VerifyBlockingAllowed("IoFlushQueuedWorkItems");
+  node->impl().work.WaitIdle();
+}
+
 }  // namespace softib::kernel

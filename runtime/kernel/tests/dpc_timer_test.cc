@@ -36,6 +36,21 @@ struct DpcProbe {
   }
 };
 
+// Arms a one-shot timer due in `due` and waits until its DPC ran: every timer of `node` due
+// earlier has fired by then (they fire in due order) and its DPC was queued before this one.
+void FireSentinelTimer(Node* node, std::chrono::milliseconds due) {
+  DpcProbe sentinel;
+  Kdpc dpc;
+  KeInitializeDpc(&dpc, node, &DpcProbe::Routine, &sentinel);
+  Ktimer timer;
+  KeInitializeTimer(&timer, node);
+  KeSetTimer(&timer, due, &dpc);
+  const Status ran = KeWaitForSingleObject(&sentinel.ran, 10s);
+  KeCancelTimer(&timer);
+  KeFlushQueuedDpcs(node);  // its DPC has returned: the sentinel may go
+  ASSERT_EQ(ran, Status::SUCCESS);
+}
+
 TEST(Dpc, RunsAtDispatchOnTheNodesThread) {
   Node node({.name = "a"});
   DpcProbe probe;
@@ -117,7 +132,9 @@ TEST(Timer, CancelledTimerNeverFires) {
   EXPECT_TRUE(KeSetTimer(&timer, 40ms, &dpc));  // re-arming reports it was armed
   EXPECT_TRUE(KeCancelTimer(&timer));
   EXPECT_FALSE(KeCancelTimer(&timer));
-  std::this_thread::sleep_for(80ms);
+  // A sentinel due later than the cancelled timer would have been: timers fire in due
+  // order, so once it ran, so would have the cancelled one, and its DPC before the flush.
+  FireSentinelTimer(&node, 50ms);
   KeFlushQueuedDpcs(&node);
   EXPECT_EQ(probe.count.load(), 0);
   EXPECT_FALSE(KeReadStateTimer(&timer));
@@ -135,7 +152,9 @@ TEST(Timer, PeriodicTimerRepeatsUntilCancelled) {
   EXPECT_TRUE(KeCancelTimer(&timer));
   KeFlushQueuedDpcs(&node);
   const int fired = probe.count.load();
-  std::this_thread::sleep_for(20ms);
+  // Two and a half periods: a timer still armed would have fired before the sentinel.
+  FireSentinelTimer(&node, 5ms);
+  KeFlushQueuedDpcs(&node);
   EXPECT_EQ(probe.count.load(), fired);
 }
 

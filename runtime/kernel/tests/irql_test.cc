@@ -185,7 +185,7 @@ TEST_F(VerifierDeathTest, BlockingInADpcDies) {
             },
             nullptr);
         KeInsertQueueDpc(&dpc, nullptr, nullptr);
-        std::this_thread::sleep_for(std::chrono::seconds(5));
+        KeFlushQueuedDpcs(&node);  // the DPC runs (and dies) before the flush returns
       },
       "IRQL violation: KeDelayExecutionThread called at DISPATCH_LEVEL");
 }
@@ -198,7 +198,7 @@ TEST_F(VerifierDeathTest, AWorkItemReturningAtDispatchDies) {
         IoWorkItem* item = IoAllocateWorkItem(driver.CreateDevice());
         IoQueueWorkItem(
             item, [](DeviceObject*, void*) { RaiseIrql(Irql::kDispatch); }, nullptr);
-        std::this_thread::sleep_for(std::chrono::seconds(5));
+        IoFlushQueuedWorkItems(&node);  // the item returns (and the worker dies) first
       },
       "work item returned at DISPATCH_LEVEL");
 }

@@ -2,8 +2,12 @@
 // interfaces; an unregistered client is never called again, even with a callback in flight.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -11,12 +15,24 @@
 #include "softib/kernel/irql.h"
 #include "softib/kernel/node.h"
 #include "softib/kernel/pnp.h"
+#include "softib/kernel/work_item.h"
 #include "test_driver.h"
 
 namespace softib::kernel {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Whether thread `tid` of this process is asleep (blocked in the kernel), from
+// /proc/self/task/TID/stat's state field.
+bool Asleep(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const std::size_t end = line.rfind(')');  // the command may hold spaces and parentheses
+  return end != std::string::npos && end + 2 < line.size() &&
+         (line[end + 2] == 'S' || line[end + 2] == 'D');
+}
 
 struct Client {
   struct Seen {
@@ -96,7 +112,7 @@ TEST(Pnp, ExistingInterfacesArriveFirstAndOnce) {
   IoRegisterPlugPlayNotification(&node, "ca", true, &Client::Callback, &client, &registration);
   IoSetDeviceInterfaceState(ca0, "ca", false);
   ASSERT_TRUE(testing::WaitUntil([&] { return client.calls.load() == 2; }));
-  std::this_thread::sleep_for(10ms);  // a duplicate arrival would show up here
+  IoFlushQueuedWorkItems(&node);  // a duplicate arrival would have been delivered by now
   const auto seen = client.Snapshot();
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0].event, PnpEvent::kArrival);
@@ -130,15 +146,19 @@ TEST(Pnp, UnregisterWaitsForACallbackInFlightAndStopsDelivery) {
   IoSetDeviceInterfaceState(ca0, "ca", true);
   ASSERT_EQ(KeWaitForSingleObject(&blocking.entered, 5s), Status::SUCCESS);
   IoSetDeviceInterfaceState(ca0, "ca", false);  // queued behind the callback in flight
+  // The callback is released only once this thread is asleep inside the unregister.
+  const pid_t unregistering = gettid();
+  std::atomic<bool> calling{false};
   std::thread releaser([&] {
-    std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(testing::WaitUntil([&] { return calling.load() && Asleep(unregistering); }));
     blocking.release.Set();
   });
+  calling = true;
   IoUnregisterPlugPlayNotification(registration);
   EXPECT_TRUE(blocking.returned.load());  // unregister returned after the callback
   releaser.join();
   IoSetDeviceInterfaceState(ca0, "ca", true);
-  std::this_thread::sleep_for(20ms);
+  IoFlushQueuedWorkItems(&node);  // the removal and this arrival: delivered to nobody
   EXPECT_EQ(blocking.calls.load(), 1);
 }
 
@@ -161,7 +181,7 @@ TEST(Pnp, AClientMayUnregisterFromItsOwnCallback) {
   IoSetDeviceInterfaceState(ca0, "ca", true);
   IoSetDeviceInterfaceState(ca0, "ca", false);
   ASSERT_TRUE(testing::WaitUntil([&] { return self.calls.load() == 1; }));
-  std::this_thread::sleep_for(20ms);
+  IoFlushQueuedWorkItems(&node);
   EXPECT_EQ(self.calls.load(), 1);  // the removal, queued before, is not delivered
 }
 

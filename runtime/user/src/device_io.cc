@@ -9,11 +9,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -29,6 +31,45 @@ std::atomic_ref<Status> InternalOf(Overlapped* overlapped) {
   return std::atomic_ref<Status>(overlapped->Internal);
 }
 
+// Whether an answer of `status` with `output` (what arrived, cut to the caller's
+// `output_length`) is shorter than `shape` allows (device_io.h: kMalformedReply).
+bool ShortReply(const ReplyShape& shape, Status status, std::span<const uint8_t> output,
+                uint32_t output_length) {
+  if (output.empty() && status != Status::SUCCESS) return false;
+  if (output.size() < shape.fixed_bytes) return true;
+  // A failure's count may name what the caller would need (INSUFFICIENT_MEMORY): only a
+  // success promises the elements.
+  if (status != Status::SUCCESS || shape.elem_bytes == 0 || output_length <= shape.fixed_bytes) {
+    return false;
+  }
+  uint64_t count = 0;
+  const uint8_t* field = output.data() + shape.count_offset;
+  switch (shape.count_bytes) {
+    case 1:
+      count = *field;
+      break;
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, field, sizeof v);
+      count = v;
+      break;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, field, sizeof v);
+      count = v;
+      break;
+    }
+    case 8:
+      std::memcpy(&count, field, sizeof count);
+      break;
+    default:
+      return false;
+  }
+  const uint64_t fit = (output_length - shape.fixed_bytes) / shape.elem_bytes;
+  return output.size() < shape.fixed_bytes + std::min(count, fit) * shape.elem_bytes;
+}
+
 }  // namespace
 
 class DeviceFile {
@@ -38,7 +79,7 @@ class DeviceFile {
 
   Status Ioctl(uint32_t code, const void* input, uint32_t input_length, void* output,
                uint32_t output_length, uint32_t* bytes_returned, Overlapped* overlapped,
-               std::vector<int>* fds);
+               std::vector<int>* fds, const ReplyShape* shape = nullptr);
   Status Result(Overlapped* overlapped, uint32_t* bytes_returned, bool wait);
   Status Cancel(Overlapped* overlapped);
   void Close();
@@ -57,6 +98,9 @@ class DeviceFile {
     Status status = Status::SUCCESS;
     uint32_t information = 0;
     std::vector<int>* fds = nullptr;  // where received fds go (else they are closed)
+    // Both: what the answer must hold (DeviceIoControlChecked).
+    bool checked = false;
+    ReplyShape shape;
   };
 
   void Background();
@@ -93,10 +137,14 @@ class DeviceFile {
 
 Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length, void* output,
                          uint32_t output_length, uint32_t* bytes_returned, Overlapped* overlapped,
-                         std::vector<int>* fds) {
+                         std::vector<int>* fds, const ReplyShape* shape) {
   if ((input_length && !input) || (output_length && !output) ||
       input_length > channel::kMaxInputBytes || output_length > channel::kMaxOutputBytes) {
     return Status::INVALID_PARAMETER;
+  }
+  if (shape && shape->elem_bytes != 0 &&
+      uint64_t{shape->count_offset} + shape->count_bytes > shape->fixed_bytes) {
+    return Status::INVALID_PARAMETER;  // a count field outside its structure
   }
   Request sync_request;
   Request* request = overlapped ? new Request : &sync_request;
@@ -108,6 +156,10 @@ Status DeviceFile::Ioctl(uint32_t code, const void* input, uint32_t input_length
   request->output_length = output_length;
   request->overlapped = overlapped;
   request->fds = fds;
+  if (shape) {
+    request->checked = true;
+    request->shape = *shape;
+  }
   if (overlapped) {
     overlapped->InternalHigh = 0;
     overlapped->Runtime = request;
@@ -170,6 +222,10 @@ void DeviceFile::CompleteLocked(Request* request, Status status, std::span<const
                                 std::vector<int>& fds) {
   size_t bytes = std::min<size_t>(output.size(), request->output_length);
   if (bytes) std::memcpy(request->output, output.data(), bytes);
+  if (request->checked &&
+      ShortReply(request->shape, status, output.first(bytes), request->output_length)) {
+    status = kMalformedReply;
+  }
   if (request->fds) {
     request->fds->insert(request->fds->end(), fds.begin(), fds.end());
   } else {
@@ -323,6 +379,15 @@ Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input, ui
   if (!device) return Status::INVALID_HANDLE;
   return device->Ioctl(code, input, input_length, output, output_length, bytes_returned, overlapped,
                        nullptr);
+}
+
+Status DeviceIoControlChecked(DeviceHandle device, uint32_t code, const void* input,
+                              uint32_t input_length, void* output, uint32_t output_length,
+                              const ReplyShape& shape, uint32_t* bytes_returned,
+                              Overlapped* overlapped) {
+  if (!device) return Status::INVALID_HANDLE;
+  return device->Ioctl(code, input, input_length, output, output_length, bytes_returned, overlapped,
+                       nullptr, &shape);
 }
 
 Status DeviceIoControlWithFds(DeviceHandle device, uint32_t code, const void* input,

@@ -3,15 +3,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
-extern char** environ;
+#include "tied_child.h"
 
 namespace softib::integration {
 namespace {
@@ -59,18 +59,10 @@ bool Process::Start(const std::vector<std::string>& argv, int extra_fd_target) {
     return false;
   }
   if (extra_fd_target >= 0 && pipe2(extra, O_CLOEXEC) != 0) return false;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-  if (extra_fd_target >= 0) posix_spawn_file_actions_adddup2(&actions, extra[1], extra_fd_target);
-  std::vector<char*> args;
-  std::vector<std::string> copy = argv;
-  for (std::string& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  std::vector<std::pair<int, int>> dups = {{in[0], 0}, {out[1], 1}, {err[1], 2}};
+  if (extra_fd_target >= 0) dups.emplace_back(extra[1], extra_fd_target);
+  // Tied to this thread: the child gets SIGKILL when the test dies, however it dies.
+  pid_ = test_support::SpawnTied(argv, dups);
   close(in[0]);
   close(out[1]);
   close(err[1]);
@@ -79,8 +71,7 @@ bool Process::Start(const std::vector<std::string>& argv, int extra_fd_target) {
   stdout_.fd = out[0];
   stderr_.fd = err[0];
   extra_.fd = extra[0];
-  if (rc != 0) pid_ = -1;
-  return rc == 0;
+  return pid_ > 0;
 }
 
 bool Process::ReadLineFrom(Stream& stream, std::string* line, std::chrono::milliseconds limit) {
@@ -158,15 +149,11 @@ namespace {
 // Whether the kernel execs `binary` itself (IA32 emulation): softib_verbs_client without
 // arguments prints its usage and exits 2.
 bool KernelRuns(const std::string& binary) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  char* argv[] = {const_cast<char*>(binary.c_str()), nullptr};
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return false;
+  const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null < 0) return false;
+  const pid_t pid = test_support::SpawnTied({binary}, {{null, 1}, {null, 2}});
+  close(null);
+  if (pid <= 0) return false;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -14,6 +14,7 @@ softibd=$1
 perf=$2
 sm=$3
 
+source "$(dirname "$0")/../../../tests/support/tied.sh"  # "${tied[@]}": children die with us
 work=$(mktemp -d /tmp/softib_perf_cm.XXXXXX)
 pids=()
 cleanup() {
@@ -24,19 +25,22 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkfifo "$work/ready"
-"$softibd" --run-dir "$work/run" --fabric default --sm external --ready-fd 3 3>"$work/ready" \
-  >"$work/softibd.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/run" --fabric default --sm external --ready-fd 3 \
+  3>"$work/ready" >"$work/softibd.log" 2>&1 &
 pids+=($!)
 timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd not ready: $(cat "$work/softibd.log")"
-/usr/bin/stdbuf -oL "$sm" --run-dir "$work/run/host-0001" -q --sweep-interval 0 >"$work/sm.out" 2>&1 &
+"${tied[@]}" /usr/bin/stdbuf -oL "$sm" --run-dir "$work/run/host-0001" -q --sweep-interval 0 \
+  >"$work/sm.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 300); do grep -q "subnet up" "$work/sm.out" && break; sleep 0.1; done
 grep -q "subnet up" "$work/sm.out" || fail "softib-sm: $(cat "$work/sm.out")"
 
 # pair LABEL SERVER_ARGS -- CLIENT_ARGS: server on host-0003, client on host-0001, by a
-# service ID of their own; outputs in $work/LABEL.{server,client}.{out,err,rc}. The pairs
-# run at once: each ends with DREQ/DREP (time-wait is the CM's, after the processes left).
+# service ID of their own; outputs in $work/LABEL.{server,client}.{out,err}, exit codes in
+# .rc once collected. The pairs run at once: each ends with DREQ/DREP (time-wait is the
+# CM's, after the processes left). Every process gives up after its --timeout.
 base=$((0x50F7000000 + $$ * 16))
+declare -A runs  # LABEL.ROLE -> pid
 pair() {
   local label=$1 id
   id=$(printf '0x%x' $((base + ${#started[@]})))
@@ -44,17 +48,13 @@ pair() {
   local server_args=()
   while [[ $1 != -- ]]; do server_args+=("$1"); shift; done
   shift
-  (
-    "$perf" "${server_args[@]}" --run-dir "$work/run/host-0003" --service-id "$id" \
-      --timeout 10 >"$work/$label.server.out" 2>"$work/$label.server.err" || rc=$?
-    echo "${rc:-0}" >"$work/$label.server.rc"
-  ) &
+  "${tied[@]}" "$perf" "${server_args[@]}" --run-dir "$work/run/host-0003" --service-id "$id" \
+    --timeout 10 >"$work/$label.server.out" 2>"$work/$label.server.err" &
+  runs[$label.server]=$!
   pids+=($!)
-  (
-    "$perf" "$@" --run-dir "$work/run/host-0001" --service-id "$id" --connect --timeout 10 \
-      --json >"$work/$label.client.out" 2>"$work/$label.client.err" || rc=$?
-    echo "${rc:-0}" >"$work/$label.client.rc"
-  ) &
+  "${tied[@]}" "$perf" "$@" --run-dir "$work/run/host-0001" --service-id "$id" --connect \
+    --timeout 10 --json >"$work/$label.client.out" 2>"$work/$label.client.err" &
+  runs[$label.client]=$!
   pids+=($!)
   started+=("$label")
 }
@@ -63,16 +63,15 @@ pair lat send_lat -- send_lat -s 64 -n 200 --validate
 pair bw write_bw -- write_bw -a --min-size 4096 --max-size 65536 -n 50 -t 16 --validate
 pair refused write_bw -- read_bw -s 64 -n 10
 # No server: the SA has no ServiceRecord for the ID.
-(
-  "$perf" send_lat --run-dir "$work/run/host-0001" --service-id 0x50F7FFFFFF --connect \
-    --timeout 1 2>"$work/alone.err" || rc=$?
-  echo "${rc:-0}" >"$work/alone.rc"
-) &
+"${tied[@]}" "$perf" send_lat --run-dir "$work/run/host-0001" --service-id 0x50F7FFFFFF --connect \
+  --timeout 1 2>"$work/alone.err" &
+runs[alone]=$!
 pids+=($!)
-for _ in $(seq 300); do
-  done_count=$(find "$work" -maxdepth 1 -name "*.rc" | wc -l)
-  [[ $done_count -eq 7 ]] && break
-  sleep 0.1
+# Each exit code, as each process ends (bounded by its --timeout).
+for run in "${!runs[@]}"; do
+  rc=0
+  wait "${runs[$run]}" || rc=$?
+  echo "$rc" >"$work/$run.rc"
 done
 for f in "$work"/*.err; do cat "$f"; done
 rc() { cat "$work/$1.rc" 2>/dev/null || echo none; }

@@ -14,6 +14,7 @@ softibd=$1
 perf=$2
 mode=$3
 
+source "$(dirname "$0")/../../../tests/support/tied.sh"  # "${tied[@]}": children die with us
 work=$(mktemp -d /tmp/softib_perf_it.XXXXXX)
 daemon_pid=""
 server_pid=""
@@ -27,7 +28,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkfifo "$work/ready"
-"$softibd" --run-dir "$work/run" --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/run" --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
 daemon_pid=$!
 timeout 20 head -n1 "$work/ready" | grep -q ready || fail "softibd not ready: $(cat "$work/softibd.log")"
 
@@ -39,7 +40,7 @@ run_pair() {
   shift
   client_args=("$@")
   local oob="unix:$work/oob.sock"
-  "$perf" "${server_args[@]}" --run-dir "$run_dir" --oob "$oob" --timeout 20 \
+  "${tied[@]}" "$perf" "${server_args[@]}" --run-dir "$run_dir" --oob "$oob" --timeout 20 \
     >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   client_rc=0

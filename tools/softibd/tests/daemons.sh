@@ -3,6 +3,8 @@
 # waits until a daemon is ready; wait_port waits for a host port's state. Needs $softibd;
 # sets $work.
 set -euo pipefail
+# "${tied[@]}": the daemons and clients die with this shell, however it ends.
+source "$(dirname "${BASH_SOURCE[0]}")/../../../tests/support/tied.sh"
 work=$(mktemp -d /tmp/softib_daemons.XXXXXX)
 pids=()
 stop_daemons() {
@@ -22,7 +24,7 @@ start_daemon() {
   shift
   rm -f "$work/ready"
   mkfifo "$work/ready"
-  "$softibd" "$@" --ready-fd 3 3>"$work/ready" >"$work/$label.log" 2>&1 &
+  "${tied[@]}" "$softibd" "$@" --ready-fd 3 3>"$work/ready" >"$work/$label.log" 2>&1 &
   pids+=($!)
   timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd $label not ready: $(cat "$work/$label.log")"
 }

@@ -9,6 +9,7 @@ set -euo pipefail
 softibd=$1
 perf=$2
 
+source "$(dirname "$0")/../../../tests/support/tied.sh"  # "${tied[@]}": children die with us
 work=$(mktemp -d /tmp/softibd_fabric.XXXXXX)
 daemon_pid=""
 server_pid=""
@@ -27,7 +28,8 @@ rc=0
 grep -q "softibd: error: --fabric $work/no-such.topo" "$work/bad.out" || fail "bad --fabric: $(cat "$work/bad.out")"
 
 mkfifo "$work/ready"
-"$softibd" --run-dir "$work/run" --fabric default --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/run" --fabric default --ready-fd 3 3>"$work/ready" \
+  >"$work/softibd.log" 2>&1 &
 daemon_pid=$!
 timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd not ready: $(cat "$work/softibd.log")"
 log=$(cat "$work/softibd.log")
@@ -45,8 +47,8 @@ run_pair() {
   local server=$1 client=$2 test=$3
   shift 3
   local oob="unix:$work/oob-$server-$client.sock"
-  "$perf" "$test" "$@" --run-dir "$work/run/$server" --oob "$oob" --timeout 20 --validate \
-    >"$work/server.out" 2>"$work/server.err" &
+  "${tied[@]}" "$perf" "$test" "$@" --run-dir "$work/run/$server" --oob "$oob" --timeout 20 \
+    --validate >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   local client_rc=0
   "$perf" "$test" "$@" --run-dir "$work/run/$client" --oob "$oob" --connect --timeout 20 \

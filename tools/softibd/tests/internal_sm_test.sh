@@ -49,8 +49,8 @@ query_nr "$run/host-0002" 7 4
 
 # host-0002 (leaf 1) to host-0004 (leaf 2): host -> leaf -> spine -> leaf -> host.
 oob="unix:$work/oob.sock"
-"$perf" send_lat -s 8 -n 300 --validate --run-dir "$run/host-0004" --oob "$oob" --timeout 20 \
-  >"$work/server.out" 2>&1 &
+"${tied[@]}" "$perf" send_lat -s 8 -n 300 --validate --run-dir "$run/host-0004" --oob "$oob" \
+  --timeout 20 >"$work/server.out" 2>&1 &
 server=$!
 "$perf" send_lat -s 8 -n 300 --validate --run-dir "$run/host-0002" --oob "$oob" --connect \
   --timeout 20 --json >"$work/client.out" 2>&1 || fail "send_lat: $(cat "$work/client.out" "$work/server.out")"

@@ -33,8 +33,8 @@ run_perf() {
   local test=$1
   shift
   local oob="unix:$work/oob-$test.sock"
-  "$perf" "$test" "$@" --validate --run-dir "$run_b/host-0003" --oob "$oob" --timeout 20 \
-    >"$work/server.out" 2>&1 &
+  "${tied[@]}" "$perf" "$test" "$@" --validate --run-dir "$run_b/host-0003" --oob "$oob" \
+    --timeout 20 >"$work/server.out" 2>&1 &
   local server=$!
   "$perf" "$test" "$@" --validate --run-dir "$run_a/host-0001" --oob "$oob" --connect --timeout 20 \
     >"$work/client.out" 2>&1 || fail "$test across the tunnel: $(cat "$work/client.out" "$work/server.out")"

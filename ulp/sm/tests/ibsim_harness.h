@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tied_child.h"
+
 namespace softib::sm::testing {
 
 inline bool OnPath(const std::string& program) {
@@ -46,8 +48,10 @@ class Child {
         const std::map<std::string, std::string>& env, const std::string& stderr_file = "") {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
+      test_support::DieWithParent(parent);  // no ibsim or tool outlives the test
       ::dup2(fds[1], 1);
       if (stderr_file.empty()) {
         ::dup2(fds[1], 2);

@@ -24,6 +24,7 @@ for tool in ibsim-run smpquery ibroute ibportstate; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps.sh)"; exit 1; }
 done
 
+source "$(dirname "$0")/../../../tests/support/tied.sh"  # "${tied[@]}": children die with us
 work=$(mktemp -d /tmp/softib_mcast.XXXXXX)
 daemon_pid=""
 sm_pid=""
@@ -41,8 +42,8 @@ fail() {
 
 name="softib-mcast-$$"
 mkfifo "$work/ready"
-"$softibd" --run-dir "$work/run" --fabric default --ibsim "$name" --sm external --ready-fd 3 \
-  3>"$work/ready" >"$work/softibd.log" 2>&1 &
+"${tied[@]}" "$softibd" --run-dir "$work/run" --fabric default --ibsim "$name" --sm external \
+  --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
 daemon_pid=$!
 timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd not ready: $(cat "$work/softibd.log")"
 
@@ -70,7 +71,7 @@ Default=0x7fff, ipoib :
 storage=0x0002 : 0x$g1=full, 0x$g3=full,
                  0x$g4=limited ;
 CONF
-env -u LD_PRELOAD SIM_HOST=host-0001 IBSIM_SOCKNAME="$name" ibsim-run "$softib_sm" \
+"${tied[@]}" env -u LD_PRELOAD SIM_HOST=host-0001 IBSIM_SOCKNAME="$name" ibsim-run "$softib_sm" \
   --Pconfig "$work/partitions.conf" --sweep-interval 0 -q >"$work/sm.out" 2>"$work/sm.err" &
 sm_pid=$!
 for _ in $(seq 200); do
@@ -132,7 +133,7 @@ bcast_hex=ff12401bffff000000000000ffffffff
 for h in 2 3 4; do
   # Members stop after the 3 messages (at most 10 s); the non-member listens for 1.5 s.
   window=10; [[ $h == 4 ]] && window=1.5
-  "$mcast" "$work/run/host-000$h" recv $bcast_hex 0xc000 $window 0 3 >"$work/recv$h" 2>&1 &
+  "${tied[@]}" "$mcast" "$work/run/host-000$h" recv $bcast_hex 0xc000 $window 0 3 >"$work/recv$h" 2>&1 &
   eval "recv$h=\$!"
 done
 for h in 2 3 4; do
@@ -152,7 +153,7 @@ port2=$(sim host-0002 smpquery -D nodeinfo 0,1 | sed -n 's/^LocalPort:\.*\([0-9]
 l3=$(lid host-0003)
 sw_before=$(violations "$leaf1" "$port2"); ca_before=$(violations "$l3" 1)
 for h in 2 3; do
-  "$mcast" "$work/run/host-000$h" recv $bcast_hex 0xc000 1.5 >"$work/recv$h" 2>&1 &
+  "${tied[@]}" "$mcast" "$work/run/host-000$h" recv $bcast_hex 0xc000 1.5 >"$work/recv$h" 2>&1 &
   eval "recv$h=\$!"
   for _ in $(seq 100); do grep -q ready "$work/recv$h" && break; sleep 0.05; done
 done

@@ -2,21 +2,24 @@
 #include "fixture_proxy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace softib::user::proxy {
 
 Status FixCreateCq(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out) {
+  constexpr ReplyShape kShape{sizeof(abi::FixCreateCqOut), 0, 0, 0};
   uint32_t returned = 0;
-  return DeviceIoControl(device, abi::kIoctlFixCreateCq, &in, sizeof(abi::FixCreateCqIn), &out,
-                         sizeof(abi::FixCreateCqOut), &returned, nullptr);
+  return DeviceIoControlChecked(device, abi::kIoctlFixCreateCq, &in, sizeof(abi::FixCreateCqIn),
+                                &out, sizeof(abi::FixCreateCqOut), kShape, &returned, nullptr);
 }
 
 Status FixCreateCqAsync(DeviceHandle device, const abi::FixCreateCqIn& in, abi::FixCreateCqOut& out,
                         Overlapped* overlapped) {
-  return DeviceIoControl(device, abi::kIoctlFixCreateCq, &in, sizeof(abi::FixCreateCqIn), &out,
-                         sizeof(abi::FixCreateCqOut), nullptr, overlapped);
+  constexpr ReplyShape kShape{sizeof(abi::FixCreateCqOut), 0, 0, 0};
+  return DeviceIoControlChecked(device, abi::kIoctlFixCreateCq, &in, sizeof(abi::FixCreateCqIn),
+                                &out, sizeof(abi::FixCreateCqOut), kShape, nullptr, overlapped);
 }
 
 Status FixDestroyCq(DeviceHandle device, const abi::FixDestroyCqIn& in) {

@@ -122,6 +122,10 @@ enum class Status : uint32_t {
   INVALID_SA_INFORM_HANDLE = 63,
   INVALID_IOC_HANDLE = 64,
   INVALID_IOC_SERVICE_HANDLE = 65,
+  /// A user proxy's answer was shorter than the verb's output: its structure, or (for a
+  /// success) the array elements its count names, as many as the caller's buffer holds.
+  /// The output is not valid; the kernel's own status is lost.
+  MALFORMED_REPLY = 66,
 };
 
 constexpr bool IsValid(Status v) {
@@ -192,6 +196,7 @@ constexpr bool IsValid(Status v) {
     case Status::INVALID_SA_INFORM_HANDLE:
     case Status::INVALID_IOC_HANDLE:
     case Status::INVALID_IOC_SERVICE_HANDLE:
+    case Status::MALFORMED_REPLY:
       return true;
   }
   return false;
@@ -331,6 +336,8 @@ constexpr const char* ToString(Status v) {
       return "INVALID_IOC_HANDLE";
     case Status::INVALID_IOC_SERVICE_HANDLE:
       return "INVALID_IOC_SERVICE_HANDLE";
+    case Status::MALFORMED_REPLY:
+      return "MALFORMED_REPLY";
   }
   return nullptr;
 }
@@ -407,6 +414,7 @@ struct EnumTraits<Status> {
       Status::INVALID_SA_INFORM_HANDLE,
       Status::INVALID_IOC_HANDLE,
       Status::INVALID_IOC_SERVICE_HANDLE,
+      Status::MALFORMED_REPLY,
   };
 };
 

@@ -5,6 +5,7 @@
 
 namespace softib::kernel {
 
+class Node;
 struct DeviceObject;
 struct IoWorkItem;
 
@@ -18,5 +19,12 @@ void IoQueueWorkItem(IoWorkItem* item, IoWorkItemRoutine routine, void* context)
 
 // Frees an item that is not queued (the routine may free its own item).
 void IoFreeWorkItem(IoWorkItem* item);
+
+// Waits until the node's workers are idle: every work item queued before the call has run,
+// and so has whatever it queued in turn (PnP notifications are delivered by work items
+// too). Work that other threads keep queueing meanwhile delays the return. PASSIVE only, and
+// never from one of the node's work items (it would wait for itself). The counterpart of
+// KeFlushQueuedDpcs: a barrier for tests ("nothing was delivered" once it returns).
+void IoFlushQueuedWorkItems(Node* node);
 
 }  // namespace softib::kernel

@@ -55,6 +55,31 @@ Status DeviceIoControl(DeviceHandle device, uint32_t code, const void* input, ui
                        void* output, uint32_t output_length, uint32_t* bytes_returned,
                        Overlapped* overlapped);
 
+// The least output a verb's answer carries (the generated proxies state it from the IDL):
+// its output structure and, when that ends in a variable array and the answer is SUCCESS,
+// the elements its count field names, as many as the caller's output buffer holds (a
+// failure's count may name what the caller would need instead). The count is read from
+// the answer (host byte order, like the whole structure).
+struct ReplyShape {
+  uint32_t fixed_bytes = 0;   // the output structure
+  uint32_t elem_bytes = 0;    // one array element; 0: no variable array
+  uint32_t count_offset = 0;  // of the count field in the output structure
+  uint32_t count_bytes = 0;   // its width: 1, 2, 4 or 8
+};
+
+// The status of an answer shorter than its ReplyShape: with any status, when it carries
+// some output; with SUCCESS also when it carries none (a failure may carry none: a
+// request the kernel refused before its handler ran).
+inline constexpr Status kMalformedReply = Status::MALFORMED_REPLY;
+
+// DeviceIoControl that checks the answer against `shape` as it completes: a short answer
+// completes with kMalformedReply instead of its own status (the synchronous return, or
+// Internal and GetOverlappedResult for an overlapped request), bytes returned as received.
+Status DeviceIoControlChecked(DeviceHandle device, uint32_t code, const void* input,
+                              uint32_t input_length, void* output, uint32_t output_length,
+                              const ReplyShape& shape, uint32_t* bytes_returned,
+                              Overlapped* overlapped);
+
 // The result of an overlapped request: its final status and output bytes. With `wait`
 // false, returns PENDING while it is still in flight.
 Status GetOverlappedResult(DeviceHandle device, Overlapped* overlapped, uint32_t* bytes_returned,
