@@ -209,8 +209,11 @@ TEST_F(AlSmTest, MalformedRequestsGetErrorsAndTheSaStaysUp) {
 TEST_F(AlSmTest, TwoSmsMasterAndStandbyThenTakeOver) {
   ASSERT_NO_FATAL_FAILURE(StartSoftibd({"--fabric", "default", "--sm", "external"}));
   ASSERT_NO_FATAL_FAILURE(StartMaster());
+  // SMP timeout 500 ms: the standby must hear the master's SMInfo in its first sweep even
+  // under ThreadSanitizer on a loaded machine (at 100 ms it once took the master for gone and
+  // swept as a second MASTER).
   Child standby({"stdbuf", "-oL", SOFTIB_SM_BINARY, "--run-dir", Host(3), "-q", "--sweep-interval",
-                 "0", "--poll-interval", "0.2", "-t", "100", "-r", "1"},
+                 "0", "--poll-interval", "0.2", "-t", "500", "-r", "1"},
                 dir_, {}, dir_ + "/standby.err");
   ASSERT_TRUE(standby.WaitFor("STANDBY (first sweep), following MASTER")) << standby.output();
 
