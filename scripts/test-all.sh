@@ -13,7 +13,8 @@
 # then every libFuzzer target briefly from its committed seed corpus (scripts/fuzz.sh;
 # SOFTIB_FUZZ_SECONDS in total, default 20). `main` (the main job alone on the default
 # preset, as the README's first command runs it) is not in CI's list.
-# Every preset builds in unity batches (CMakePresets.json): CI's time is mostly compiling.
+# Every preset builds in unity batches (CMakePresets.json): CI's time is mostly compiling,
+# so while one preset's tests run the next presets compile at nice 19 (prebuild below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${SOFTIB_JOBS:-2}
@@ -31,7 +32,56 @@ asan_env=(
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 )
 
+# Build options of the 64-bit presets: the 32-bit clients of the m32 tree, once built.
+configure_args() {
+  [ "$1" = m32 ] && return
+  [ -x "$m32_channel_client" ] && echo "-DSOFTIB_M32_CHANNEL_CLIENT=$m32_channel_client"
+  [ -x "$m32_verbs_client" ] && echo "-DSOFTIB_M32_VERBS_CLIENT=$m32_verbs_client"
+  return 0
+}
+build_args() {  # what each preset builds
+  case "$1" in
+    tsan) echo --target softib_threaded ;;
+    fuzz) echo --target softib_fuzzers ;;
+  esac
+}
+# While a preset's tests run, the next presets compile at the lowest priority in the
+# background: a nice-19 compiler gets only the CPU the tests leave idle (they wait on
+# processes, sockets and timers much of the time), so it costs them nothing and CI's wall
+# time shrinks by what it got done. The foreground build of a preset waits for its
+# background one, then finishes the rest (or reports its errors).
+prebuild_pid=""
+prebuild() {  # prebuild [PRESET...]: configures and builds them in turn, in the background
+  (
+    for p in "$@"; do
+      # shellcheck disable=SC2046
+      cmake --preset "$p" $(configure_args "$p") >/dev/null 2>&1 &&
+        nice -n 19 cmake --build --preset "$p" -j "$jobs" $(build_args "$p") \
+          >"build/prebuild-$p.log" 2>&1 || true
+    done
+  ) &
+  prebuild_pid=$!
+}
+wait_prebuild() {
+  if [ -n "$prebuild_pid" ]; then
+    wait "$prebuild_pid" || true
+    prebuild_pid=""
+  fi
+}
+next_preset() {  # the preset after $1 (fuzz after the last)
+  local after=0 p
+  for p in $presets fuzz; do
+    if [ "$after" = 1 ]; then
+      echo "$p"
+      return 0
+    fi
+    [ "$p" = "$1" ] && after=1
+  done
+  return 0
+}
+
 phase_times=()
+mkdir -p build
 for preset in $presets; do
   echo "=== softib: preset ${preset} ==="
   phase_start=$SECONDS
@@ -41,27 +91,23 @@ for preset in $presets; do
     echo "=== softib: ${phase_times[-1]} ==="
     continue
   fi
-  extra=()
-  if [ "$preset" != m32 ]; then
-    [ -x "$m32_channel_client" ] && extra+=(-DSOFTIB_M32_CHANNEL_CLIENT="$m32_channel_client")
-    [ -x "$m32_verbs_client" ] && extra+=(-DSOFTIB_M32_VERBS_CLIENT="$m32_verbs_client")
-  fi
-  cmake --preset "$preset" "${extra[@]}" >/dev/null
+  wait_prebuild
+  # shellcheck disable=SC2046
+  cmake --preset "$preset" $(configure_args "$preset") >/dev/null
+  # shellcheck disable=SC2046
+  cmake --build --preset "$preset" -j "$jobs" $(build_args "$preset")
+  build_done=$SECONDS
+  # shellcheck disable=SC2046
+  prebuild $(next_preset "$preset")
   case "$preset" in
     tsan)
-      cmake --build --preset tsan -j "$jobs" --target softib_threaded
-      build_done=$SECONDS
       ctest --preset tsan
       scripts/check-test-counts.sh build/tsan tsan --label threaded --exclude umad2sim
       ;;
+    default) ;;  # its tests are the asan phase's (the same suite, sanitised)
     *)
-      cmake --build --preset "$preset" -j "$jobs"
-      build_done=$SECONDS
-      # The default preset's tests are the asan phase's (the same suite, sanitised).
-      if [ "$preset" != default ]; then
-        ctest --preset "$preset" -j "$jobs"
-        scripts/check-test-counts.sh "build/$preset" "$preset"  # tests/min_test_counts.txt
-      fi
+      ctest --preset "$preset" -j "$jobs"
+      scripts/check-test-counts.sh "build/$preset" "$preset"  # tests/min_test_counts.txt
       ;;
   esac
   phase_times+=("${preset}: build $((build_done - phase_start)) s, tests $((SECONDS - build_done)) s")
@@ -77,6 +123,7 @@ for preset in $presets; do
     echo "=== softib: ${phase_times[-1]} ==="
   fi
 done
+wait_prebuild
 phase_start=$SECONDS
 scripts/fuzz.sh "${SOFTIB_FUZZ_SECONDS:-20}"
 phase_times+=("fuzz: $((SECONDS - phase_start)) s")

@@ -44,6 +44,7 @@ NodeHarness::NodeHarness(std::unique_ptr<TestNode> node)
     std::fprintf(stderr, "conformance harness: the SA responder does not start\n");
     std::abort();
   }
+  SetSettleHook([sa = sa_.get()] { sa->Settle(); });
   far_end_ = std::make_unique<FarEnd>(node_->node(), node_->client_device(), guids[1]);
   const std::string ca_socket = node_->SocketPath(node_->ca_device());
   user_ = std::make_unique<Side>(std::make_unique<ChannelEnv>(ca_socket, true, node_->node()), guid,
@@ -66,6 +67,7 @@ NodeHarness::~NodeHarness() {
   foreign_.reset();
   user_.reset();
   far_end_.reset();
+  SetSettleHook({});
   sa_.reset();
   node_.reset();
 }

@@ -166,12 +166,21 @@ void SaResponder::Run() {
     abi::GetMadEventOut out{};
     std::fill(mad.begin(), mad.end(), 0);
     Status status = kernel::IbGetMadEvent(al, {{svc_}}, out, mad, irp);
+    {
+      std::lock_guard lock(idle_mutex_);
+      waiting_on_ = &wait.done;
+    }
+    idle_cv_.notify_all();
     bool cancelled = false;
     while (kernel::KeWaitForSingleObject(&wait.done, kSaStopCheck) != Status::SUCCESS) {
       if (stopping_ && !cancelled) {
         kernel::IoCancelIrp(irp);
         cancelled = true;
       }
+    }
+    {
+      std::lock_guard lock(idle_mutex_);
+      waiting_on_ = nullptr;
     }
     if (status == Status::PENDING) status = irp->IoStatus.Status;
     kernel::IoFreeIrp(irp);
@@ -180,6 +189,14 @@ void SaResponder::Run() {
     if (out.event.kind != abi::MadEventKind::RECEIVED) continue;  // our answers' completions
     Answer(out.event, std::vector<uint8_t>(mad.begin(), mad.begin() + out.mad_length));
   }
+}
+
+void SaResponder::Settle() {
+  std::unique_lock lock(idle_mutex_);
+  // Bounded: a thread that stopped answering fails the verb it was asked for, not the run.
+  idle_cv_.wait_for(lock, std::chrono::seconds(5), [&] {
+    return stopping_ || !thread_.joinable() || (waiting_on_ != nullptr && !waiting_on_->IsSet());
+  });
 }
 
 void SaResponder::Answer(const abi::MadEventRecord& from, const std::vector<uint8_t>& request) {

@@ -9,11 +9,14 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "softib/abi/types.h"
+#include "softib/kernel/event.h"
 
 #include "far_end.h"
 
@@ -33,6 +36,10 @@ class SaResponder {
   void Stop();
   // Requests answered so far.
   uint64_t answered() const { return answered_.load(); }
+  // Returns once the thread waits for a MAD with none delivered to it: every request the AL
+  // has handed it is answered (the answers queued in the node). The harness calls it before
+  // it judges a wait verb still pending (verb_env.h's SetSettleHook).
+  void Settle();
 
  private:
   void Run();
@@ -46,6 +53,9 @@ class SaResponder {
   std::thread thread_;
   std::atomic<bool> stopping_{false};  // the thread cancels its pending GetMadEvent and ends
   std::atomic<uint64_t> answered_{0};
+  std::mutex idle_mutex_;
+  std::condition_variable idle_cv_;
+  const kernel::KEvent* waiting_on_ = nullptr;  // the pending GetMadEvent's event, while waiting
 };
 
 }  // namespace softib::conformance

@@ -26,11 +26,28 @@ using kernel::Status;
 constexpr uint32_t kRoundTripIoctl =
     abi::CtlCode(abi::kFileDeviceInfiniband, 0xFFF, abi::kMethodBuffered, 3);
 
-// Runs what `node` has queued: DPCs, the work items they queue, the DPCs those queue.
-void FlushNode(kernel::Node* node) {
+std::function<void()>& SettleHook() {
+  static std::function<void()> hook;
+  return hook;
+}
+
+void FlushQueues(kernel::Node* node) {
   kernel::KeFlushQueuedDpcs(node);
   kernel::IoFlushQueuedWorkItems(node);
   kernel::KeFlushQueuedDpcs(node);
+}
+
+// Runs what `node` has queued: DPCs, the work items they queue, the DPCs those queue; with a
+// settle hook, also each exchange with the harness's peers that this sets off (a request
+// delivered, answered on the peer's thread, the answer delivered and completed: a few rounds,
+// RMPP's ACKs included).
+void FlushNode(kernel::Node* node) {
+  FlushQueues(node);
+  if (!SettleHook()) return;
+  for (int round = 0; round < 4; ++round) {
+    SettleHook()();
+    FlushQueues(node);
+  }
 }
 
 // An output buffer the generated code may view as its output structures: 8-byte aligned.
@@ -94,6 +111,8 @@ CallResult FromCompletion(const Completion& c) {
 bool IsWait(const VerbInfo& verb) {
   return verb.async && fuzz::MayReturn(verb, abi::Status::CANCELED);
 }
+
+void SetSettleHook(std::function<void()> hook) { SettleHook() = std::move(hook); }
 
 // ---- ChannelEnv
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -16,6 +17,11 @@
 #include "softib/user/device_io.h"
 
 namespace softib::conformance {
+
+// What else runs before a wait verb still pending is cancelled, besides the node's DPCs and
+// work items: the threads of the harness's own peers (the SA responder answers on a thread of
+// its own). Set by the harness that starts them; an empty function clears it.
+void SetSettleHook(std::function<void()> hook);
 
 using fuzz::VerbInfo;
 
