@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
-# check-test-counts.sh BUILD_DIR PRESET [--label L] [--exclude L] [FOLDER...]: fails when a
+# check-test-counts.sh BUILD_DIR PRESET [--label L] [--exclude-tests RE] [FOLDER...]: fails when a
 # label of PRESET has fewer tests in BUILD_DIR than its minimum in tests/min_test_counts.txt,
 # so that the suite cannot shrink silently (a folder, a test binary or a gtest case dropped
 # from the build). With --label L, counts only the tests that also carry label L, with
-# --exclude L only those that do not (the tsan preset runs the label `threaded` but not
-# `umad2sim`); with FOLDERs, the tests of BUILD_DIR/FOLDER for each; without, the whole
-# tree. Prints every label's count and minimum.
+# --exclude-tests RE only those whose names do not match RE (the tsan preset runs the label
+# `threaded` but not the suites under umad2sim); with FOLDERs, the tests of BUILD_DIR/FOLDER
+# for each; without, the whole tree. Prints every label's count and minimum.
 #
 # Run it after the build: gtest_discover_tests(DISCOVERY_MODE PRE_TEST) lists a binary's
 # cases only once the binary exists. A label of the tree with no minimum for PRESET fails
 # too (add its line). How to raise a minimum: tests/min_test_counts.txt.
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  echo "usage: $0 BUILD_DIR PRESET [--label L] [--exclude L] [FOLDER...]" >&2
+  echo "usage: $0 BUILD_DIR PRESET [--label L] [--exclude-tests RE] [FOLDER...]" >&2
   exit 2
 fi
 build=$1
 preset=$2
 shift 2
 base=()
-while [ "${1:-}" = --label ] || [ "${1:-}" = --exclude ]; do
-  if [ "$1" = --label ]; then base+=(-L "^$2\$"); else base+=(-LE "^$2\$"); fi
+while [ "${1:-}" = --label ] || [ "${1:-}" = --exclude-tests ]; do
+  if [ "$1" = --label ]; then base+=(-L "^$2\$"); else base+=(-E "$2"); fi
   shift 2
 done
 folders=("$@")

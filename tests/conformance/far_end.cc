@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "claimed_irp.h"
 #include "kernel/verbs_ca_direct.h"
 #include "kernel/verbs_cm_direct.h"
 #include "kernel/verbs_cq_direct.h"
@@ -24,15 +25,6 @@ namespace softib::conformance {
 using abi::Status;
 
 namespace {
-
-struct FarEndIrpWait {
-  kernel::KEvent done{kernel::EventType::kNotification};
-};
-
-kernel::CompletionAction FarEndIrpDone(kernel::DeviceObject*, kernel::Irp*, void* context) {
-  kernel::KeSetEvent(&static_cast<FarEndIrpWait*>(context)->done);
-  return kernel::CompletionAction::kMoreProcessingRequired;  // the waiter frees the IRP
-}
 
 bool FarEndOk(Status status, const char* what) {
   if (status != Status::SUCCESS) {
@@ -90,8 +82,8 @@ Status CallWithIrp(kernel::Node* node, const std::function<Status(kernel::Irp*)>
                    std::chrono::nanoseconds limit) {
   kernel::Irp* irp = kernel::IoAllocateIrp(1);
   kernel::IoSetIrpNode(irp, node);
-  FarEndIrpWait wait;
-  kernel::IoSetCompletionRoutine(irp, &FarEndIrpDone, &wait, true, true, true);
+  ClaimedIrpWait wait;
+  kernel::IoSetCompletionRoutine(irp, &ClaimedIrpDone, &wait, true, true, true);
   Status status = call(irp);  // completes the IRP too, now or when the call ends
   if (kernel::KeWaitForSingleObject(&wait.done, limit) != Status::SUCCESS) {
     kernel::IoCancelIrp(irp);

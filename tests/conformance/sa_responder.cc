@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "claimed_irp.h"
 #include "kernel/runtime_ioctls_direct.h"
 #include "kernel/verbs_al_direct.h"
 #include "kernel/verbs_ca_direct.h"
@@ -31,15 +32,6 @@ constexpr std::size_t kSaHeaderBytes = 56;    // MAD header, RMPP header, SA hea
 constexpr std::size_t kSaMlidOffset = 36;     // in an MCMemberRecord
 constexpr uint16_t kSaMlid = 0xC010;          // the group every join gets
 constexpr auto kSaStopCheck = std::chrono::milliseconds(50);
-
-struct SaResponderWait {
-  kernel::KEvent done{kernel::EventType::kNotification};
-};
-
-kernel::CompletionAction SaResponderIrpDone(kernel::DeviceObject*, kernel::Irp*, void* context) {
-  kernel::KeSetEvent(&static_cast<SaResponderWait*>(context)->done);
-  return kernel::CompletionAction::kMoreProcessingRequired;  // the thread frees the IRP
-}
 
 bool SaStep(Status status, const char* what) {
   if (status != Status::SUCCESS) {
@@ -161,8 +153,8 @@ void SaResponder::Run() {
     // Stop while it waits and then cancels it.
     kernel::Irp* irp = kernel::IoAllocateIrp(1);
     kernel::IoSetIrpNode(irp, node_);
-    SaResponderWait wait;
-    kernel::IoSetCompletionRoutine(irp, &SaResponderIrpDone, &wait, true, true, true);
+    ClaimedIrpWait wait;
+    kernel::IoSetCompletionRoutine(irp, &ClaimedIrpDone, &wait, true, true, true);
     abi::GetMadEventOut out{};
     std::fill(mad.begin(), mad.end(), 0);
     Status status = kernel::IbGetMadEvent(al, {{svc_}}, out, mad, irp);
