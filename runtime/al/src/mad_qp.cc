@@ -89,6 +89,16 @@ struct Release {
 
 // Out of the CA's table and stopped; the rest of Stop (which waits for the QP's DPCs) runs
 // at PASSIVE: here when the caller is, else from a work item.
+//
+// Why the work item stays (issue 17 asked): DestroyQp of a MAD QP is callable at DISPATCH,
+// and SpecialQp::Stop must not free the QP's timer and completion DPC objects, nor give the
+// CI back the CQ, MR and PD its DPCs still use, until those DPCs have run. The only way the
+// emulated kernel offers to learn that is KeFlushQueuedDpcs, which waits (PASSIVE only).
+// Nothing here waits for the HCA: the CI's releases never block, so the AL sending its CI
+// calls as IRPs does not by itself let this go. What would: an asynchronous DPC flush in
+// runtime/kernel (a completion, e.g. a DPC or IRP, queued once every DPC queued before it
+// has run), or SpecialQp counting its DPC routines in flight behind dpc_gate_ so that the
+// last one out finishes the release; then Stop's second half runs from that completion.
 void ReleaseMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp> qp) {
   {
     kernel::SpinLockGuard guard(ca->lock);

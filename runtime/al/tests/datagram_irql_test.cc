@@ -2,6 +2,7 @@
 // dispatch-level verbs called at DISPATCH under the verifier.
 #include "kernel_client.h"
 #include "softib/kernel/irql.h"
+#include "softib/kernel/work_item.h"
 
 namespace softib::testing {
 namespace {
@@ -152,6 +153,55 @@ TEST(Irql, DispatchLevelVerbsRunAtDispatchWithoutBlocking) {
   EXPECT_EQ(kernel::IbDestroyQp(client.al(), {qp.qp}), Status::SUCCESS);
   EXPECT_EQ(kernel::IbDestroyCq(client.al(), {cq.cq}), Status::SUCCESS);
   EXPECT_EQ(kernel::IbDeallocPd(client.al(), {pd.pd}), Status::SUCCESS);
+}
+
+// A MAD QP's destroy at DISPATCH (issue 17's "fewer threads" kept ReleaseMadQp's work item:
+// mad_qp.cc says why): the verb succeeds without blocking under the verifier, the QP is gone
+// at once, and once the work item ran the same PD and CQ take a new MAD QP up to RTS and
+// give it back at PASSIVE.
+TEST(Irql, MadQpDestroyedAtDispatchIsReleasedByItsWorkItem) {
+  auto node = BootDefault("irql-mad-qp");
+  ASSERT_TRUE(node);
+  Client client(node->node());
+  abi::OpenCaOut ca{};
+  ASSERT_EQ(client.OpenCa({{client.al_handle()}, htobe64(node->ca_guids()[0]), 0}, &ca),
+            Status::SUCCESS);
+  abi::AllocPdOut pd{};
+  ASSERT_EQ(kernel::IbAllocPd(client.al(), {ca.ca, abi::PdType::NORMAL, 0, 0}, pd),
+            Status::SUCCESS);
+  abi::CreateCqOut cq{};
+  ASSERT_EQ(kernel::IbCreateCq(client.al(), {ca.ca, 64, 0, 0}, cq), Status::SUCCESS);
+  abi::CreateQpIn qp_in{};
+  qp_in.pd = pd.pd;
+  qp_in.send_cq = cq.cq;
+  qp_in.recv_cq = cq.cq;
+  qp_in.params.qp_type = abi::QpType::MAD;
+  qp_in.params.caps = {16, 16, 1, 1, 0, 0};
+  const uint32_t qps_before = al::QueryNodeObjectCounts(node->access_layer()).qp;
+  abi::CreateQpOut qp{};
+  ASSERT_EQ(kernel::IbCreateQp(client.al(), qp_in, qp), Status::SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, qp.qp.value, 0x80010000));
+  EXPECT_EQ(al::QueryNodeObjectCounts(node->access_layer()).qp, qps_before + 1);
+  {
+    kernel::ScopedIrql dispatch(kernel::Irql::kDispatch);
+    EXPECT_EQ(kernel::IbDestroyQp(client.al(), {qp.qp}), Status::SUCCESS);
+  }
+  EXPECT_EQ(al::QueryNodeObjectCounts(node->access_layer()).qp, qps_before);
+  abi::QueryQpOut gone{};
+  EXPECT_EQ(kernel::IbQueryQp(client.al(), {qp.qp}, gone), Status::INVALID_QP_HANDLE);
+  kernel::IoFlushQueuedWorkItems(node->node());  // the release's second half has run
+
+  abi::CreateQpOut again{};
+  ASSERT_EQ(kernel::IbCreateQp(client.al(), qp_in, again), Status::SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(BringUpUd(client, again.qp.value, 0x80010000));
+  abi::QueryQpOut query{};
+  ASSERT_EQ(kernel::IbQueryQp(client.al(), {again.qp}, query), Status::SUCCESS);
+  EXPECT_EQ(query.attributes.qp_type, abi::QpType::MAD);
+  EXPECT_EQ(query.attributes.state, abi::QpState::RTS);
+  EXPECT_EQ(kernel::IbDestroyQp(client.al(), {again.qp}), Status::SUCCESS);
+  EXPECT_EQ(kernel::IbDestroyCq(client.al(), {cq.cq}), Status::SUCCESS);
+  EXPECT_EQ(kernel::IbDeallocPd(client.al(), {pd.pd}), Status::SUCCESS);
+  EXPECT_EQ(al::QueryNodeObjectCounts(node->access_layer()).qp, qps_before);
 }
 
 }  // namespace

@@ -367,6 +367,15 @@ void IocPnp::TimerDpc(kernel::Kdpc*, void* context, void*, void*) {
   pnp->QueueWork();
 }
 
+// The sweep's start and finish run from a work item, not from the timer's DPC or the last
+// query's completion, and must (issue 17 asked): both take the AL's pnp_mutex, a FastMutex
+// (it waits: PASSIVE/APC only) that orders the IOU/IOC records against PnP registrations
+// (RegisterPnp posts the present state under it) and against CA arrival and removal (which
+// start and stop GSI agents under it; GsiAgent::Close is PASSIVE). Start also
+// subscribes and ends the ports' trap watches through the SA client. None of this waits for
+// the HCA, so the AL speaking IRPs to the HCA driver does not let the work item go; turning
+// pnp_mutex into a spin lock would, once CA arrival/removal no longer blocks while holding it
+// (GSI agents closing asynchronously) — a change to the AL's PnP core, not here.
 void IocPnp::QueueWork() {
   kernel::IoWorkItem* item = kernel::IoAllocateWorkItem(al_->device);
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
