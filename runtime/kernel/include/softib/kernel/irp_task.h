@@ -1,0 +1,88 @@
+// Kernel code that continues in IRP completion routines, written top to bottom: a C++20
+// coroutine (IrpTask) that `co_await`s the IRPs it sends (SendIrp). This is the seeds'
+// IRP-based verbs without callback soup: a driver that must issue several verbs to the
+// driver below (the AL to the HCA driver) sends one, and its code after the co_await runs
+// in that IRP's completion routine — inline when the lower driver completed at once, else
+// later on whatever thread completes it (a DPC at DISPATCH, typically). Nothing waits, so
+// the code may be started at DISPATCH, and it must stay DISPATCH-safe after every co_await.
+//
+//   IrpTask Example(DeviceObject* lower) {
+//     Irp* irp = IoBuildDeviceIoControlRequest(code, lower, &in, sizeof in, &out, sizeof out,
+//     true); const Status s = co_await SendIrp(lower, irp);  // the IRP is ours again here
+//     ...read irp->AssociatedIrp.SystemBuffer, then IoFreeIrp(irp)
+//   }
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <exception>
+
+#include "softib/kernel/io.h"
+#include "softib/kernel/irp.h"
+#include "softib/kernel/status.h"
+
+namespace softib::kernel {
+
+// A fire-and-forget coroutine: it starts running at once in its caller (until its first
+// co_await of an IRP that pends), and its frame frees itself when it returns. Whoever
+// starts one hands it everything it needs by value (references die with the caller).
+class IrpTask {
+ public:
+  struct promise_type {
+    IrpTask get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    // Kernel code has no exceptions to give anyone: one escaping a task is a bug.
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
+
+// `co_await SendIrp(device, irp)`: sends `irp` (its next stack location set up by the
+// builder) to `device` with a completion routine that claims it back, and resumes with
+// the IRP's final IoStatus.Status once the driver below completed it. The IRP belongs to
+// the coroutine before and after: it frees it (IoFreeIrp) or reuses it. Output of an IRP
+// from IoBuildDeviceIoControlRequest stays in its system buffer (claiming the IRP back
+// stops the I/O manager's copy to UserBuffer).
+class SendIrp {
+ public:
+  SendIrp(DeviceObject* device, Irp* irp) : device_(device), irp_(irp) {}
+  SendIrp(const SendIrp&) = delete;
+  SendIrp& operator=(const SendIrp&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+
+  // True: suspended, the completion routine resumes us. False: the IRP was already
+  // complete when IoCallDriver returned (inline, or raced on another thread): go on here.
+  bool await_suspend(std::coroutine_handle<> handle) noexcept {
+    handle_ = handle;
+    IoSetCompletionRoutine(irp_, &OnComplete, this, true, true, true);
+    IoCallDriver(device_, irp_);
+    Phase expected = Phase::kSent;
+    return phase_.compare_exchange_strong(expected, Phase::kSuspended, std::memory_order_acq_rel);
+  }
+
+  Status await_resume() const noexcept { return irp_->IoStatus.Status; }
+
+ private:
+  enum class Phase : int { kSent, kCompleted, kSuspended };
+
+  static CompletionAction OnComplete(DeviceObject*, Irp*, void* context) {
+    auto* self = static_cast<SendIrp*>(context);
+    Phase expected = Phase::kSent;
+    if (!self->phase_.compare_exchange_strong(expected, Phase::kCompleted,
+                                              std::memory_order_acq_rel)) {
+      // The coroutine is suspended on us: continue it here. It may free the IRP and its
+      // own frame (this awaiter with it): touch nothing after resume().
+      self->handle_.resume();
+    }
+    return CompletionAction::kMoreProcessingRequired;
+  }
+
+  DeviceObject* const device_;
+  Irp* const irp_;
+  std::coroutine_handle<> handle_;
+  std::atomic<Phase> phase_{Phase::kSent};
+};
+
+}  // namespace softib::kernel
