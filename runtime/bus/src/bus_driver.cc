@@ -41,6 +41,7 @@ struct BusDriver {
   kernel::Node* node = nullptr;
   kernel::DriverObject* driver = nullptr;
   kernel::PnpRegistration* registration = nullptr;
+  kernel::DeviceObject* verb_device = nullptr;  // referenced; null without one
   kernel::FastMutex mutex;  // guards `cas` (PnP callbacks vs. unload and queries)
   std::map<kernel::DeviceObject*, CaChildren> cas;
 };
@@ -69,6 +70,11 @@ Status QueryCa(kernel::DeviceObject* ca_device, uint64_t* guid, uint8_t* num_por
   return Status::SUCCESS;
 }
 
+void MarkCaRemoved(const CaChildren& children) {
+  for (kernel::DeviceObject* pdo : children.ports) MarkPdoCaRemoved(pdo);
+  if (children.iou != nullptr) MarkPdoCaRemoved(children.iou);
+}
+
 void RemoveChildren(CaChildren& children) {
   for (kernel::DeviceObject* pdo : children.ports) RemovePdo(pdo, kIpoibInterfaceClass);
   if (children.iou != nullptr) RemovePdo(children.iou, kIouInterfaceClass);
@@ -83,13 +89,14 @@ void OnCaArrival(BusDriver* bus, kernel::DeviceObject* ca_device) {
   for (uint8_t port = 1; port <= num_ports; ++port) {
     const PdoIdentity identity{PdoKind::kIpoibPort, port, {}, children.guid};
     kernel::DeviceObject* pdo = nullptr;
-    if (CreatePdo(bus->driver, IpoibPdoName(children.guid, port), identity, kIpoibInterfaceClass,
-                  &pdo) == Status::SUCCESS) {
+    if (CreatePdo(bus->driver, IpoibPdoName(children.guid, port), identity, bus->verb_device,
+                  kIpoibInterfaceClass, &pdo) == Status::SUCCESS) {
       children.ports.push_back(pdo);
     }
   }
   const PdoIdentity iou{PdoKind::kIou, 0, {}, children.guid};
-  CreatePdo(bus->driver, IouPdoName(children.guid), iou, kIouInterfaceClass, &children.iou);
+  CreatePdo(bus->driver, IouPdoName(children.guid), iou, bus->verb_device, kIouInterfaceClass,
+            &children.iou);
   bus->mutex.Acquire();
   bus->cas[ca_device] = std::move(children);
   bus->mutex.Release();
@@ -105,6 +112,9 @@ void OnCaRemoval(BusDriver* bus, kernel::DeviceObject* ca_device) {
   if (known) children = it->second;
   bus->mutex.Release();
   if (!known) return;
+  // The CA is gone: what a ULP still sends through its PDO fails CA_REMOVED from now on,
+  // while the REMOVE goes down the PDO stacks.
+  MarkCaRemoved(children);
   RemoveChildren(children);
   bus->mutex.Acquire();
   bus->cas.erase(ca_device);
@@ -128,11 +138,19 @@ Status DriverEntry(kernel::DriverObject* driver, void* context) {
 
 }  // namespace
 
-Status LoadBusDriver(kernel::Node* node, BusDriver** out) {
+Status LoadBusDriver(kernel::Node* node, BusDriver** out, const BusOptions& options) {
   auto* bus = new BusDriver;
   bus->node = node;
+  if (!options.verb_device.empty()) {
+    bus->verb_device = kernel::IoGetDeviceByName(node, options.verb_device.c_str());
+    if (bus->verb_device == nullptr) {
+      delete bus;
+      return Status::NOT_FOUND;
+    }
+  }
   Status status = kernel::IoCreateDriver(node, "ibbus", &DriverEntry, bus, &bus->driver);
   if (status != Status::SUCCESS) {
+    if (bus->verb_device != nullptr) kernel::ObDereferenceObject(bus->verb_device);
     delete bus;
     return status;
   }
@@ -140,6 +158,7 @@ Status LoadBusDriver(kernel::Node* node, BusDriver** out) {
                                                   &OnCiNotification, bus, &bus->registration);
   if (status != Status::SUCCESS) {
     kernel::IoUnloadDriver(bus->driver);
+    if (bus->verb_device != nullptr) kernel::ObDereferenceObject(bus->verb_device);
     delete bus;
     return status;
   }
@@ -153,6 +172,7 @@ void UnloadBusDriver(BusDriver* bus) {
   for (auto& [device, children] : bus->cas) RemoveChildren(children);
   bus->cas.clear();
   kernel::IoUnloadDriver(bus->driver);
+  if (bus->verb_device != nullptr) kernel::ObDereferenceObject(bus->verb_device);
   delete bus;
 }
 

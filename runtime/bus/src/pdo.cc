@@ -1,8 +1,10 @@
 // PDO dispatch: opens succeed (a ULP opens its PDO), the identity query answers what the
-// PDO stands for, and a removal at the bottom of the stack completes.
+// PDO stands for, a removal at the bottom of the stack completes, and every other
+// device-control IRP is forwarded to the device that carries the verbs.
 #include "pdo.h"
 
 #include <cstring>
+#include <new>
 
 #include "softib/kernel/io.h"
 #include "softib/kernel/irp.h"
@@ -28,9 +30,26 @@ Status DispatchCreateClose(kernel::DeviceObject*, kernel::Irp* irp) {
   return Complete(irp, Status::SUCCESS);
 }
 
+// The parent of a PDO, for the verbs, is the AL device and not the AL's filter over the
+// CA's device: the verbs name their CA (and every object) by handle in the sender's own
+// handle table, which the AL finds from the IRP's file (the sender's AL open), so the AL
+// device serves every verb of every CA, including OpenCa, which a filter of another CA
+// would serve just the same; the filter adds nothing but a second route to the same
+// dispatch, and it goes away with its CA while the PDO may still be asked. The IRP keeps
+// its stack location (skip): the target sees the sender's file, code and buffers as sent.
+Status Forward(kernel::DeviceObject* pdo, kernel::Irp* irp) {
+  PdoExtension* ext = ExtensionOf(pdo);
+  if (ext->verb_target == nullptr) return Complete(irp, Status::UNSUPPORTED);
+  if (ext->ca_removed.load(std::memory_order_acquire)) return Complete(irp, Status::CA_REMOVED);
+  kernel::IoSkipCurrentIrpStackLocation(irp);
+  return kernel::IoCallDriver(ext->verb_target, irp);
+}
+
+Status DispatchControl(kernel::DeviceObject* pdo, kernel::Irp* irp) { return Forward(pdo, irp); }
+
 Status DispatchInternalControl(kernel::DeviceObject* pdo, kernel::Irp* irp) {
   const auto& params = kernel::IoGetCurrentIrpStackLocation(irp)->Parameters.DeviceIoControl;
-  if (params.IoControlCode != kIoctlBusQueryIdentity) return Complete(irp, Status::UNSUPPORTED);
+  if (params.IoControlCode != kIoctlBusQueryIdentity) return Forward(pdo, irp);
   if (params.OutputBufferLength < sizeof(PdoIdentity)) {
     return Complete(irp, Status::INVALID_PARAMETER);
   }
@@ -62,17 +81,24 @@ void InstallPdoDispatch(kernel::DriverObject* driver) {
   driver->MajorFunction[static_cast<int>(IrpMajor::kCreate)] = &DispatchCreateClose;
   driver->MajorFunction[static_cast<int>(IrpMajor::kCleanup)] = &DispatchCreateClose;
   driver->MajorFunction[static_cast<int>(IrpMajor::kClose)] = &DispatchCreateClose;
+  driver->MajorFunction[static_cast<int>(IrpMajor::kDeviceControl)] = &DispatchControl;
   driver->MajorFunction[static_cast<int>(IrpMajor::kInternalDeviceControl)] =
       &DispatchInternalControl;
   driver->MajorFunction[static_cast<int>(IrpMajor::kPnp)] = &DispatchPnp;
 }
 
 Status CreatePdo(kernel::DriverObject* driver, const std::string& name, const PdoIdentity& identity,
-                 const char* interface_class, kernel::DeviceObject** pdo) {
+                 kernel::DeviceObject* verb_target, const char* interface_class,
+                 kernel::DeviceObject** pdo) {
   kernel::DeviceObject* device = nullptr;
   Status status = kernel::IoCreateDevice(driver, sizeof(PdoExtension), name.c_str(), 0, &device);
   if (status != Status::SUCCESS) return status;
-  ExtensionOf(device)->identity = identity;
+  PdoExtension* ext = new (device->DeviceExtension) PdoExtension{};
+  ext->identity = identity;
+  ext->verb_target = verb_target;
+  // The forwarded IRP needs the target's locations besides the PDO's own; set before the
+  // interface arrival, so an FDO attaching over the PDO gets one more than this.
+  if (verb_target != nullptr) device->StackSize = static_cast<int8_t>(verb_target->StackSize + 1);
   status = kernel::IoSetDeviceInterfaceState(device, interface_class, true);
   if (status != Status::SUCCESS) {
     kernel::IoDeleteDevice(device);
@@ -80,6 +106,10 @@ Status CreatePdo(kernel::DriverObject* driver, const std::string& name, const Pd
   }
   *pdo = device;
   return Status::SUCCESS;
+}
+
+void MarkPdoCaRemoved(kernel::DeviceObject* pdo) {
+  ExtensionOf(pdo)->ca_removed.store(true, std::memory_order_release);
 }
 
 void RemovePdo(kernel::DeviceObject* pdo, const char* interface_class) {

@@ -100,6 +100,15 @@ Status IoCallDriver(DeviceObject* device, Irp* irp) {
     VerifierFail("IoCallDriver: IRP %p has no stack location left for device %p (StackCount %d)",
                  irp, device, irp->StackCount);
   }
+  // The device and the devices it passes the IRP to need device->StackSize locations from
+  // here on (the one IoCallDriver is about to make current included). An IRP sized for a
+  // smaller stack would run out further down, in a driver that did nothing wrong: stop at
+  // the send that is short instead.
+  if (irp->CurrentLocation - 1 < device->StackSize) {
+    VerifierFail("IoCallDriver: IRP %p has %d stack locations left but device %p of %s needs %d",
+                 irp, irp->CurrentLocation - 1, device, device->DriverObject->DriverName,
+                 device->StackSize);
+  }
   Node* expected = nullptr;
   runtime->node.compare_exchange_strong(expected, IoGetDeviceNode(device));
   --irp->CurrentLocation;

@@ -287,6 +287,66 @@ TEST(Irp, AMajorFunctionWithoutDispatchIsUnsupported) {
   EXPECT_EQ(node.driver_count(), 0u);
 }
 
+// A device that forwards what it does not own to a device outside its own stack (a bus
+// PDO passing verb IRPs to the device that carries them) takes its target's StackSize plus
+// one, before anything attaches over it: an FDO attached later gets one more, and an IRP
+// sized at the top then has a location for every device it passes through, whether each
+// forwards by copying its location to the next or by skipping its own.
+TEST(IrpForwarding, AForwardingDeviceSizedForItsTargetCarriesTheIrpThroughCopyAndSkip) {
+  Node node;
+  testing::TestDriver target_driver(node, "target");
+  testing::TestDriver bus_driver(node, "bus");
+  testing::TestDriver fdo_driver(node, "fdo");
+  DeviceObject* target = target_driver.CreateDevice();
+  DeviceObject* target_top = target_driver.CreateDevice();
+  target_driver.Attach(target_top, target);  // the target is a stack of two: StackSize 2
+  DeviceObject* pdo = bus_driver.CreateDevice();
+  pdo->StackSize = static_cast<int8_t>(target_top->StackSize + 1);
+  DeviceObject* fdo = fdo_driver.CreateDevice();
+  DeviceObject* below = fdo_driver.Attach(fdo, pdo);
+  EXPECT_EQ(target_top->StackSize, 2);
+  EXPECT_EQ(pdo->StackSize, 3);
+  EXPECT_EQ(fdo->StackSize, 4);
+
+  FileObject file{};
+  std::vector<std::string> seen;
+  fdo_driver.OnIrp(fdo, [&](DeviceObject*, Irp* irp) {
+    seen.push_back("fdo");
+    IoCopyCurrentIrpStackLocationToNext(irp);
+    return IoCallDriver(below, irp);
+  });
+  bus_driver.OnIrp(pdo, [&](DeviceObject*, Irp* irp) {
+    seen.push_back("pdo");
+    IoSkipCurrentIrpStackLocation(irp);
+    return IoCallDriver(target_top, irp);
+  });
+  target_driver.OnIrp(target_top, [&](DeviceObject*, Irp* irp) {
+    seen.push_back("target top");
+    IoCopyCurrentIrpStackLocationToNext(irp);
+    return IoCallDriver(target, irp);
+  });
+  target_driver.OnIrp(target, [&](DeviceObject*, Irp* irp) {
+    const IoStackLocation* location = IoGetCurrentIrpStackLocation(irp);
+    seen.push_back(location->FileObject == &file &&
+                           location->Parameters.DeviceIoControl.IoControlCode == 0x220008
+                       ? "target"
+                       : "target: wrong location");
+    return CompleteIrp(irp, Status::SUCCESS, 0);
+  });
+  for (DeviceObject* first : {fdo, pdo}) {
+    seen.clear();
+    Irp* irp = IoBuildDeviceIoControlRequest(0x220008, first, nullptr, 0, nullptr, 0, true);
+    ASSERT_EQ(irp->StackCount, first->StackSize);
+    IoGetNextIrpStackLocation(irp)->FileObject = &file;
+    EXPECT_EQ(IoCallDriverAndWait(first, irp), Status::SUCCESS);
+    const std::vector<std::string> from_pdo = {"pdo", "target top", "target"};
+    std::vector<std::string> expected = from_pdo;
+    if (first == fdo) expected.insert(expected.begin(), "fdo");
+    EXPECT_EQ(seen, expected);
+  }
+  fdo_driver.Delete(fdo);
+}
+
 class IrpDeathTest : public IrpStackTest {
  protected:
   void SetUp() override {
@@ -318,6 +378,27 @@ TEST_F(IrpDeathTest, RunningOutOfStackLocationsDies) {
   Irp* irp = IoAllocateIrp(1);
   IoGetNextIrpStackLocation(irp)->MajorFunction = IrpMajor::kDeviceControl;
   EXPECT_DEATH(IoCallDriver(pdo_, irp), "has no stack location left");
+  IoFreeIrp(irp);
+}
+
+TEST_F(IrpDeathTest, SendingAnIrpShorterThanTheDevicesStackDies) {
+  // fdo_ sits over pdo_ (StackSize 2): an IRP of one location would run out in the PDO.
+  Irp* irp = IoAllocateIrp(1);
+  IoGetNextIrpStackLocation(irp)->MajorFunction = IrpMajor::kDeviceControl;
+  EXPECT_DEATH(IoCallDriver(fdo_, irp), "has 1 stack locations left but device .* needs 2");
+  IoFreeIrp(irp);
+}
+
+TEST_F(IrpDeathTest, CopyingToANextLocationThatDoesNotExistDies) {
+  // A forwarding device whose StackSize does not count its target: its copy to the next
+  // location would write before the IRP's first one.
+  pdo_driver_.OnIrp(pdo_, [](DeviceObject*, Irp* irp) {
+    IoCopyCurrentIrpStackLocationToNext(irp);
+    return CompleteIrp(irp, Status::SUCCESS);
+  });
+  Irp* irp = IoAllocateIrp(1);
+  IoGetNextIrpStackLocation(irp)->MajorFunction = IrpMajor::kDeviceControl;
+  EXPECT_DEATH(IoCallDriver(pdo_, irp), "has no next stack location");
   IoFreeIrp(irp);
 }
 

@@ -1,7 +1,10 @@
 // Boots a node as a host loads it: the HCA driver and its CAs (cabled, links ACTIVE, LIDs
-// assigned since there is no SM yet), then the bus driver, which enumerates each CA's
-// IPoIB port PDOs and IOU PDO, then the Access Layer; the bus and the AL both take the CAs
-// in through their PnP interface arrivals. Shutdown runs the other way round.
+// assigned since there is no SM yet), then the Access Layer, then the bus driver, which
+// enumerates each CA's IPoIB port PDOs and IOU PDO and forwards the verb IRPs that ULPs
+// send to those PDOs to the AL device (so the AL is there first, as IBAL lives in
+// WinOFED's bus driver); the bus and the AL both take the CAs in through their PnP
+// interface arrivals. Shutdown runs the other way round: the bus (and the ULPs over its
+// PDOs, clients of the AL) goes before the AL.
 #include "softib/stack/node_stack.h"
 
 #include <mutex>
@@ -57,9 +60,11 @@ std::unique_ptr<NodeStack> NodeStack::Boot(const NodeConfig& config, Status* sta
       if (*status != Status::SUCCESS) return nullptr;
     }
   }
-  *status = bus::LoadBusDriver(s.node.get(), &s.bus);
-  if (*status != Status::SUCCESS) return nullptr;
   *status = al::LoadAccessLayer(s.node.get(), &s.al);
+  if (*status != Status::SUCCESS) return nullptr;
+  bus::BusOptions bus_options;
+  bus_options.verb_device = al::kAlDeviceName;
+  *status = bus::LoadBusDriver(s.node.get(), &s.bus, bus_options);
   if (*status != Status::SUCCESS) return nullptr;
   for (const uint64_t guid : s.cas) {
     *status = stack->WaitForCa(guid, true);
@@ -95,8 +100,8 @@ Status NodeStack::AddCaToDriver(const CaConfig& ca, const std::string& node_name
 NodeStack::~NodeStack() {
   if (state_ == nullptr) return;
   State& s = *state_;
-  if (s.al != nullptr) al::UnloadAccessLayer(s.al);
   if (s.bus != nullptr) bus::UnloadBusDriver(s.bus);
+  if (s.al != nullptr) al::UnloadAccessLayer(s.al);
   if (s.hca != nullptr) hca::UnloadHcaDriver(s.hca);
   s.node.reset();
 }

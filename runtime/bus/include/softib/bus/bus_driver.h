@@ -4,6 +4,14 @@
 // removes them (IRP_MN_REMOVE_DEVICE down each stack, then the interface removal events).
 // It listens for PnP notifications only: it never calls up and holds no CI reference
 // longer than the arrival that reads the CA's port count.
+//
+// A PDO owns its identity query (kIoctlBusQueryIdentity) and its PnP IRPs; every other
+// device-control IRP (IRP_MJ_DEVICE_CONTROL and IRP_MJ_INTERNAL_DEVICE_CONTROL: a kernel
+// ULP's verb IOCTLs, sent to the PDO of its devnode) goes on to the PDO's parent, the
+// device that carries the verbs (BusOptions::verb_device, which the node stack names), in
+// the same stack location: the ULP's file on that device (its kernel-mode AL open) reaches
+// it unchanged, so the verbs resolve in the ULP's own handle table. A PDO whose CA was
+// removed (between the CA's removal and the PDO's deletion) completes them CA_REMOVED.
 #pragma once
 
 #include <chrono>
@@ -38,8 +46,16 @@ std::string IouPdoName(uint64_t ca_guid);
 
 struct BusDriver;
 
-// Loads the bus driver: CAs already present arrive at once. PASSIVE.
-kernel::Status LoadBusDriver(kernel::Node* node, BusDriver** bus);
+struct BusOptions {
+  // The named device the PDOs forward verb IRPs to (the AL device, "ibal"); it must exist
+  // when the bus loads, and the bus holds a reference on it until it unloads (so the bus
+  // unloads before that device's driver). Empty: PDOs answer those IRPs UNSUPPORTED.
+  std::string verb_device;
+};
+
+// Loads the bus driver: CAs already present arrive at once. NOT_FOUND when
+// options.verb_device names no device. PASSIVE.
+kernel::Status LoadBusDriver(kernel::Node* node, BusDriver** bus, const BusOptions& options = {});
 // Stops listening, removes every PDO, unloads. PASSIVE.
 void UnloadBusDriver(BusDriver* bus);
 

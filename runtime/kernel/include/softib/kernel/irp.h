@@ -8,6 +8,7 @@
 
 #include "softib/kernel/irql.h"
 #include "softib/kernel/status.h"
+#include "softib/kernel/verifier.h"
 
 namespace softib::kernel {
 
@@ -97,7 +98,17 @@ inline IoStackLocation* IoGetCurrentIrpStackLocation(Irp* irp) {
   return &irp->Stack[irp->CurrentLocation - 1];
 }
 
+// The location of the driver the IRP goes to next. An IRP whose current location is its
+// first has none: the sender sized it for fewer devices than it passes through (a device
+// that forwards must have a StackSize of at least its target's plus one), and writing there
+// would corrupt memory, so the verifier stops.
 inline IoStackLocation* IoGetNextIrpStackLocation(Irp* irp) {
+  if (irp->CurrentLocation < 2) {
+    VerifierFail(
+        "IoGetNextIrpStackLocation: IRP %p has no next stack location (StackCount %d): "
+        "a forwarding device's StackSize is too small",
+        static_cast<void*>(irp), irp->StackCount);
+  }
   return &irp->Stack[irp->CurrentLocation - 2];
 }
 

@@ -48,7 +48,7 @@ class NodeStack {
  public:
   // Boots the node; nullptr and `status` on failure (nothing left running).
   static std::unique_ptr<NodeStack> Boot(const NodeConfig& config, kernel::Status* status);
-  ~NodeStack();  // orderly shutdown: AL, bus, HCAs, node
+  ~NodeStack();  // orderly shutdown: bus (and the ULPs over its PDOs), AL, HCAs, node
 
   kernel::Node* node();
   al::AccessLayer* access_layer();
