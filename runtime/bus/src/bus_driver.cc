@@ -162,7 +162,7 @@ Status LoadBusDriver(kernel::Node* node, BusDriver** out, const BusOptions& opti
     return status;
   }
   // The IOU driver listens before the first IOU PDO can arrive.
-  if (bus->verb_device != nullptr) {
+  if (bus->verb_device != nullptr && options.iou_driver) {
     status = LoadIouDriver(node, options.verb_device, bus->verb_device, &bus->iou);
     if (status != Status::SUCCESS) {
       kernel::IoUnloadDriver(bus->driver);
@@ -206,9 +206,7 @@ size_t BusPdoCount(BusDriver* bus) {
   return count;
 }
 
-size_t BusIocPdoCount(BusDriver* bus) {
-  return bus->iou != nullptr ? IouIocPdoCount(bus->iou) : 0;
-}
+size_t BusIocPdoCount(BusDriver* bus) { return bus->iou != nullptr ? IouIocPdoCount(bus->iou) : 0; }
 
 Status WaitForBusCa(BusDriver* bus, uint64_t guid, bool present,
                     std::chrono::milliseconds timeout) {

@@ -135,8 +135,8 @@ IocIdentity IdentityOf(const abi::PnpEventRecord& record) {
 // A synchronous verb IRP through the PDO (PASSIVE: the FDO's start only).
 Status SendSync(IouFdoState* s, uint32_t code, const void* in, uint32_t in_length, void* out,
                 uint32_t out_length) {
-  Irp* irp = kernel::IoBuildDeviceIoControlRequest(code, s->lower, in, in_length, out, out_length,
-                                                   true);
+  Irp* irp =
+      kernel::IoBuildDeviceIoControlRequest(code, s->lower, in, in_length, out, out_length, true);
   if (irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
   kernel::IoGetNextIrpStackLocation(irp)->FileObject = s->file;
   return kernel::IoCallDriverAndWait(s->lower, irp);
@@ -300,8 +300,7 @@ Status OnRemove(kernel::DeviceObject* fdo, Irp* irp) {
   // next issue does.
   kernel::KeWaitForSingleObject(&s->stopped);
   // Whether the IOU PDO's CA is gone (the bus marked it before sending the REMOVE).
-  const bool ca_removed =
-      static_cast<PdoExtension*>(s->lower->DeviceExtension)->ca_removed.load();
+  const bool ca_removed = static_cast<PdoExtension*>(s->lower->DeviceExtension)->ca_removed.load();
   StopClient(s, ca_removed);
   kernel::DeviceObject* lower = s->lower;
   kernel::IoDetachDevice(lower);
@@ -339,8 +338,8 @@ void OnIouArrival(const kernel::PnpNotification& notification, void* context) {
   auto* driver = static_cast<IouDriver*>(context);
   if (notification.event != kernel::PnpEvent::kArrival) return;  // its REMOVE came first
   PdoIdentity identity{};
-  Irp* query = kernel::IoBuildDeviceIoControlRequest(
-      kIoctlBusQueryIdentity, notification.device, nullptr, 0, &identity, sizeof identity, true);
+  Irp* query = kernel::IoBuildDeviceIoControlRequest(kIoctlBusQueryIdentity, notification.device,
+                                                     nullptr, 0, &identity, sizeof identity, true);
   if (kernel::IoCallDriverAndWait(notification.device, query) != Status::SUCCESS ||
       identity.kind != PdoKind::kIou) {
     return;

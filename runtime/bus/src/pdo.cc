@@ -56,10 +56,10 @@ Status DispatchInternalControl(kernel::DeviceObject* pdo, kernel::Irp* irp) {
     return Complete(irp, Status::INVALID_PARAMETER);
   }
   const IocIdentity& identity = ExtensionOf(pdo)->identity;
-  const uint32_t length = identity.pdo.kind == PdoKind::kIoc &&
-                                  params.OutputBufferLength >= sizeof(IocIdentity)
-                              ? sizeof(IocIdentity)
-                              : sizeof(PdoIdentity);
+  const uint32_t length =
+      identity.pdo.kind == PdoKind::kIoc && params.OutputBufferLength >= sizeof(IocIdentity)
+          ? sizeof(IocIdentity)
+          : sizeof(PdoIdentity);
   std::memcpy(irp->AssociatedIrp.SystemBuffer, &identity, length);
   return Complete(irp, Status::SUCCESS, length);
 }

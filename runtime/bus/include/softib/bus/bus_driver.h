@@ -49,13 +49,13 @@ struct IocIdentity {
   // controller's first service entry when it has that form (an SRP target's), else the IOC
   // GUID.
   uint64_t id_ext;
-  uint64_t iou_port_guid;  // the I/O unit's port (the GUID of its port GID)
-  uint32_t vendor_id;  // 24 bits, profile bytes 8-10
-  uint32_t device_id;  // bytes 12-15
-  uint16_t device_version;  // bytes 16-17
-  uint16_t io_class;        // bytes 28-29 (0x0100: SRP)
-  uint16_t io_subclass;     // bytes 30-31 (0x609E: the SRP subclass)
-  uint16_t protocol;        // bytes 32-33 (0x0108: SRP)
+  uint64_t iou_port_guid;     // the I/O unit's port (the GUID of its port GID)
+  uint32_t vendor_id;         // 24 bits, profile bytes 8-10
+  uint32_t device_id;         // bytes 12-15
+  uint16_t device_version;    // bytes 16-17
+  uint16_t io_class;          // bytes 28-29 (0x0100: SRP)
+  uint16_t io_subclass;       // bytes 30-31 (0x609E: the SRP subclass)
+  uint16_t protocol;          // bytes 32-33 (0x0108: SRP)
   uint16_t protocol_version;  // bytes 34-35
   uint16_t iou_lid;           // the unit's port
   uint8_t ioc_slot;           // 1..16 in the unit
@@ -80,6 +80,8 @@ struct BusOptions {
   // when the bus loads, and the bus holds a reference on it until it unloads (so the bus
   // unloads before that device's driver). Empty: PDOs answer those IRPs UNSUPPORTED.
   std::string verb_device;
+  // With a verb device: load the IOU driver too (its FDOs open that device as the AL).
+  bool iou_driver = true;
 };
 
 // Loads the bus driver: CAs already present arrive at once. With a verb device, the IOU
