@@ -28,6 +28,7 @@
 #include "softib/kernel/io.h"
 #include "softib/kernel/node.h"
 #include "softib/kernel/pnp.h"
+#include "softib/kernel/work_item.h"
 #include "test_driver.h"
 
 namespace softib::bus {
@@ -333,6 +334,9 @@ TEST_F(IouFdoTest, AnIocOfTheCaBecomesAPdoThatForwardsVerbsAndGoesOnIocRemove) {
 
   ASSERT_TRUE(al_->Post(IocRecord(abi::PnpEvent::IOC_REMOVE, kCaA), 2));
   ASSERT_TRUE(listener.WaitFor(1, 1));
+  // The removal is announced before the PDO is deleted: the FDO's work item has finished once
+  // the node's workers are idle.
+  kernel::IoFlushQueuedWorkItems(&node_);
   EXPECT_FALSE(IocDeviceExists(node_, name));
   EXPECT_EQ(BusIocPdoCount(bus_), 0u);
 }
