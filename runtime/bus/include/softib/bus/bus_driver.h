@@ -12,6 +12,18 @@
 // the same stack location: the ULP's file on that device (its kernel-mode AL open) reaches
 // it unchanged, so the verbs resolve in the ULP's own handle table. A PDO whose CA was
 // removed (between the CA's removal and the PDO's deletion) completes them CA_REMOVED.
+//
+// The bus's second level (the seeds' load order: HCA FDO → bus → IPoIB PDO / IOU FDO → IOC
+// PDOs → ULP FDOs): with a verb device (and BusOptions::iou_driver), the bus loads its IOU
+// driver, which attaches an FDO over each IOU PDO as a ULP would. The FDO is a kernel
+// client of the AL by IRPs only, sent to its PDO (which forwards them): it opens the AL
+// device (a kernel-mode file, in which the AL keeps its handles), OpenAl, RegisterPnp for
+// the IOC class, and one GetPnpEvent IRP kept pending, continued in its completion routine.
+// An IOC_ADD for a controller reached through its CA creates an IOC PDO (IocPdoName,
+// softib.ioc, identity IocIdentity) that forwards verb IRPs like the others; IOC_REMOVE, the
+// CA's removal or the bus's unload removes it (REMOVE down its stack, then the interface
+// removal; after a CA removal it answers CA_REMOVED meanwhile). The IOU PDO's REMOVE reaches
+// the FDO first, which removes its IOC PDOs before passing it on.
 #pragma once
 
 #include <chrono>
