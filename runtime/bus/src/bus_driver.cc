@@ -187,7 +187,9 @@ Status LoadBusDriver(kernel::Node* node, BusDriver** out, const BusOptions& opti
 void UnloadBusDriver(BusDriver* bus) {
   // After this no callback runs, so the children below are ours alone.
   kernel::IoUnregisterPlugPlayNotification(bus->registration);
-  // The REMOVE of each IOU PDO takes its FDO's IOC PDOs with it.
+  // No FDO attaches any more over a PDO about to go; the REMOVE of each IOU PDO takes its
+  // FDO's IOC PDOs with it.
+  if (bus->iou != nullptr) StopIouArrivals(bus->iou);
   for (auto& [device, children] : bus->cas) RemoveChildren(children);
   bus->cas.clear();
   if (bus->iou != nullptr) UnloadIouDriver(bus->iou);

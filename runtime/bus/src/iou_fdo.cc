@@ -394,8 +394,14 @@ Status LoadIouDriver(kernel::Node* node, const std::string& verb_device_name,
   return Status::SUCCESS;
 }
 
+void StopIouArrivals(IouDriver* driver) {
+  if (driver->registration != nullptr) {
+    kernel::IoUnregisterPlugPlayNotification(std::exchange(driver->registration, nullptr));
+  }
+}
+
 void UnloadIouDriver(IouDriver* driver) {
-  kernel::IoUnregisterPlugPlayNotification(driver->registration);
+  StopIouArrivals(driver);
   kernel::IoUnloadDriver(driver->driver);
   delete driver;
 }

@@ -54,7 +54,11 @@ struct IouDriver;
 // over that IOU PDO, which opens the device `verb_device_name` (the AL) for itself.
 kernel::Status LoadIouDriver(kernel::Node* node, const std::string& verb_device_name,
                              kernel::DeviceObject* verb_device, IouDriver** out);
-// Stops listening and unloads; the IOU PDOs (so the FDOs) must be gone. PASSIVE.
+// Stops listening for IOU PDOs: no FDO attaches afterwards (those attached keep serving
+// until their PDO's REMOVE). PASSIVE.
+void StopIouArrivals(IouDriver* driver);
+// Stops listening (if not done yet) and unloads; the IOU PDOs (so the FDOs) must be gone.
+// PASSIVE.
 void UnloadIouDriver(IouDriver* driver);
 // IOC PDOs currently enumerated by the FDOs of the driver.
 size_t IouIocPdoCount(IouDriver* driver);
