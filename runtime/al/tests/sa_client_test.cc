@@ -4,14 +4,20 @@
 // GetSaResponse gives (one MAD and RMPP), the PathRecord cache (hits, misses, dropped on an
 // SM change), timeouts and cancellation, service registration with lease renewal and
 // Delete, multicast joins (attach, re-join after an SM change, Delete) and Reports.
+#include <condition_variable>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <thread>
 
+#include "kernel/verbs_ioc_direct.h"
 #include "mad_client.h"
 #include "runtime/al/src/al_internal.h"
 #include "runtime/al/src/ioc/ioc_pnp.h"
+#include "softib/bus/bus_driver.h"
+#include "softib/kernel/pnp.h"
+#include "softib/kernel/work_item.h"
 
 namespace softib::testing {
 namespace {
@@ -43,7 +49,12 @@ void Put64(uint8_t* p, uint64_t v) {
 class SaClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    node_ = BootDefault(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    stack::NodeConfig config;
+    config.name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    config.iou_driver = iou_driver_;
+    Status boot = Status::ERROR;
+    node_ = stack::NodeStack::Boot(config, &boot);
+    ASSERT_EQ(boot, Status::SUCCESS);
     ASSERT_TRUE(node_);
     client_ = std::make_unique<Client>(node_->node());
     const auto guids = client_->CaGuids();
@@ -204,6 +215,7 @@ class SaClientTest : public ::testing::Test {
     ASSERT_EQ(SendMadTo(*client_, send, mad, nullptr), Status::SUCCESS);
   }
 
+  bool iou_driver_ = false;  // the node's bus with its IOU driver (IocPdoTest)
   std::unique_ptr<stack::NodeStack> node_;
   std::unique_ptr<Client> client_;
   uint64_t a_guid_ = 0, a_ca_ = 0, a_port_guid_ = 0;
@@ -651,6 +663,193 @@ TEST_F(SaClientTest, IouDiscoverySubscribesToTrapsAndSweepsOnTheirReports) {
   EXPECT_TRUE(swept);
   EXPECT_TRUE(wait_sweeps(sweeps + 1));
   EXPECT_GE(sweep_queries, 1);
+}
+
+// The bus's IOU driver on the real AL (NodeConfig::iou_driver): an I/O controller registered
+// on CA B is found by the AL's sweep through CA A's port (the scripted SA names B's port as
+// the one I/O unit; B's device management agent answers for the controller), and the IOU
+// FDO over CA A's IOU PDO enumerates its IOC PDO: the identity from the profile, verb IRPs
+// forwarded to the AL for a client's handles. The controller withdrawn (the next sweep sees
+// the unit's ChangeID move), the PDO goes; a new one goes with CA A.
+class IocPdoTest : public SaClientTest {
+ protected:
+  IocPdoTest() { iou_driver_ = true; }
+
+  void SetUp() override {
+    SaClientTest::SetUp();
+    if (HasFatalFailure()) return;
+    b_guid_ = client_->CaGuids()[1];
+    ASSERT_EQ(kernel::IoRegisterPlugPlayNotification(node_->node(), bus::kIocInterfaceClass, true,
+                                                     &OnIoc, this, &listener_),
+              Status::SUCCESS);
+    sa_thread_ = std::thread([this] { Serve(); });
+  }
+  void TearDown() override {
+    stop_ = true;
+    if (sa_thread_.joinable()) sa_thread_.join();
+    if (listener_ != nullptr) kernel::IoUnregisterPlugPlayNotification(listener_);
+  }
+
+  // The scripted SA: B's port is the one port with IsDeviceManagementSupported, its
+  // NodeRecord gives B's GUIDs, trap subscriptions are accepted.
+  void Serve() {
+    while (!stop_) {
+      MadEvent event;
+      event.mad.assign(4096, 0);
+      const Status s = kernel::IbGetMadEvent(client_->al(), {{sa_.svc}}, event.out, event.mad);
+      if (s != Status::SUCCESS) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a poll, not a handshake
+        continue;
+      }
+      if (event.out.event.kind != abi::MadEventKind::RECEIVED) continue;
+      event.mad.resize(event.out.mad_length);
+      last_from_ = event.out.event;
+      const Bytes& request = event.mad;
+      const uint16_t attribute = Be16(request, 16);
+      if (request[3] == kGetTable && attribute == kPortInfoRecord) {
+        Bytes record(72, 0);
+        Put16(&record[0], b_lid_);
+        record[2] = 1;
+        record[4 + 20 + 3] = 0x08;  // CapabilityMask bit 19 (bytes 20-23 of PortInfo)
+        Answer(request, kGetTableResp, 0, 72, {record});
+      } else if (request[3] == kGetTable && attribute == kNodeRecord) {
+        Bytes record(112, 0);
+        Put16(&record[0], b_lid_);
+        Put64(&record[16], b_guid_);       // NodeGUID
+        Put64(&record[24], b_port_guid_);  // PortGUID
+        Answer(request, kGetTableResp, 0, 112, {record});
+      } else if (request[3] == kSet && attribute == kInformInfo) {
+        Answer(request, kGetResp, 0, 40, {Bytes(request.begin() + 56, request.begin() + 92)});
+      }
+    }
+  }
+
+  static void OnIoc(const kernel::PnpNotification& n, void* context) {
+    auto* self = static_cast<IocPdoTest*>(context);
+    std::lock_guard lock(self->mutex_);
+    if (n.event == kernel::PnpEvent::kArrival) {
+      bus::IocIdentity identity{};
+      kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(
+          bus::kIoctlBusQueryIdentity, n.device, nullptr, 0, &identity, sizeof identity, true);
+      EXPECT_EQ(kernel::IoCallDriverAndWait(n.device, irp), Status::SUCCESS);
+      self->arrived_.push_back(identity);
+    } else {
+      ++self->removed_;
+    }
+    self->changed_.notify_all();
+  }
+  bool WaitIocs(size_t arrivals, size_t removals) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(20),
+                             [&] { return arrived_.size() >= arrivals && removed_ >= removals; });
+  }
+
+  // Creates and registers a controller on CA B with one SRP-style service entry.
+  void AddIoc(uint64_t guid, uint64_t* ioc, uint64_t* service) {
+    abi::OpenCaOut b{};
+    ASSERT_EQ(client_->OpenCa({{client_->al_handle()}, htobe64(b_guid_), 0}, &b), Status::SUCCESS);
+    abi::CreateIocIn in{};
+    in.ca = b.ca;
+    Put64(in.profile, guid);
+    in.profile[8] = 0x00;  // VendorID 0x001405
+    in.profile[9] = 0x14;
+    in.profile[10] = 0x05;
+    Put16(&in.profile[28], 0x0100);  // IOClass
+    Put16(&in.profile[30], 0x609E);  // IOSubclass
+    Put16(&in.profile[32], 0x0108);  // Protocol
+    Put16(&in.profile[34], 0x0001);  // ProtocolVersion
+    abi::CreateIocOut created{};
+    ASSERT_EQ(kernel::IbCreateIoc(client_->al(), in, created), Status::SUCCESS);
+    *ioc = created.ioc.value;
+    abi::AddIocServiceIn svc{};
+    svc.ioc = created.ioc;
+    svc.service_id = htobe64(0x0002C90300AB0077ull);
+    std::memcpy(svc.name, "SRP.T10:0002c90300ab0077", 24);
+    abi::AddIocServiceOut added{};
+    ASSERT_EQ(kernel::IbAddIocService(client_->al(), svc, added), Status::SUCCESS);
+    *service = added.service.value;
+    abi::RegisterIocOut slot{};
+    ASSERT_EQ(kernel::IbRegisterIoc(client_->al(), {created.ioc}, slot), Status::SUCCESS);
+  }
+  // A sweep now: a new IOC registration asks for one.
+  void KickSweep() {
+    abi::RegisterPnpOut reg{};
+    ASSERT_EQ(client_->RegisterPnp({{client_->al_handle()}, abi::PnpClass::IOC, {}, 9}, &reg),
+              Status::SUCCESS);
+  }
+
+  uint64_t b_guid_ = 0, b_port_guid_ = 0x0002c90300ab0b01ull;
+  std::thread sa_thread_;
+  std::atomic<bool> stop_{false};
+  kernel::PnpRegistration* listener_ = nullptr;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<bus::IocIdentity> arrived_;
+  size_t removed_ = 0;
+};
+
+TEST_F(IocPdoTest, AControllerFoundByTheSweepBecomesAnIocPdoOfTheCaItWasReachedThrough) {
+  constexpr uint64_t kIoc = 0x0002c90300ab0001ull;
+  uint64_t ioc = 0, service = 0;
+  ASSERT_NO_FATAL_FAILURE(AddIoc(kIoc, &ioc, &service));
+  KickSweep();
+  ASSERT_TRUE(WaitIocs(1, 0));
+  {
+    std::lock_guard lock(mutex_);
+    ASSERT_EQ(arrived_.size(), 1u);
+    const bus::IocIdentity& id = arrived_[0];
+    EXPECT_EQ(id.pdo.kind, bus::PdoKind::kIoc);
+    EXPECT_EQ(id.pdo.ca_guid, a_guid_);  // reached through CA A's port 1
+    EXPECT_EQ(id.pdo.port, 1);
+    EXPECT_EQ(id.ioc_guid, kIoc);
+    EXPECT_EQ(id.id_ext, 0x0002c90300ab0077ull);
+    EXPECT_EQ(id.iou_port_guid, b_port_guid_);
+    EXPECT_EQ(id.iou_lid, b_lid_);
+    EXPECT_EQ(id.vendor_id, 0x001405u);
+    EXPECT_EQ(id.io_class, 0x0100);
+    EXPECT_EQ(id.io_subclass, 0x609E);
+    EXPECT_EQ(id.protocol, 0x0108);
+    EXPECT_EQ(id.protocol_version, 1);
+    EXPECT_EQ(id.ioc_slot, 1);
+    EXPECT_EQ(id.num_service_entries, 1);
+  }
+  const std::string name = bus::IocPdoName(kIoc, a_guid_);
+  kernel::DeviceObject* pdo = kernel::IoGetDeviceByName(node_->node(), name.c_str());
+  ASSERT_NE(pdo, nullptr);
+  // A client's QueryCa through the IOC PDO, by its own handle to CA A.
+  std::vector<uint8_t> out(sizeof(abi::QueryCaOut) + 4 * sizeof(abi::PortAttributes), 0);
+  kernel::Irp* irp = kernel::BuildQueryCaIrp(pdo, kernel::IbGetAlFile(client_->al()), {{a_ca_}},
+                                             out.data(), static_cast<uint32_t>(out.size()));
+  EXPECT_EQ(kernel::IoCallDriverAndWait(pdo, irp), Status::SUCCESS);
+  abi::QueryCaOut ca{};
+  std::memcpy(&ca, out.data(), sizeof ca);
+  EXPECT_EQ(be64toh(ca.attributes.ca_guid), a_guid_);
+  kernel::ObDereferenceObject(pdo);
+
+  // Withdrawn: the next sweep reports IOC_REMOVE and the PDO goes.
+  ASSERT_EQ(kernel::IbRemoveIocService(client_->al(), {{service}}), Status::SUCCESS);
+  ASSERT_EQ(kernel::IbDestroyIoc(client_->al(), {{ioc}}), Status::SUCCESS);
+  KickSweep();
+  ASSERT_TRUE(WaitIocs(1, 1));
+  // Announced before the PDO is deleted: the IOU FDO's work item is done once the workers
+  // are idle.
+  kernel::IoFlushQueuedWorkItems(node_->node());
+  EXPECT_EQ(kernel::IoGetDeviceByName(node_->node(), name.c_str()), nullptr);
+  EXPECT_EQ(bus::BusIocPdoCount(node_->bus()), 0u);
+
+  // Another controller, then CA A goes: its IOC PDO goes with it.
+  constexpr uint64_t kIoc2 = 0x0002c90300ab0002ull;
+  ASSERT_NO_FATAL_FAILURE(AddIoc(kIoc2, &ioc, &service));
+  KickSweep();
+  ASSERT_TRUE(WaitIocs(2, 1));
+  EXPECT_EQ(bus::BusIocPdoCount(node_->bus()), 1u);
+  stop_ = true;  // the SA's CA stays; the sweeps need it no more
+  sa_thread_.join();
+  ASSERT_EQ(node_->RemoveCa(a_guid_), Status::SUCCESS);
+  EXPECT_EQ(kernel::IoGetDeviceByName(node_->node(), bus::IocPdoName(kIoc2, a_guid_).c_str()),
+            nullptr);
+  EXPECT_EQ(bus::BusIocPdoCount(node_->bus()), 0u);
+  ASSERT_TRUE(WaitIocs(2, 2));
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ struct BusDriver {
   kernel::DriverObject* driver = nullptr;
   kernel::PnpRegistration* registration = nullptr;
   kernel::DeviceObject* verb_device = nullptr;  // referenced; null without one
+  IouDriver* iou = nullptr;                     // with a verb device
   kernel::FastMutex mutex;  // guards `cas` (PnP callbacks vs. unload and queries)
   std::map<kernel::DeviceObject*, CaChildren> cas;
 };
@@ -51,6 +52,10 @@ std::string IpoibPdoName(uint64_t ca_guid, uint8_t port) {
 }
 
 std::string IouPdoName(uint64_t ca_guid) { return "iou-" + GuidHex(ca_guid); }
+
+std::string IocPdoName(uint64_t ioc_guid, uint64_t ca_guid) {
+  return "ioc-" + GuidHex(ioc_guid) + "-" + GuidHex(ca_guid);
+}
 
 namespace {
 
@@ -87,14 +92,16 @@ void OnCaArrival(BusDriver* bus, kernel::DeviceObject* ca_device) {
   uint8_t num_ports = 0;
   if (QueryCa(ca_device, &children.guid, &num_ports) != Status::SUCCESS) return;
   for (uint8_t port = 1; port <= num_ports; ++port) {
-    const PdoIdentity identity{PdoKind::kIpoibPort, port, {}, children.guid};
+    IocIdentity identity{};
+    identity.pdo = {PdoKind::kIpoibPort, port, {}, children.guid};
     kernel::DeviceObject* pdo = nullptr;
     if (CreatePdo(bus->driver, IpoibPdoName(children.guid, port), identity, bus->verb_device,
                   kIpoibInterfaceClass, &pdo) == Status::SUCCESS) {
       children.ports.push_back(pdo);
     }
   }
-  const PdoIdentity iou{PdoKind::kIou, 0, {}, children.guid};
+  IocIdentity iou{};
+  iou.pdo = {PdoKind::kIou, 0, {}, children.guid};
   CreatePdo(bus->driver, IouPdoName(children.guid), iou, bus->verb_device, kIouInterfaceClass,
             &children.iou);
   bus->mutex.Acquire();
@@ -154,9 +161,20 @@ Status LoadBusDriver(kernel::Node* node, BusDriver** out, const BusOptions& opti
     delete bus;
     return status;
   }
+  // The IOU driver listens before the first IOU PDO can arrive.
+  if (bus->verb_device != nullptr && options.iou_driver) {
+    status = LoadIouDriver(node, options.verb_device, bus->verb_device, &bus->iou);
+    if (status != Status::SUCCESS) {
+      kernel::IoUnloadDriver(bus->driver);
+      kernel::ObDereferenceObject(bus->verb_device);
+      delete bus;
+      return status;
+    }
+  }
   status = kernel::IoRegisterPlugPlayNotification(node, ci::kCiInterfaceClass, true,
                                                   &OnCiNotification, bus, &bus->registration);
   if (status != Status::SUCCESS) {
+    if (bus->iou != nullptr) UnloadIouDriver(bus->iou);
     kernel::IoUnloadDriver(bus->driver);
     if (bus->verb_device != nullptr) kernel::ObDereferenceObject(bus->verb_device);
     delete bus;
@@ -169,8 +187,12 @@ Status LoadBusDriver(kernel::Node* node, BusDriver** out, const BusOptions& opti
 void UnloadBusDriver(BusDriver* bus) {
   // After this no callback runs, so the children below are ours alone.
   kernel::IoUnregisterPlugPlayNotification(bus->registration);
+  // No FDO attaches any more over a PDO about to go; the REMOVE of each IOU PDO takes its
+  // FDO's IOC PDOs with it.
+  if (bus->iou != nullptr) StopIouArrivals(bus->iou);
   for (auto& [device, children] : bus->cas) RemoveChildren(children);
   bus->cas.clear();
+  if (bus->iou != nullptr) UnloadIouDriver(bus->iou);
   kernel::IoUnloadDriver(bus->driver);
   if (bus->verb_device != nullptr) kernel::ObDereferenceObject(bus->verb_device);
   delete bus;
@@ -185,6 +207,8 @@ size_t BusPdoCount(BusDriver* bus) {
   bus->mutex.Release();
   return count;
 }
+
+size_t BusIocPdoCount(BusDriver* bus) { return bus->iou != nullptr ? IouIocPdoCount(bus->iou) : 0; }
 
 Status WaitForBusCa(BusDriver* bus, uint64_t guid, bool present,
                     std::chrono::milliseconds timeout) {

@@ -47,14 +47,21 @@ Status Forward(kernel::DeviceObject* pdo, kernel::Irp* irp) {
 
 Status DispatchControl(kernel::DeviceObject* pdo, kernel::Irp* irp) { return Forward(pdo, irp); }
 
+// The identity: an IOC PDO's whole IocIdentity when the buffer holds it, else (and for the
+// other PDOs) the PdoIdentity prefix.
 Status DispatchInternalControl(kernel::DeviceObject* pdo, kernel::Irp* irp) {
   const auto& params = kernel::IoGetCurrentIrpStackLocation(irp)->Parameters.DeviceIoControl;
   if (params.IoControlCode != kIoctlBusQueryIdentity) return Forward(pdo, irp);
   if (params.OutputBufferLength < sizeof(PdoIdentity)) {
     return Complete(irp, Status::INVALID_PARAMETER);
   }
-  std::memcpy(irp->AssociatedIrp.SystemBuffer, &ExtensionOf(pdo)->identity, sizeof(PdoIdentity));
-  return Complete(irp, Status::SUCCESS, sizeof(PdoIdentity));
+  const IocIdentity& identity = ExtensionOf(pdo)->identity;
+  const uint32_t length =
+      identity.pdo.kind == PdoKind::kIoc && params.OutputBufferLength >= sizeof(IocIdentity)
+          ? sizeof(IocIdentity)
+          : sizeof(PdoIdentity);
+  std::memcpy(irp->AssociatedIrp.SystemBuffer, &identity, length);
+  return Complete(irp, Status::SUCCESS, length);
 }
 
 Status DispatchPnp(kernel::DeviceObject*, kernel::Irp* irp) {
@@ -76,6 +83,23 @@ void SendRemove(kernel::DeviceObject* pdo) {
 
 }  // namespace
 
+Status DispatchPdo(kernel::DeviceObject* pdo, kernel::Irp* irp) {
+  using kernel::IrpMajor;
+  switch (kernel::IoGetCurrentIrpStackLocation(irp)->MajorFunction) {
+    case IrpMajor::kCreate:
+    case IrpMajor::kCleanup:
+    case IrpMajor::kClose:
+      return DispatchCreateClose(pdo, irp);
+    case IrpMajor::kDeviceControl:
+      return DispatchControl(pdo, irp);
+    case IrpMajor::kInternalDeviceControl:
+      return DispatchInternalControl(pdo, irp);
+    case IrpMajor::kPnp:
+      return DispatchPnp(pdo, irp);
+  }
+  return Complete(irp, Status::UNSUPPORTED);
+}
+
 void InstallPdoDispatch(kernel::DriverObject* driver) {
   using kernel::IrpMajor;
   driver->MajorFunction[static_cast<int>(IrpMajor::kCreate)] = &DispatchCreateClose;
@@ -87,13 +111,14 @@ void InstallPdoDispatch(kernel::DriverObject* driver) {
   driver->MajorFunction[static_cast<int>(IrpMajor::kPnp)] = &DispatchPnp;
 }
 
-Status CreatePdo(kernel::DriverObject* driver, const std::string& name, const PdoIdentity& identity,
+Status CreatePdo(kernel::DriverObject* driver, const std::string& name, const IocIdentity& identity,
                  kernel::DeviceObject* verb_target, const char* interface_class,
                  kernel::DeviceObject** pdo) {
   kernel::DeviceObject* device = nullptr;
   Status status = kernel::IoCreateDevice(driver, sizeof(PdoExtension), name.c_str(), 0, &device);
   if (status != Status::SUCCESS) return status;
   PdoExtension* ext = new (device->DeviceExtension) PdoExtension{};
+  ext->tag = DeviceTag::kPdo;
   ext->identity = identity;
   ext->verb_target = verb_target;
   // The forwarded IRP needs the target's locations besides the PDO's own; set before the

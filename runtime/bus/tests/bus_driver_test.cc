@@ -227,6 +227,7 @@ TEST_F(BusDriverTest, PdosForwardTheIrpsTheyDoNotOwnToTheVerbDeviceInTheirOwnLoc
   VerbTarget target(node_);
   BusOptions options;
   options.verb_device = "verbs";
+  options.iou_driver = false;  // no AL behind "verbs" (iou_fdo_test.cc has one)
   ASSERT_EQ(LoadBusDriver(&node_, &bus_, options), Status::SUCCESS);
   ASSERT_EQ(hca::HcaAddCa(hca_, Ca(kGuidA, 1), 1), Status::SUCCESS);
   ASSERT_EQ(WaitForBusCa(bus_, kGuidA, true), Status::SUCCESS);
@@ -280,6 +281,7 @@ TEST_F(BusDriverTest, AfterItsCaIsRemovedAPdoCompletesWhatItWouldForwardWithCaRe
   VerbTarget target(node_);
   BusOptions options;
   options.verb_device = "verbs";
+  options.iou_driver = false;  // no AL behind "verbs" (iou_fdo_test.cc has one)
   ASSERT_EQ(LoadBusDriver(&node_, &bus_, options), Status::SUCCESS);
   ASSERT_EQ(hca::HcaAddCa(hca_, Ca(kGuidA, 1), 1), Status::SUCCESS);
   ASSERT_EQ(WaitForBusCa(bus_, kGuidA, true), Status::SUCCESS);

@@ -1,10 +1,13 @@
-// Boots a node as a host loads it: the HCA driver and its CAs (cabled, links ACTIVE, LIDs
+// Boots a node as a host loads it (the seeds' load order: HCA FDO → bus → IPoIB PDO / IOU
+// FDO → IOC PDOs → ULP FDOs): the HCA driver and its CAs (cabled, links ACTIVE, LIDs
 // assigned since there is no SM yet), then the Access Layer, then the bus driver, which
 // enumerates each CA's IPoIB port PDOs and IOU PDO and forwards the verb IRPs that ULPs
 // send to those PDOs to the AL device (so the AL is there first, as IBAL lives in
 // WinOFED's bus driver); the bus and the AL both take the CAs in through their PnP
-// interface arrivals. Shutdown runs the other way round: the bus (and the ULPs over its
-// PDOs, clients of the AL) goes before the AL.
+// interface arrivals. With NodeConfig::iou_driver, the bus's IOU driver attaches an FDO
+// over each IOU PDO, a client of the AL by IRPs through that PDO, which enumerates the IOC
+// PDOs from the AL's IOC PnP events. Shutdown runs the other way round: the bus (its IOU
+// FDOs and IOC PDOs, and the ULPs over its PDOs, clients of the AL) goes before the AL.
 #include "softib/stack/node_stack.h"
 
 #include <cstdlib>
@@ -65,6 +68,7 @@ std::unique_ptr<NodeStack> NodeStack::Boot(const NodeConfig& config, Status* sta
   if (*status != Status::SUCCESS) return nullptr;
   bus::BusOptions bus_options;
   bus_options.verb_device = al::kAlDeviceName;
+  bus_options.iou_driver = config.iou_driver;
   *status = bus::LoadBusDriver(s.node.get(), &s.bus, bus_options);
   if (*status != Status::SUCCESS) return nullptr;
   for (const uint64_t guid : s.cas) {

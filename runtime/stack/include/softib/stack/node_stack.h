@@ -1,5 +1,6 @@
 // A booted node: the emulated kernel with the HCA driver and its software HCAs, the bus
-// driver (one IPoIB PDO per port and one IOU PDO per CA) and the Access Layer, in the
+// driver (one IPoIB PDO per port and one IOU PDO per CA; with NodeConfig::iou_driver, an IOU
+// FDO over each IOU PDO and an IOC PDO per I/O controller) and the Access Layer, in the
 // order a real host loads them (HCA driver first; unloaded in reverse). The composition root
 // that softibd and the tests use (CONTRACT written by the lead; runtime/stack implements it
 // and may add to it).
@@ -42,6 +43,12 @@ struct NodeConfig {
   // Port 1 of CA i cabled to port 1 of CA i+1 (i even): the default node of the main job,
   // two HCAs back to back. The link comes up ACTIVE with LIDs assigned (no SM yet).
   bool cable_pairs = true;
+  // The bus's IOU driver: an FDO over each CA's IOU PDO that registers with the AL for IOC
+  // PnP events and enumerates an IOC PDO per I/O controller reached through that CA. Off by
+  // default: its registration makes the AL sweep the subnet for I/O units (SA queries, trap
+  // subscriptions, a poll every 10 s) and its AL file counts among the node's objects, which
+  // the nodes that do not want IOCs need not carry.
+  bool iou_driver = false;
 };
 
 class NodeStack {
