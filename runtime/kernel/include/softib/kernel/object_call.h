@@ -11,8 +11,8 @@
 
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
-#include "softib/kernel/irql.h"
 #include "softib/kernel/irp.h"
+#include "softib/kernel/irql.h"
 #include "softib/kernel/status.h"
 #include "softib/kernel/verb_support.h"
 
