@@ -138,6 +138,10 @@ class Client {
 #undef SOFTIB_VERB_OUT
 #undef SOFTIB_VERB
 
+  // The public structure the direct path got for a CQ or QP handle (null: none).
+  kernel::IB_CQ* cq_object(uint64_t cq) const { return cqs_.Find(cq); }
+  kernel::IB_QP* qp_object(uint64_t qp) const { return qps_.Find(qp); }
+
   // ---- through the object API on the direct path (see the top of this file) ----
   Status OpenCa(const abi::OpenCaIn& in, abi::OpenCaOut* out) {
     if (!UseObjects() || in.al.value != al_handle()) return HandleOpenCa(in, out);

@@ -5,6 +5,7 @@
 // verb's status and Information 0; a busy destroy answers RESOURCE_BUSY and leaves the
 // structure valid. Verbs the IDL keeps at PASSIVE (OpenCa, CloseCa, RegMem) run at
 // PASSIVE in both modes.
+#include "kernel/runtime_ioctls_ib.h"
 #include "kernel/verbs_ca_ib.h"
 #include "kernel/verbs_cq_ib.h"
 #include "kernel/verbs_mr_mw_ib.h"
@@ -461,6 +462,58 @@ TEST(ObjectApiWait, CreateAndWaitReturnsTheObjectAtPassive) {
   ASSERT_NE(ca, nullptr);
   EXPECT_EQ(ca->guid, create.ca_guid);
   EXPECT_EQ(IbCallAndWait([&](Irp* irp) { return IbCloseCa(ca, irp); }), Status::SUCCESS);
+}
+
+// An object call whose verb pends (GetCompletionEvent waits for the CQ's notification):
+// started at DISPATCH it returns PENDING without completing the caller's IRP, which
+// completes later — from the AL's completion of its own IRP — with the verb's status and
+// output, once a completion arrives on the armed CQ.
+TEST(ObjectApiPending, APendingVerbCompletesTheCallersIrpLater) {
+  auto node = BootDefault("obj-pending");
+  ASSERT_TRUE(node);
+  Side a, b;  // before the client: the HCA may reach registered memory until IbReleaseAl
+  Client client(node->node());
+  const auto guids = node->ca_guids();
+  ASSERT_NO_FATAL_FAILURE(client.Build(guids[0], 1, &a));
+  ASSERT_NO_FATAL_FAILURE(client.Build(guids[1], 2, &b));
+  ASSERT_NO_FATAL_FAILURE(client.Connect(a, b));
+  ASSERT_NO_FATAL_FAILURE(client.Connect(b, a));
+  IB_CQ* cq = client.cq_object(b.cq);
+  IB_QP* qp_a = client.qp_object(a.qp);
+  IB_QP* qp_b = client.qp_object(b.qp);
+  ASSERT_NE(cq, nullptr);
+  ASSERT_NE(qp_a, nullptr);
+  ASSERT_NE(qp_b, nullptr);
+  EXPECT_EQ(cq->context, 0xC0FFEEu);
+  ASSERT_EQ(IbRearmCq(cq, abi::CqNotify::NEXT), Status::SUCCESS);
+
+  Irp* irp = IoAllocateIrp(1);
+  Completion done;
+  IoSetCompletionRoutine(irp, &OnObjectIrpDone, &done, true, true, true);
+  abi::GetCompletionEventOut event{};
+  Status returned;
+  {
+    ScopedIrql raise(Irql::kDispatch);
+    returned = IbGetCompletionEvent(cq, &event, irp);
+  }
+  EXPECT_EQ(returned, Status::PENDING);
+  EXPECT_EQ(done.calls, 0);
+
+  uint32_t posted = 0;
+  const abi::RecvWorkRequest recv = Recv(b, 0, 64, 5);
+  ASSERT_EQ(IbPostRecv(qp_b, {&recv, 1}, &posted), Status::SUCCESS);
+  const abi::SendWorkRequest send = Send(a, 0, 64, 6);
+  ASSERT_EQ(IbPostSend(qp_a, {&send, 1}, &posted), Status::SUCCESS);
+  ASSERT_EQ(KeWaitForSingleObject(&done.event, std::chrono::seconds(10)), Status::SUCCESS);
+  EXPECT_EQ(done.calls, 1);
+  EXPECT_EQ(done.status, Status::SUCCESS);
+  EXPECT_EQ(done.information, sizeof(abi::GetCompletionEventOut));
+  EXPECT_EQ(event.context, 0xC0FFEEu);
+  EXPECT_GE(event.event_count, 1u);
+  IoFreeIrp(irp);
+  const auto received = client.PollN(b.cq, 1);
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].wr_id, 5u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Irql, ObjectApi, ::testing::Values(Mode::kPassive, Mode::kDispatch),
