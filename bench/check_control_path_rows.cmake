@@ -1,5 +1,6 @@
 # Runs softib_bench_control_path with 200 rounds in 2 passes and fails unless it exits 0 and
-# prints its rows (the device floor, the null IRP, the direct and IRP paths, no leak).
+# prints its rows (the device floor, the null IRP, the direct, IRP and object-API paths, no
+# leak).
 # Timing is not checked: the machine is shared.
 execute_process(COMMAND ${BENCH} 200 2 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
@@ -11,6 +12,7 @@ foreach(row "2 passes of 100 rounds"
             "null IRP +[0-9]+ IRPs/s +[0-9.]+ us/IRP"
             "direct +[0-9]+ rounds/s +[0-9.]+ us/round \\([0-9.]+\\) +[0-9.]+x the device floor"
             "irp +[0-9]+ rounds/s +[0-9.]+ us/round \\([0-9.]+\\) +[0-9.]+x the device floor"
+            "object +[0-9]+ rounds/s +[0-9.]+ us/round \\([0-9.]+\\) +[0-9.]+x the device floor"
             "QPs [0-9]+ -> [0-9]+ \\(no leak\\)")
   if(NOT out MATCHES "${row}")
     message(FATAL_ERROR "row missing: ${row}")

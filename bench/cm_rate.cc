@@ -24,12 +24,17 @@
 #include "kernel/runtime_ioctls_direct.h"
 #include "kernel/verbs_al_direct.h"
 #include "kernel/verbs_ca_direct.h"
+#include "kernel/verbs_ca_ib.h"
 #include "kernel/verbs_cm_direct.h"
 #include "kernel/verbs_cq_direct.h"
+#include "kernel/verbs_cq_ib.h"
 #include "kernel/verbs_pd_av_direct.h"
+#include "kernel/verbs_pd_av_ib.h"
 #include "kernel/verbs_qp_direct.h"
+#include "kernel/verbs_qp_ib.h"
 #include "softib/al/access_layer.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/object_call.h"
 #include "softib/mad/mad_sa.h"
 #include "softib/stack/node_stack.h"
 
@@ -113,7 +118,15 @@ class Bench {
     b_ = OpenSide(guids[1]);
   }
   ~Bench() {
+    // Releasing the AL destroys what is left (the CAs, PDs, CQs, the GSI aliases and their
+    // PDs) as a closing file does; the public structures are freed after it.
     kernel::IbReleaseAl(al_);
+    for (SideObjects* s : {&a_, &b_}) {
+      delete s->alias_pd;
+      delete s->cq;
+      delete s->pd;
+      delete s->ca;
+    }
     kernel::IoDeleteDevice(device_);
     kernel::IoUnloadDriver(driver_);
   }
@@ -182,7 +195,7 @@ class Bench {
   // Connections per second, and teardowns per second; leaks checked.
   void RunCm(double* connect_rate, double* teardown_rate) {
     const abi::ObjectCounts before = al::QueryNodeObjectCounts(node_->access_layer());
-    std::vector<uint64_t> qa(n_), qb(n_);
+    std::vector<kernel::IB_QP*> qa(n_), qb(n_);
     for (uint32_t i = 0; i < n_; ++i) {
       qa[i] = NewQp(a_);
       qb[i] = NewQp(b_);
@@ -213,7 +226,7 @@ class Bench {
       cep[i] = CreateCep(i);
       abi::CepSendReqIn req{};
       req.cep.value = cep[i];
-      req.qp.value = qa[i];
+      req.qp.value = qa[i]->handle;
       req.params = ReqParams();
       Check(kernel::IbCepSendReq(al_, req, {}), "CepSendReq");
       arm(i);
@@ -234,7 +247,7 @@ class Bench {
         cep[tag] = w.cep_out.new_cep.value;
         abi::CepSendRepIn rep{};
         rep.cep.value = cep[tag];
-        rep.qp.value = qb[j];
+        rep.qp.value = qb[j]->handle;
         rep.params.starting_psn = 0x222222;
         rep.params.responder_resources = 1;
         rep.params.initiator_depth = 1;
@@ -301,8 +314,10 @@ class Bench {
       if (c != 0) (void)kernel::IbDestroyCep(al_, {{c}}, nullptr);
     }
     for (uint32_t i = 0; i < n_; ++i) {
-      Check(kernel::IbDestroyQp(al_, {{qa[i]}}), "DestroyQp");
-      Check(kernel::IbDestroyQp(al_, {{qb[i]}}), "DestroyQp");
+      for (kernel::IB_QP* qp : {qa[i], qb[i]}) {
+        Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbDestroyQp(qp, irp); }),
+              "IbDestroyQp");
+      }
     }
     abi::ObjectCounts after{};
     for (int i = 0; i < 2000; ++i) {
@@ -319,9 +334,14 @@ class Bench {
   }
 
  private:
+  // Made through the kernel object API (kernel/<module>_ib.h).
   struct SideObjects {
-    uint64_t ca = 0, pd = 0, cq = 0;
+    kernel::IB_CA* ca = nullptr;
+    kernel::IB_PD* pd = nullptr;
+    kernel::IB_CQ* cq = nullptr;
+    kernel::IB_PD* alias_pd = nullptr;
     uint16_t lid = 0;
+    uint64_t port_guid_be = 0;
   };
   static Status Init(kernel::DriverObject* driver, void*) {
     driver->Unload = [](kernel::DriverObject*) {};
@@ -329,33 +349,40 @@ class Bench {
   }
   SideObjects OpenSide(uint64_t guid) {
     SideObjects s;
-    abi::OpenCaOut ca{};
-    Check(kernel::IbOpenCa(al_, {{kernel::IbGetAlHandle(al_)}, htobe64(guid), 0}, ca), "OpenCa");
-    s.ca = ca.ca.value;
-    std::vector<abi::PortAttributes> ports(2);
+    kernel::IB_CA_CREATE ca;
+    ca.ca_guid = htobe64(guid);
+    Check(kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbOpenCa(al_, &ca, irp); }, &s.ca),
+          "IbOpenCa");
+    std::vector<abi::PortAttributes> ports(s.ca->num_ports);
     abi::QueryCaOut q{};
-    Check(kernel::IbQueryCa(al_, {{s.ca}}, q, ports), "QueryCa");
+    Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbQueryCa(s.ca, &q, ports, irp); }),
+          "IbQueryCa");
     s.lid = ports[0].lid;
-    abi::AllocPdOut pd{};
-    Check(kernel::IbAllocPd(al_, {{s.ca}, abi::PdType::NORMAL, 0, 0}, pd), "AllocPd");
-    s.pd = pd.pd.value;
-    abi::CreateCqOut cq{};
-    Check(kernel::IbCreateCq(al_, {{s.ca}, 64, 0, 0}, cq), "CreateCq");
-    s.cq = cq.cq.value;
+    s.port_guid_be = ports[0].port_guid;
+    const kernel::IB_PD_CREATE pd;
+    Check(
+        kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbAllocPd(s.ca, &pd, irp); }, &s.pd),
+        "IbAllocPd");
+    kernel::IB_CQ_CREATE cq;
+    cq.size = 64;
+    Check(kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbCreateCq(s.ca, &cq, irp); },
+                                  &s.cq),
+          "IbCreateCq");
     return s;
   }
   // A GSI alias of port 1, a pool and a vendor-class service (answering Gets, or not).
-  uint64_t MadService(const SideObjects& s, bool answers) {
-    abi::AllocPdOut pd{};
-    Check(kernel::IbAllocPd(al_, {{s.ca}, abi::PdType::ALIAS, 0, 0}, pd), "AllocPd alias");
-    std::vector<abi::PortAttributes> ports(2);
-    abi::QueryCaOut q{};
-    Check(kernel::IbQueryCa(al_, {{s.ca}}, q, ports), "QueryCa");
+  uint64_t MadService(SideObjects& s, bool answers) {
+    kernel::IB_PD_CREATE alias;
+    alias.type = abi::PdType::ALIAS;
+    Check(kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbAllocPd(s.ca, &alias, irp); },
+                                  &s.alias_pd),
+          "IbAllocPd alias");
+    // GetSpecialQp has no object form yet (kernel/verbs_qp_ib.h): by handle.
     abi::GetSpecialQpIn in{};
-    in.pd = pd.pd;
-    in.send_cq.value = s.cq;
-    in.recv_cq.value = s.cq;
-    in.port_guid = ports[0].port_guid;
+    in.pd.value = s.alias_pd->handle;
+    in.send_cq.value = s.cq->handle;
+    in.recv_cq.value = s.cq->handle;
+    in.port_guid = s.port_guid_be;
     in.params.qp_type = abi::QpType::GSI_ALIAS;
     in.params.caps = {16, 16, 1, 1, 0, 0};
     abi::GetSpecialQpOut qp{};
@@ -376,25 +403,29 @@ class Bench {
     Check(kernel::IbRegMadSvc(al_, reg, svc), "RegMadSvc");
     return svc.svc.value;
   }
-  uint64_t NewQp(const SideObjects& s) {
-    abi::CreateQpIn in{};
-    in.pd.value = s.pd;
-    in.send_cq.value = s.cq;
-    in.recv_cq.value = s.cq;
-    in.params.qp_type = abi::QpType::RC;
-    in.params.sq_signaled = 1;
-    in.params.caps = {1, 1, 1, 1, 0, 0};
-    abi::CreateQpOut out{};
-    Check(kernel::IbCreateQp(al_, in, out), "CreateQp");
+  kernel::IB_QP* NewQp(const SideObjects& s) {
+    kernel::IB_QP_CREATE create;
+    create.send_cq = s.cq;
+    create.recv_cq = s.cq;
+    create.params.qp_type = abi::QpType::RC;
+    create.params.sq_signaled = 1;
+    create.params.caps = {1, 1, 1, 1, 0, 0};
+    kernel::IB_QP* qp = nullptr;
+    Check(kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbCreateQp(s.pd, &create, irp); },
+                                  &qp),
+          "IbCreateQp");
     abi::ModifyQpIn init{};
-    init.qp = out.qp;
     using M = abi::QpAttrMask;
     init.attributes.mask = M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS;
     init.attributes.state = abi::QpState::INIT;
     init.attributes.port_num = 1;
     init.attributes.access_flags = abi::AccessFlags::REMOTE_WRITE;
-    Check(kernel::IbModifyQp(al_, init), "ModifyQp INIT");
-    return out.qp.value;
+    Modify(qp, init.attributes, "IbModifyQp INIT");
+    return qp;
+  }
+  void Modify(kernel::IB_QP* qp, const abi::QpModifyAttributes& attributes, const char* what) {
+    const abi::ModifyQpIn in{{}, attributes};
+    Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbModifyQp(qp, in, irp); }), what);
   }
   uint64_t CreateCep(uint64_t context) {
     abi::CreateCepOut out{};
@@ -423,15 +454,15 @@ class Bench {
     p.max_cm_retries = 3;
     return p;
   }
-  void ToRtr(uint64_t cep, uint64_t qp) {
+  void ToRtr(uint64_t cep, kernel::IB_QP* qp) {
     abi::CepGetRtrAttributesOut r{};
     Check(kernel::IbCepGetRtrAttributes(al_, {{cep}}, r), "CepGetRtrAttributes");
-    Check(kernel::IbModifyQp(al_, {{qp}, r.attributes}), "ModifyQp RTR");
+    Modify(qp, r.attributes, "IbModifyQp RTR");
   }
-  void ToRts(uint64_t cep, uint64_t qp) {
+  void ToRts(uint64_t cep, kernel::IB_QP* qp) {
     abi::CepGetRtsAttributesOut r{};
     Check(kernel::IbCepGetRtsAttributes(al_, {{cep}}, r), "CepGetRtsAttributes");
-    Check(kernel::IbModifyQp(al_, {{qp}, r.attributes}), "ModifyQp RTS");
+    Modify(qp, r.attributes, "IbModifyQp RTS");
   }
 
   const uint32_t n_, window_;

@@ -17,6 +17,10 @@
 //             IbDestroyQp).
 //   irp     — the same round through the generated IRP path (Call<Verb>Irp to the AL device
 //             on the client's kernel-mode file).
+//   object  — the same round through the kernel object API over public structures
+//             (IbCreateQp(IB_PD*, IB_QP_CREATE*, Irp*), IbModifyQp(IB_QP*, ...),
+//             IbDestroyQp(IB_QP*, Irp*)), each call on an IRP of the client's with
+//             IbCallAndWait. The set-up (CA, PD, CQs) is made with that API too.
 // The QP count of the node's AL must come back to where it was (no leak).
 //
 //   softib_bench_control_path [rounds (20000)] [passes (5)]
@@ -32,11 +36,16 @@
 #include "hca/device/hca.h"
 #include "kernel/verbs_al_direct.h"
 #include "kernel/verbs_ca_direct.h"
+#include "kernel/verbs_ca_ib.h"
 #include "kernel/verbs_cq_direct.h"
+#include "kernel/verbs_cq_ib.h"
 #include "kernel/verbs_pd_av_direct.h"
+#include "kernel/verbs_pd_av_ib.h"
 #include "kernel/verbs_qp_direct.h"
+#include "kernel/verbs_qp_ib.h"
 #include "softib/al/access_layer.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/object_call.h"
 #include "softib/stack/node_stack.h"
 
 namespace softib::bench {
@@ -158,25 +167,38 @@ class Node {
           "null driver");
     Check(kernel::IoCreateDevice(null_driver_, 0, nullptr, 0, &null_device_), "null device");
 
-    abi::OpenCaOut ca{};
-    Check(
-        kernel::IbOpenCa(al_, {{kernel::IbGetAlHandle(al_)}, htobe64(node_->ca_guids()[0]), 0}, ca),
-        "OpenCa");
-    ca_ = ca.ca.value;
-    std::vector<abi::PortAttributes> ports(2);
+    kernel::IB_CA_CREATE ca_create;
+    ca_create.ca_guid = htobe64(node_->ca_guids()[0]);
+    Check(kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbOpenCa(al_, &ca_create, irp); },
+                                  &ca_),
+          "IbOpenCa");
+    std::vector<abi::PortAttributes> ports(ca_->num_ports);
     abi::QueryCaOut q{};
-    Check(kernel::IbQueryCa(al_, {{ca_}}, q, ports), "QueryCa");
+    Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbQueryCa(ca_, &q, ports, irp); }),
+          "IbQueryCa");
     lid_ = ports[0].lid;
-    abi::AllocPdOut pd{};
-    Check(kernel::IbAllocPd(al_, {{ca_}, abi::PdType::NORMAL, 0, 0}, pd), "AllocPd");
-    pd_ = pd.pd.value;
-    abi::CreateCqOut cq{};
-    Check(kernel::IbCreateCq(al_, {{ca_}, 64, 0, 0}, cq), "CreateCq");
-    send_cq_ = cq.cq.value;
-    Check(kernel::IbCreateCq(al_, {{ca_}, 64, 0, 0}, cq), "CreateCq");
-    recv_cq_ = cq.cq.value;
+    const kernel::IB_PD_CREATE pd_create;
+    Check(kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbAllocPd(ca_, &pd_create, irp); },
+                                  &pd_),
+          "IbAllocPd");
+    kernel::IB_CQ_CREATE cq_create;
+    cq_create.size = 64;
+    Check(kernel::IbCreateAndWait(
+              [&](Irp* irp) { return kernel::IbCreateCq(ca_, &cq_create, irp); }, &send_cq_),
+          "IbCreateCq");
+    Check(kernel::IbCreateAndWait(
+              [&](Irp* irp) { return kernel::IbCreateCq(ca_, &cq_create, irp); }, &recv_cq_),
+          "IbCreateCq");
   }
   ~Node() {
+    for (kernel::IB_CQ* cq : {send_cq_, recv_cq_}) {
+      Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbDestroyCq(cq, irp); }),
+            "IbDestroyCq");
+    }
+    Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbDeallocPd(pd_, irp); }),
+          "IbDeallocPd");
+    Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbCloseCa(ca_, irp); }),
+          "IbCloseCa");
     kernel::IbReleaseAl(al_);
     kernel::IoDeleteDevice(device_);
     kernel::IoUnloadDriver(driver_);
@@ -207,6 +229,27 @@ class Node {
     }
   }
 
+  void RunObject(uint32_t rounds) {
+    kernel::IB_QP_CREATE create;
+    create.send_cq = send_cq_;
+    create.recv_cq = recv_cq_;
+    create.params = RcParams();
+    const abi::ModifyQpIn init{{}, ToInit()}, rts{{}, ToRts()};
+    for (uint32_t i = 0; i < rounds; ++i) {
+      kernel::IB_QP* qp = nullptr;
+      Check(kernel::IbCreateAndWait([&](Irp* irp) { return kernel::IbCreateQp(pd_, &create, irp); },
+                                    &qp),
+            "IbCreateQp(IB_PD*)");
+      const abi::ModifyQpIn rtr{{}, ToRtr(lid_, qp->qp_num)};
+      for (const abi::ModifyQpIn* in : {&init, &rtr, &rts}) {
+        Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbModifyQp(qp, *in, irp); }),
+              "IbModifyQp(IB_QP*)");
+      }
+      Check(kernel::IbCallAndWait([&](Irp* irp) { return kernel::IbDestroyQp(qp, irp); }),
+            "IbDestroyQp(IB_QP*)");
+    }
+  }
+
   void RunIrp(uint32_t rounds) {
     kernel::DeviceObject* target = kernel::IbGetAlDevice(al_);
     kernel::FileObject* file = kernel::IbGetAlFile(al_);
@@ -225,9 +268,9 @@ class Node {
  private:
   abi::CreateQpIn CreateIn() const {
     abi::CreateQpIn in{};
-    in.pd.value = pd_;
-    in.send_cq.value = send_cq_;
-    in.recv_cq.value = recv_cq_;
+    in.pd.value = pd_->handle;
+    in.send_cq.value = send_cq_->handle;
+    in.recv_cq.value = recv_cq_->handle;
     in.params = RcParams();
     return in;
   }
@@ -238,7 +281,9 @@ class Node {
   kernel::DriverObject* null_driver_ = nullptr;
   kernel::DeviceObject* null_device_ = nullptr;
   kernel::IbAl* al_ = nullptr;
-  uint64_t ca_ = 0, pd_ = 0, send_cq_ = 0, recv_cq_ = 0;
+  kernel::IB_CA* ca_ = nullptr;
+  kernel::IB_PD* pd_ = nullptr;
+  kernel::IB_CQ *send_cq_ = nullptr, *recv_cq_ = nullptr;
   uint16_t lid_ = 0;
 };
 
@@ -272,13 +317,15 @@ int main(int argc, char** argv) {
   device.Run(1);
   node.RunDirect(1);
   node.RunIrp(1);
+  node.RunObject(1);
   node.RunNullIrps(5);
-  Series floor, null_irp, direct, irp;
+  Series floor, null_irp, direct, irp, object;
   for (uint32_t p = 0; p < passes; ++p) {
     floor.Pass(per_pass, [&](uint32_t n) { device.Run(n); });
     null_irp.Pass(per_pass * 5, [&](uint32_t n) { node.RunNullIrps(n); });
     direct.Pass(per_pass, [&](uint32_t n) { node.RunDirect(n); });
     irp.Pass(per_pass, [&](uint32_t n) { node.RunIrp(n); });
+    object.Pass(per_pass, [&](uint32_t n) { node.RunObject(n); });
   }
   const uint32_t qps_after = node.Qps();
 
@@ -293,7 +340,7 @@ int main(int argc, char** argv) {
   std::printf("  null IRP  %9.0f IRPs/s    %8.2f us/IRP   (%.2f)  build, IoCallDriver, wait\n",
               1e9 / n.typical, n.typical / 1e3, n.min / 1e3);
   for (const auto& [name, series] :
-       {std::pair<const char*, Series*>{"direct", &direct}, {"irp", &irp}}) {
+       {std::pair<const char*, Series*>{"direct", &direct}, {"irp", &irp}, {"object", &object}}) {
     const Summary s = Summarize(series->ns_per_unit);
     std::printf("  %-8s  %9.0f rounds/s  %8.2f us/round (%.2f)  %.2fx the device floor\n", name,
                 1e9 / s.typical, s.typical / 1e3, s.min / 1e3, s.typical / f.typical);

@@ -26,27 +26,34 @@ set(SOFTIB_GEN_KERNEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/ci_irp.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_ib.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verb_handlers.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_al_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_al_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_ca_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_ca_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_ca_ib.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cm_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cm_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cq_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cq_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_cq_ib.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_ioc_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_ioc_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mcast_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mcast_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mr_mw_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mr_mw_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_mr_mw_ib.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_pd_av_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_pd_av_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_pd_av_ib.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_qp_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_qp_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_qp_ib.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_srq_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_srq_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_srq_ib.cc
 )
 set(SOFTIB_GEN_USER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/user/runtime_ioctls_proxy.cc

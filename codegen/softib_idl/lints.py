@@ -181,6 +181,110 @@ def check_declared_creators(o: m.Object, verbs: list[tuple[m.Verb, m.Param]], er
                        f"verb '{v.name}' creates '{o.name}' but is not in the object's created_by list")
 
 
+RESERVED_PUBLIC_NAMES = {"al", "handle"}
+
+
+def _param_named(v: m.Verb, name: str, directions: tuple[str, ...]) -> Optional[m.Param]:
+    return next((q for q in v.params if q.name == name and q.direction in directions), None)
+
+
+def _struct_field(struct: Optional[m.Struct], name: str) -> Optional[m.Field]:
+    if struct is None:
+        return None
+    return next((f for f in struct.fields if f.name == name), None)
+
+
+def query_verb(program: m.Program, o: m.Object) -> Optional[m.Verb]:
+    """Query<Object>, when it exists and takes the object's handle."""
+    v = program.verbs.get(f"Query{o.name}")
+    if v is None or not v.params or v.params[0].type.handle_of != o.name:
+        return None
+    return v
+
+
+def check_public(program: m.Program, errors: ErrorCollector) -> None:
+    """`public` fields: each names a parameter (or a field path into one) of the object's
+    creating verb — its outputs first, then its inputs — or else an output of Query<Object>;
+    never a reserved, pad or variable field; a handle only as an input of the creating verb,
+    to an object that has a public structure too (the field then points at that structure)."""
+    for o in program.objects.values():
+        if o.public is None:
+            continue
+        loc = o.ref_locs.get("public", o.loc)
+        if o.creator is None:
+            errors.add(loc, f"object '{o.name}' has public fields but no creating verb")
+            continue
+        if o.parent_obj is not None and o.parent_obj.public is None and not o.parent_obj.implicit:
+            errors.add(loc, f"object '{o.name}' has public fields but its parent '{o.parent_obj.name}' has none")
+        names: set[str] = set()
+        parent_name = a_lower(o.parent) if o.parent else None
+        for pf in o.public:
+            if pf.name in names:
+                errors.add(pf.loc, f"object '{o.name}' names public field '{pf.name}' twice")
+            names.add(pf.name)
+            if pf.name in RESERVED_PUBLIC_NAMES or pf.name == parent_name:
+                errors.add(pf.loc, f"public field '{pf.name}' of object '{o.name}' is a name the generator "
+                                   f"uses itself ({', '.join(sorted((RESERVED_PUBLIC_NAMES | {parent_name or ''}) - {''}))})")
+                continue
+            resolve_public_field(program, o, pf, errors)
+
+
+def a_lower(name: str) -> str:
+    """The C++ member name of an object pointer: CamelCase -> snake_case."""
+    out = []
+    for i, c in enumerate(name):
+        if c.isupper() and i:
+            out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+def resolve_public_field(program: m.Program, o: m.Object, pf: m.PublicField, errors: ErrorCollector) -> None:
+    v = o.creator
+    head = pf.source[0]
+    q = _param_named(v, head, ("out", "inout"))
+    origin, struct = "out", v.out_struct
+    if q is None:
+        q = _param_named(v, head, ("in",))
+        origin, struct = "in", v.in_struct
+    if q is None:
+        qv = query_verb(program, o)
+        q = _param_named(qv, head, ("out", "inout")) if qv is not None else None
+        origin, struct, v = "query", (qv.out_struct if qv else None), qv
+    if q is None or v is None:
+        errors.add(pf.loc, f"public field '{pf.name}' of object '{o.name}': '{head}' is no parameter of "
+                           f"'{o.creator.name}' nor an output of 'Query{o.name}'")
+        return
+    leaf = _struct_field(struct, head)
+    for part in pf.source[1:]:
+        decl = leaf.type.decl if leaf is not None else None
+        if not isinstance(decl, m.Struct):
+            errors.add(pf.loc, f"public field '{pf.name}' of object '{o.name}': '{pf.path}' goes into "
+                               f"something that is not a struct")
+            return
+        leaf = _struct_field(decl, part)
+        if leaf is None:
+            errors.add(pf.loc, f"public field '{pf.name}' of object '{o.name}': struct '{decl.name}' has no "
+                               f"field '{part}'")
+            return
+    if leaf is None or leaf.reserved or leaf.pad or leaf.variable:
+        errors.add(pf.loc, f"public field '{pf.name}' of object '{o.name}': '{pf.path}' is a reserved, pad or "
+                           f"variable-length field")
+        return
+    if leaf.type.is_handle:
+        target = leaf.type.handle_object
+        if origin != "in" or len(pf.source) != 1 or leaf.array is not None:
+            errors.add(pf.loc, f"public field '{pf.name}' of object '{o.name}': a handle is public only as an "
+                               f"input of the creating verb (the client passes the object)")
+            return
+        if target is None or target.public is None:
+            errors.add(pf.loc, f"public field '{pf.name}' of object '{o.name}': handle<{leaf.type.handle_of}> "
+                               f"names an object without public fields")
+            return
+        pf.handle_object = target
+    pf.origin, pf.verb, pf.leaf = origin, v, leaf
+
+
 def check_field_names(program: m.Program, errors: ErrorCollector) -> None:
     """Field names are unique (reserved and pad fields are named: the grammar requires it)."""
     for s in program.structs.values():
@@ -274,6 +378,7 @@ def check(program: m.Program, lock: Optional[dict[str, int]] = None) -> None:
     errors = ErrorCollector()
     check_verbs(program, errors)
     check_objects(program, errors)
+    check_public(program, errors)
     check_field_names(program, errors)
     check_qp_state_machine(program, errors)
     check_layouts(program, errors)

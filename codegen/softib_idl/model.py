@@ -165,6 +165,26 @@ class Struct:
 
 
 @dataclass
+class PublicField:
+    """One attribute of an object that a kernel client may read in its public structure
+    (`public name = source;`). `source` is a parameter of the creating verb, or a field
+    path into one (`params.qp_type`); without `= source` it is the field's own name."""
+
+    name: str
+    source: list[str]
+    loc: Loc
+    # Resolved by the lints:
+    origin: str = ""  # "in" | "out": a parameter of the creating verb; "query": of Query<Object>
+    verb: Optional["Verb"] = None  # the verb the value comes from
+    leaf: Optional["Field"] = None  # the In/Out field (or nested field) the value is read from
+    handle_object: Optional["Object"] = None  # a handle source: the public struct it points to
+
+    @property
+    def path(self) -> str:
+        return ".".join(self.source)
+
+
+@dataclass
 class Object:
     name: str
     loc: Loc
@@ -174,6 +194,8 @@ class Object:
     # Several creating verbs are allowed only when all are named here (MRs come from
     # RegMem, RegPhys and RegShared); otherwise exactly one verb may create the object.
     created_by: list[str] = field(default_factory=list)
+    # `public ...;`: the object has a public structure for kernel clients (IB_<NAME>).
+    public: Optional[list[PublicField]] = None
     doc: str = ""
     module: str = ""
     # Resolved:

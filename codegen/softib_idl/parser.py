@@ -410,8 +410,8 @@ class FileParser:
         obj = m.Object(name.value, name.loc, doc=kw.doc)
         open_tok = self.expect_punct("{")
         while not self.end_of_block(f"object '{name.value}'", open_tok):
-            tok = self.expect_one_of(("parent", "uses", "implicit", "created_by"),
-                                     "'parent', 'uses', 'created_by' or 'implicit'")
+            tok = self.expect_one_of(("parent", "uses", "implicit", "created_by", "public"),
+                                     "'parent', 'uses', 'created_by', 'public' or 'implicit'")
             if tok.value == "parent":
                 parent = self.expect_ident("an object name")
                 if obj.parent is not None:
@@ -426,6 +426,21 @@ class FileParser:
                 for c in self.name_list("a verb name"):
                     obj.created_by.append(c.value)
                     obj.ref_locs.setdefault("created_by:" + c.value, c.loc)
+            elif tok.value == "public":
+                if obj.public is not None:
+                    self.errors.add(tok.loc, f"object '{name.value}' has a second 'public' clause")
+                obj.public = []
+                obj.ref_locs["public"] = tok.loc
+                while self.peek().kind == IDENT:
+                    fname = self.expect_ident("a public field name")
+                    source = [fname.value]
+                    if self.accept_punct("="):
+                        source = [self.expect_ident("a parameter name").value]
+                        while self.accept_punct("."):
+                            source.append(self.expect_ident("a field name").value)
+                    obj.public.append(m.PublicField(fname.value, source, fname.loc))
+                    if not self.accept_punct(","):
+                        break
             else:
                 obj.implicit = True
             self.expect_punct(";")

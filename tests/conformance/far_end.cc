@@ -9,15 +9,16 @@
 #include <vector>
 
 #include "claimed_irp.h"
-#include "kernel/verbs_ca_direct.h"
+#include "kernel/verbs_ca_ib.h"
 #include "kernel/verbs_cm_direct.h"
-#include "kernel/verbs_cq_direct.h"
-#include "kernel/verbs_pd_av_direct.h"
-#include "kernel/verbs_qp_direct.h"
+#include "kernel/verbs_cq_ib.h"
+#include "kernel/verbs_pd_av_ib.h"
+#include "kernel/verbs_qp_ib.h"
 #include "softib/abi/abi_status.h"
 #include "softib/al/access_layer.h"
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/object_call.h"
 #include "softib/mad/mad_sa.h"
 
 namespace softib::conformance {
@@ -97,59 +98,85 @@ Status CallWithIrp(kernel::Node* node, const std::function<Status(kernel::Irp*)>
 bool FarEnd::Open() {
   if (al_ != nullptr) return true;
   if (!FarEndOk(kernel::IbOpenAl(node_, client_, &al_), "IbOpenAl")) return false;
-  abi::OpenCaOut ca{};
-  if (!FarEndOk(kernel::IbOpenCa(al_, {{kernel::IbGetAlHandle(al_)}, htobe64(ca_guid_), 0}, ca),
+  kernel::IB_CA_CREATE ca_create;
+  ca_create.ca_guid = htobe64(ca_guid_);
+  if (!FarEndOk(kernel::IbCreateAndWait(
+                    [&](kernel::Irp* irp) { return kernel::IbOpenCa(al_, &ca_create, irp); }, &ca_),
                 "OpenCa")) {
     return false;
   }
-  ca_ = ca.ca.value;
   abi::QueryCaOut query{};
-  std::vector<abi::PortAttributes> ports(8);
-  if (!FarEndOk(kernel::IbQueryCa(al_, {{ca_}}, query, ports), "QueryCa")) return false;
-  lid_ = ports[0].lid;
-  port_guid_be_ = ports[0].port_guid;
-  abi::AllocPdOut pd{};
-  if (!FarEndOk(kernel::IbAllocPd(al_, {{ca_}, abi::PdType::NORMAL, 0, 0}, pd), "AllocPd")) {
+  std::vector<abi::PortAttributes> ports(abi::kMaxCaPorts);
+  if (!FarEndOk(kernel::IbCallAndWait(
+                    [&](kernel::Irp* irp) { return kernel::IbQueryCa(ca_, &query, ports, irp); }),
+                "QueryCa")) {
     return false;
   }
-  pd_ = pd.pd.value;
-  abi::CreateCqIn cq_in{};
-  cq_in.ca.value = ca_;
-  cq_in.size = 64;
-  abi::CreateCqOut cq{};
-  if (!FarEndOk(kernel::IbCreateCq(al_, cq_in, cq), "CreateCq")) return false;
-  cq_ = cq.cq.value;
-  return true;
+  lid_ = ports[0].lid;
+  port_guid_be_ = ports[0].port_guid;
+  const kernel::IB_PD_CREATE pd_create;
+  if (!FarEndOk(
+          kernel::IbCreateAndWait(
+              [&](kernel::Irp* irp) { return kernel::IbAllocPd(ca_, &pd_create, irp); }, &pd_),
+          "AllocPd")) {
+    return false;
+  }
+  kernel::IB_CQ_CREATE cq_create;
+  cq_create.size = 64;
+  return FarEndOk(
+      kernel::IbCreateAndWait(
+          [&](kernel::Irp* irp) { return kernel::IbCreateCq(ca_, &cq_create, irp); }, &cq_),
+      "CreateCq");
 }
 
 void FarEnd::Close() {
+  // Releasing the AL destroys what the client made (QPs on endpoints, the CQ, PD and CA) as
+  // a closing file does; the public structures are freed after it.
   if (al_ != nullptr) kernel::IbReleaseAl(al_);
   al_ = nullptr;
-  ca_ = pd_ = cq_ = 0;
+  for (kernel::IB_QP* qp : qps_) delete qp;
+  qps_.clear();
+  delete cq_;
+  delete pd_;
+  delete ca_;
+  ca_ = nullptr;
+  pd_ = nullptr;
+  cq_ = nullptr;
 }
 
+uint64_t FarEnd::ca() const { return ca_ != nullptr ? ca_->handle : 0; }
+uint64_t FarEnd::pd() const { return pd_ != nullptr ? pd_->handle : 0; }
+uint64_t FarEnd::cq() const { return cq_ != nullptr ? cq_->handle : 0; }
+
 uint64_t FarEnd::InitQp() {
-  abi::CreateQpIn in{};
-  in.pd.value = pd_;
-  in.send_cq.value = cq_;
-  in.recv_cq.value = cq_;
-  in.params.qp_type = abi::QpType::RC;
-  in.params.sq_signaled = 1;
-  in.params.caps.sq_depth = 16;
-  in.params.caps.rq_depth = 16;
-  in.params.caps.sq_sge = 1;
-  in.params.caps.rq_sge = 1;
-  abi::CreateQpOut out{};
-  if (!FarEndOk(kernel::IbCreateQp(al_, in, out), "CreateQp")) return 0;
+  kernel::IB_QP_CREATE create;
+  create.send_cq = cq_;
+  create.recv_cq = cq_;
+  create.params.qp_type = abi::QpType::RC;
+  create.params.sq_signaled = 1;
+  create.params.caps.sq_depth = 16;
+  create.params.caps.rq_depth = 16;
+  create.params.caps.sq_sge = 1;
+  create.params.caps.rq_sge = 1;
+  kernel::IB_QP* qp = nullptr;
+  if (!FarEndOk(kernel::IbCreateAndWait(
+                    [&](kernel::Irp* irp) { return kernel::IbCreateQp(pd_, &create, irp); }, &qp),
+                "CreateQp")) {
+    return 0;
+  }
+  qps_.push_back(qp);
   using M = abi::QpAttrMask;
   abi::ModifyQpIn modify{};
-  modify.qp = out.qp;
   modify.attributes.mask = M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS;
   modify.attributes.state = abi::QpState::INIT;
   modify.attributes.port_num = 1;
   modify.attributes.access_flags = abi::AccessFlags::REMOTE_WRITE | abi::AccessFlags::REMOTE_READ;
-  if (!FarEndOk(kernel::IbModifyQp(al_, modify), "ModifyQp to INIT")) return 0;
-  return out.qp.value;
+  if (!FarEndOk(kernel::IbCallAndWait(
+                    [&](kernel::Irp* irp) { return kernel::IbModifyQp(qp, modify, irp); }),
+                "ModifyQp to INIT")) {
+    return 0;
+  }
+  return qp->handle;
 }
 
 bool FarEnd::Listen(uint64_t service_id, uint64_t* cep) {

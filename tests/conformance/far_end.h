@@ -9,10 +9,18 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "softib/abi/types.h"
 #include "softib/kernel/device.h"
 #include "softib/kernel/node.h"
+
+namespace softib::kernel {
+struct IB_CA;
+struct IB_PD;
+struct IB_CQ;
+struct IB_QP;
+}  // namespace softib::kernel
 
 namespace softib::kernel {
 class IbAl;
@@ -50,9 +58,11 @@ class FarEnd {
   bool open() const { return al_ != nullptr; }
 
   kernel::IbAl* al() const { return al_; }
-  uint64_t ca() const { return ca_; }
-  uint64_t pd() const { return pd_; }
-  uint64_t cq() const { return cq_; }
+  // Handles of its CA, PD and CQ, which it made through the kernel object API
+  // (kernel/<module>_ib.h) and holds as public structures.
+  uint64_t ca() const;
+  uint64_t pd() const;
+  uint64_t cq() const;
   uint16_t lid() const { return lid_; }
   uint64_t port_guid_be() const { return port_guid_be_; }
 
@@ -78,7 +88,10 @@ class FarEnd {
   kernel::DeviceObject* const client_;
   const uint64_t ca_guid_;
   kernel::IbAl* al_ = nullptr;
-  uint64_t ca_ = 0, pd_ = 0, cq_ = 0;
+  kernel::IB_CA* ca_ = nullptr;
+  kernel::IB_PD* pd_ = nullptr;
+  kernel::IB_CQ* cq_ = nullptr;
+  std::vector<kernel::IB_QP*> qps_;
   uint16_t lid_ = 0;
   uint64_t port_guid_be_ = 0;
 };

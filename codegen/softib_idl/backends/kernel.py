@@ -1,6 +1,7 @@
 """Kernel backend: per module, the verb handler interface and the IOCTL dispatch
 (kernel/<module>_dispatch.{h,cc}), the direct-call API and IRP builders
-(kernel/<module>_direct.{h,cc}); program-wide, the handler set and the IOCTL switch
+(kernel/<module>_direct.{h,cc}), the object API over public structures
+(kernel/<module>_ib.{h,cc}, kernel/verbs_objects.h: backends/objects.py); program-wide, the handler set and the IOCTL switch
 (kernel/verb_handlers.{h,cc}).
 
 A module with `target hca` is the HCA driver's command interface instead: its handler
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from .. import model as m
 from . import abi as a
+from . import objects
 
 KDIR = "kernel"
 HCA_DIR = "kernel/hca"
@@ -256,4 +258,6 @@ def emit(program: m.Program, render) -> dict[str, str]:
            "unsupported": unsupported}
     files[f"{KDIR}/verb_handlers.h"] = render("kernel_verb_handlers.h.j2", **ctx)
     files[f"{KDIR}/verb_handlers.cc"] = render("kernel_verb_handlers.cc.j2", **ctx)
+    # The object API over public structures (kernel/verbs_objects.h, kernel/<module>_ib.*).
+    files.update(objects.emit(program, render))
     return files

@@ -12,6 +12,7 @@ set(SOFTIB_GEN_CODEC_SOURCES
 set(SOFTIB_GEN_KERNEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_ib.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/fixture_hca_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/fixture_hca_irp.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verb_handlers.cc

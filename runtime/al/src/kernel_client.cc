@@ -2,6 +2,7 @@
 // poll, arm), which goes straight to the CA's CI as a kernel ULP's would.
 #include <thread>
 
+#include "kernel/verbs_objects.h"
 #include "runtime/al/src/handlers.h"
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
@@ -223,6 +224,49 @@ Status IbBindMw(IbAl* al, uint64_t mw_handle, uint64_t qp_handle, uint64_t mr_ha
     key = mr->key;
   }
   return qp->pd_obj->ca_obj->ca->ci->BindMw(mw->mw, qp->qpn, key, bind, rkey);
+}
+
+// ---- the speed path over public objects (kernel/verbs_objects.h) ----
+
+Status IbPostSend(IB_QP* qp, std::span<const abi::SendWorkRequest> wrs, uint32_t* num_posted) {
+  if (qp == nullptr) return Status::INVALID_QP_HANDLE;
+  return IbPostSend(qp->al, qp->handle, wrs, num_posted);
+}
+
+Status IbPostRecv(IB_QP* qp, std::span<const abi::RecvWorkRequest> wrs, uint32_t* num_posted) {
+  if (qp == nullptr) return Status::INVALID_QP_HANDLE;
+  return IbPostRecv(qp->al, qp->handle, wrs, num_posted);
+}
+
+Status IbPostSrqRecv(IB_SRQ* srq, std::span<const abi::RecvWorkRequest> wrs, uint32_t* num_posted) {
+  if (srq == nullptr) return Status::INVALID_SRQ_HANDLE;
+  return IbPostSrqRecv(srq->al, srq->handle, wrs, num_posted);
+}
+
+Status IbPollCq(IB_CQ* cq, std::span<abi::WorkCompletion> wcs, uint32_t* num_wcs) {
+  if (cq == nullptr) return Status::INVALID_CQ_HANDLE;
+  return IbPollCq(cq->al, cq->handle, wcs, num_wcs);
+}
+
+Status IbPeekCq(IB_CQ* cq, uint32_t* num_entries) {
+  if (cq == nullptr) return Status::INVALID_CQ_HANDLE;
+  return IbPeekCq(cq->al, cq->handle, num_entries);
+}
+
+Status IbRearmCq(IB_CQ* cq, abi::CqNotify notify) {
+  if (cq == nullptr) return Status::INVALID_CQ_HANDLE;
+  return IbRearmCq(cq->al, cq->handle, notify);
+}
+
+Status IbBindMw(IB_MW* mw, IB_QP* qp, IB_MR* mr, const abi::MwBindParams& bind, uint32_t* rkey) {
+  if (mw == nullptr) return Status::INVALID_MW_HANDLE;
+  if (qp == nullptr) return Status::INVALID_QP_HANDLE;
+  if (mr == nullptr) return Status::INVALID_MR_HANDLE;
+  uint32_t new_rkey = 0;
+  const Status status = IbBindMw(mw->al, mw->handle, qp->handle, mr->handle, bind, &new_rkey);
+  if (status == Status::SUCCESS) mw->rkey = new_rkey;
+  if (rkey != nullptr) *rkey = new_rkey;
+  return status;
 }
 
 }  // namespace softib::kernel

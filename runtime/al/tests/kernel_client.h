@@ -1,6 +1,13 @@
 // A kernel client of the AL for tests: it opens the AL for a device of its own and makes
 // verb calls by direct call or through IRPs (the same handles either way), plus helpers
 // that bring an RC QP pair up between two CAs cabled back to back.
+//
+// The direct path creates, queries, modifies and destroys CAs, PDs, CQs, MRs and QPs
+// through the kernel object API over public structures (kernel/<module>_ib.h), as kernel
+// clients do; the tests keep naming objects by handle (the IRP path and the speed path use
+// handles), so the client maps each handle to the structure it got. A handle it does not
+// know (another path's, a destroyed or a forged one), an SRQ, and any call at DISPATCH
+// (where the object API's PASSIVE wait is not allowed) go to the handle-based direct call.
 #pragma once
 
 #include <endian.h>
@@ -11,18 +18,26 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "kernel/runtime_ioctls_direct.h"
 #include "kernel/verbs_al_direct.h"
 #include "kernel/verbs_ca_direct.h"
+#include "kernel/verbs_ca_ib.h"
 #include "kernel/verbs_cq_direct.h"
+#include "kernel/verbs_cq_ib.h"
 #include "kernel/verbs_mr_mw_direct.h"
+#include "kernel/verbs_mr_mw_ib.h"
 #include "kernel/verbs_pd_av_direct.h"
+#include "kernel/verbs_pd_av_ib.h"
 #include "kernel/verbs_qp_direct.h"
+#include "kernel/verbs_qp_ib.h"
 #include "softib/al/access_layer.h"
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/irql.h"
+#include "softib/kernel/object_call.h"
 #include "softib/stack/node_stack.h"
 
 namespace softib::testing {
@@ -64,6 +79,30 @@ struct Side {
   }
 };
 
+// The public structures a Client made, by handle.
+template <typename Object>
+class ObjectTable {
+ public:
+  ObjectTable() = default;
+  ObjectTable(const ObjectTable&) = delete;
+  ObjectTable& operator=(const ObjectTable&) = delete;
+  ~ObjectTable() { FreeAll(); }
+  Object* Find(uint64_t handle) const {
+    const auto it = objects_.find(handle);
+    return it == objects_.end() ? nullptr : it->second;
+  }
+  void Add(Object* object) { objects_[object->handle] = object; }
+  void Remove(uint64_t handle) { objects_.erase(handle); }
+  // After IbReleaseAl destroyed what was left.
+  void FreeAll() {
+    for (auto& [handle, object] : objects_) delete object;
+    objects_.clear();
+  }
+
+ private:
+  std::unordered_map<uint64_t, Object*> objects_;
+};
+
 class Client {
  public:
   Client(kernel::Node* node, Path path = Path::kDirect) : device_(node), path_(path) {
@@ -72,6 +111,11 @@ class Client {
   ~Client() { Release(); }
   void Release() {
     if (al_ != nullptr) kernel::IbReleaseAl(std::exchange(al_, nullptr));
+    qps_.FreeAll();
+    mrs_.FreeAll();
+    cqs_.FreeAll();
+    pds_.FreeAll();
+    cas_.FreeAll();
   }
 
   kernel::IbAl* al() const { return al_; }
@@ -89,22 +133,131 @@ class Client {
     if (path_ == Path::kDirect) return kernel::Ib##Verb(al_, in);                             \
     return kernel::Call##Verb##Irp(kernel::IbGetAlDevice(al_), kernel::IbGetAlFile(al_), in); \
   }
-  SOFTIB_VERB_OUT(OpenCa)
-  SOFTIB_VERB(CloseCa)
-  SOFTIB_VERB_OUT(AllocPd)
-  SOFTIB_VERB(DeallocPd)
-  SOFTIB_VERB_OUT(CreateCq)
-  SOFTIB_VERB(DestroyCq)
-  SOFTIB_VERB_OUT(RegMem)
-  SOFTIB_VERB(DeregMr)
-  SOFTIB_VERB_OUT(CreateQp)
-  SOFTIB_VERB_OUT(QueryQp)
-  SOFTIB_VERB(ModifyQp)
-  SOFTIB_VERB(DestroyQp)
   SOFTIB_VERB_OUT(RegisterPnp)
   SOFTIB_VERB(DeregisterPnp)
 #undef SOFTIB_VERB_OUT
 #undef SOFTIB_VERB
+
+  // The public structure the direct path got for a CQ or QP handle (null: none).
+  kernel::IB_CQ* cq_object(uint64_t cq) const { return cqs_.Find(cq); }
+  kernel::IB_QP* qp_object(uint64_t qp) const { return qps_.Find(qp); }
+
+  // ---- through the object API on the direct path (see the top of this file) ----
+  Status OpenCa(const abi::OpenCaIn& in, abi::OpenCaOut* out) {
+    if (!UseObjects() || in.al.value != al_handle()) return HandleOpenCa(in, out);
+    kernel::IB_CA_CREATE create;
+    create.ca_guid = in.ca_guid;
+    create.context = in.context;
+    kernel::IB_CA* ca = nullptr;
+    const Status s =
+        Create(cas_, &ca, [&](kernel::Irp* irp) { return kernel::IbOpenCa(al_, &create, irp); });
+    *out = {};
+    if (ca != nullptr) out->ca.value = ca->handle;
+    return s;
+  }
+  Status CloseCa(const abi::CloseCaIn& in) {
+    kernel::IB_CA* ca = UseObjects() ? cas_.Find(in.ca.value) : nullptr;
+    if (ca == nullptr) return HandleCloseCa(in);
+    return Destroy(cas_, ca, [&](kernel::Irp* irp) { return kernel::IbCloseCa(ca, irp); });
+  }
+  Status AllocPd(const abi::AllocPdIn& in, abi::AllocPdOut* out) {
+    kernel::IB_CA* ca = UseObjects() ? cas_.Find(in.ca.value) : nullptr;
+    if (ca == nullptr) return HandleAllocPd(in, out);
+    kernel::IB_PD_CREATE create;
+    create.type = in.type;
+    create.context = in.context;
+    kernel::IB_PD* pd = nullptr;
+    const Status s =
+        Create(pds_, &pd, [&](kernel::Irp* irp) { return kernel::IbAllocPd(ca, &create, irp); });
+    *out = {};
+    if (pd != nullptr) out->pd.value = pd->handle;
+    return s;
+  }
+  Status DeallocPd(const abi::DeallocPdIn& in) {
+    kernel::IB_PD* pd = UseObjects() ? pds_.Find(in.pd.value) : nullptr;
+    if (pd == nullptr) return HandleDeallocPd(in);
+    return Destroy(pds_, pd, [&](kernel::Irp* irp) { return kernel::IbDeallocPd(pd, irp); });
+  }
+  Status CreateCq(const abi::CreateCqIn& in, abi::CreateCqOut* out) {
+    kernel::IB_CA* ca = UseObjects() ? cas_.Find(in.ca.value) : nullptr;
+    if (ca == nullptr) return HandleCreateCq(in, out);
+    kernel::IB_CQ_CREATE create;
+    create.size = in.size;
+    create.context = in.context;
+    kernel::IB_CQ* cq = nullptr;
+    const Status s =
+        Create(cqs_, &cq, [&](kernel::Irp* irp) { return kernel::IbCreateCq(ca, &create, irp); });
+    *out = {};
+    if (cq != nullptr) {
+      out->cq.value = cq->handle;
+      out->actual_size = cq->size;
+    }
+    return s;
+  }
+  Status DestroyCq(const abi::DestroyCqIn& in) {
+    kernel::IB_CQ* cq = UseObjects() ? cqs_.Find(in.cq.value) : nullptr;
+    if (cq == nullptr) return HandleDestroyCq(in);
+    return Destroy(cqs_, cq, [&](kernel::Irp* irp) { return kernel::IbDestroyCq(cq, irp); });
+  }
+  Status RegMem(const abi::RegMemIn& in, abi::RegMemOut* out) {
+    kernel::IB_PD* pd = UseObjects() ? pds_.Find(in.pd.value) : nullptr;
+    if (pd == nullptr) return HandleRegMem(in, out);
+    kernel::IB_MR_CREATE create;
+    create.region = in.region;
+    kernel::IB_MR* mr = nullptr;
+    const Status s =
+        Create(mrs_, &mr, [&](kernel::Irp* irp) { return kernel::IbRegMem(pd, &create, irp); });
+    *out = {};
+    if (mr != nullptr) {
+      out->mr.value = mr->handle;
+      out->lkey = mr->lkey;
+      out->rkey = mr->rkey;
+    }
+    return s;
+  }
+  Status DeregMr(const abi::DeregMrIn& in) {
+    kernel::IB_MR* mr = UseObjects() ? mrs_.Find(in.mr.value) : nullptr;
+    if (mr == nullptr) return HandleDeregMr(in);
+    return Destroy(mrs_, mr, [&](kernel::Irp* irp) { return kernel::IbDeregMr(mr, irp); });
+  }
+  Status CreateQp(const abi::CreateQpIn& in, abi::CreateQpOut* out) {
+    kernel::IB_PD* pd = UseObjects() ? pds_.Find(in.pd.value) : nullptr;
+    kernel::IB_CQ* send_cq = cqs_.Find(in.send_cq.value);
+    kernel::IB_CQ* recv_cq = cqs_.Find(in.recv_cq.value);
+    if (pd == nullptr || send_cq == nullptr || recv_cq == nullptr || !in.srq.IsNull()) {
+      return HandleCreateQp(in, out);
+    }
+    kernel::IB_QP_CREATE create;
+    create.send_cq = send_cq;
+    create.recv_cq = recv_cq;
+    create.params = in.params;
+    create.context = in.context;
+    kernel::IB_QP* qp = nullptr;
+    const Status s =
+        Create(qps_, &qp, [&](kernel::Irp* irp) { return kernel::IbCreateQp(pd, &create, irp); });
+    *out = {};
+    if (qp != nullptr) {
+      out->qp.value = qp->handle;
+      out->qp_num = qp->qp_num;
+      out->caps = qp->caps;
+    }
+    return s;
+  }
+  Status QueryQp(const abi::QueryQpIn& in, abi::QueryQpOut* out) {
+    kernel::IB_QP* qp = UseObjects() ? qps_.Find(in.qp.value) : nullptr;
+    if (qp == nullptr) return HandleQueryQp(in, out);
+    return kernel::IbCallAndWait([&](kernel::Irp* irp) { return kernel::IbQueryQp(qp, out, irp); });
+  }
+  Status ModifyQp(const abi::ModifyQpIn& in) {
+    kernel::IB_QP* qp = UseObjects() ? qps_.Find(in.qp.value) : nullptr;
+    if (qp == nullptr) return HandleModifyQp(in);
+    return kernel::IbCallAndWait([&](kernel::Irp* irp) { return kernel::IbModifyQp(qp, in, irp); });
+  }
+  Status DestroyQp(const abi::DestroyQpIn& in) {
+    kernel::IB_QP* qp = UseObjects() ? qps_.Find(in.qp.value) : nullptr;
+    if (qp == nullptr) return HandleDestroyQp(in);
+    return Destroy(qps_, qp, [&](kernel::Irp* irp) { return kernel::IbDestroyQp(qp, irp); });
+  }
 
   Status QueryCa(uint64_t ca, abi::QueryCaOut* out, std::vector<abi::PortAttributes>* ports) {
     ports->assign(4, abi::PortAttributes{});
@@ -217,6 +370,54 @@ class Client {
   ClientDevice device_;
   Path path_;
   kernel::IbAl* al_ = nullptr;
+  ObjectTable<kernel::IB_CA> cas_;
+  ObjectTable<kernel::IB_PD> pds_;
+  ObjectTable<kernel::IB_CQ> cqs_;
+  ObjectTable<kernel::IB_MR> mrs_;
+  ObjectTable<kernel::IB_QP> qps_;
+
+  bool UseObjects() const {
+    return path_ == Path::kDirect && kernel::CurrentIrql() == kernel::Irql::kPassive;
+  }
+  template <typename Object, typename Call>
+  static Status Create(ObjectTable<Object>& table, Object** object, Call&& call) {
+    const Status s = kernel::IbCreateAndWait(call, object);
+    if (s == Status::SUCCESS) table.Add(*object);
+    return s;
+  }
+  template <typename Object, typename Call>
+  static Status Destroy(ObjectTable<Object>& table, Object* object, Call&& call) {
+    const uint64_t handle = object->handle;
+    const Status s = kernel::IbCallAndWait(call);
+    if (s == Status::SUCCESS) table.Remove(handle);
+    return s;
+  }
+
+  // The handle-based forms (direct call or IRP by the chosen path).
+#define SOFTIB_VERB_OUT(Verb)                                                                      \
+  Status Handle##Verb(const abi::Verb##In& in, abi::Verb##Out* out) {                              \
+    if (path_ == Path::kDirect) return kernel::Ib##Verb(al_, in, *out);                            \
+    return kernel::Call##Verb##Irp(kernel::IbGetAlDevice(al_), kernel::IbGetAlFile(al_), in, out); \
+  }
+#define SOFTIB_VERB(Verb)                                                                     \
+  Status Handle##Verb(const abi::Verb##In& in) {                                              \
+    if (path_ == Path::kDirect) return kernel::Ib##Verb(al_, in);                             \
+    return kernel::Call##Verb##Irp(kernel::IbGetAlDevice(al_), kernel::IbGetAlFile(al_), in); \
+  }
+  SOFTIB_VERB_OUT(OpenCa)
+  SOFTIB_VERB(CloseCa)
+  SOFTIB_VERB_OUT(AllocPd)
+  SOFTIB_VERB(DeallocPd)
+  SOFTIB_VERB_OUT(CreateCq)
+  SOFTIB_VERB(DestroyCq)
+  SOFTIB_VERB_OUT(RegMem)
+  SOFTIB_VERB(DeregMr)
+  SOFTIB_VERB_OUT(CreateQp)
+  SOFTIB_VERB_OUT(QueryQp)
+  SOFTIB_VERB(ModifyQp)
+  SOFTIB_VERB(DestroyQp)
+#undef SOFTIB_VERB_OUT
+#undef SOFTIB_VERB
 };
 
 inline abi::SendWorkRequest Write(const Side& from, uint64_t offset, uint32_t length,

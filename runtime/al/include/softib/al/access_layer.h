@@ -25,7 +25,13 @@
 
 namespace softib::kernel {
 class IbAl;
-}
+// The public object structures of kernel clients (generated: kernel/verbs_objects.h).
+struct IB_QP;
+struct IB_SRQ;
+struct IB_CQ;
+struct IB_MR;
+struct IB_MW;
+}  // namespace softib::kernel
 
 namespace softib::al {
 
@@ -87,5 +93,16 @@ Status IbRearmCq(IbAl* al, uint64_t cq, abi::CqNotify notify);
 // Binds a type 1 window (queued on the QP's send queue); *rkey: the window's new R_Key.
 Status IbBindMw(IbAl* al, uint64_t mw, uint64_t qp, uint64_t mr, const abi::MwBindParams& bind,
                 uint32_t* rkey);
+
+// The same over the public objects of the kernel object API (kernel/<module>_ib.h): what a
+// client that created its objects with IbCreateQp(IB_PD*, ...) and the like calls. A null
+// object answers the verb's invalid-handle status. IbBindMw also updates mw->rkey.
+Status IbPostSend(IB_QP* qp, std::span<const abi::SendWorkRequest> wrs, uint32_t* num_posted);
+Status IbPostRecv(IB_QP* qp, std::span<const abi::RecvWorkRequest> wrs, uint32_t* num_posted);
+Status IbPostSrqRecv(IB_SRQ* srq, std::span<const abi::RecvWorkRequest> wrs, uint32_t* num_posted);
+Status IbPollCq(IB_CQ* cq, std::span<abi::WorkCompletion> wcs, uint32_t* num_wcs);
+Status IbPeekCq(IB_CQ* cq, uint32_t* num_entries);
+Status IbRearmCq(IB_CQ* cq, abi::CqNotify notify);
+Status IbBindMw(IB_MW* mw, IB_QP* qp, IB_MR* mr, const abi::MwBindParams& bind, uint32_t* rkey);
 
 }  // namespace softib::kernel
