@@ -5,6 +5,7 @@
 #include <endian.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
@@ -103,6 +104,9 @@ void SpecialQp::Stop() {
   }
   ci::CaInterface* ci = ca_->ci;
   kernel::KeFlushQueuedDpcs(ca_->al->node);  // the timer's and the completions' DPCs
+  // The SMA/PMA answers in flight (smi.cc): none starts once the completion DPCs are done;
+  // those out finish in their CiLocalMad completions, which the HCA never holds for long.
+  while (local_mads_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   {
     kernel::SpinLockGuard guard(lock);
     for (Slot& slot : slots_) {

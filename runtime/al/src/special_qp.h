@@ -17,6 +17,8 @@
 
 #include "runtime/al/src/al_internal.h"
 #include "runtime/al/src/mad_agent.h"
+#include "softib/abi/ci.h"
+#include "softib/kernel/irp_task.h"
 #include "softib/kernel/timer.h"
 
 namespace softib::rmpp {
@@ -213,6 +215,14 @@ class SpecialQp {
   // real HCA's firmware answers it; false when it is not one.
   bool GsiLocalAgent(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
   kernel::Status SmiPrepareSend(MadSend& send);                     // smi.cc
+  // The port's SMA/PMA answering as a CiLocalMad IRP (smi.cc, issue 17): what its response
+  // becomes in the IRP's completion.
+  enum class LocalAnswer { kNone, kSma, kSmaDirected, kPma };
+  void LocalAgent(const uint8_t* mad, const MadOrigin& origin, LocalAnswer answer);
+  kernel::IrpTask LocalAgentTask(abi::CiLocalMadIn in, MadOrigin origin, LocalAnswer answer);
+  void SmaRespond(uint8_t* response, const MadOrigin& origin, bool directed);
+  void PmaRespond(const uint8_t* response, const MadOrigin& origin);
+  std::atomic<uint32_t> local_mads_{0};  // CiLocalMad IRPs in flight (Stop waits for none)
 
   AlCa* const ca_;
   uint8_t port_;  // a MAD QP's is set at INIT (lock)
