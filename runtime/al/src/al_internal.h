@@ -86,8 +86,11 @@ class AlCa {
   // The CA's I/O unit: controllers clients registered (ioc_handlers.cc), reported by the
   // device management agent.
   ioc::IoUnit io_unit;
-  void StartSpecialQps();  // PASSIVE, before StartEvents
-  void StopSpecialQps();   // PASSIVE, at removal (MAD QPs' too)
+  // The QPs' setup chains (CI IRPs, special_qp.cc) are started; `done` runs after the last
+  // one's last completion (maybe at DISPATCH). A QP whose chain failed stays stopped.
+  void StartSpecialQps(std::function<void()> done);  // PASSIVE, before StartEvents
+  std::vector<kernel::Status> special_qp_status;     // of each setup chain (index as above)
+  void StopSpecialQps();                             // PASSIVE, at removal (MAD QPs' too)
   // Clients' MAD QPs by CQ number (lock; mad_qp.cc): their completions go to them.
   std::map<uint32_t, std::shared_ptr<SpecialQp>> mad_qps;
   void AddMadQp(const std::shared_ptr<SpecialQp>& qp);
@@ -101,7 +104,7 @@ class AlCa {
 
   void StartEvents();  // PASSIVE
 
-  // ---- The AL's own commands to the HCA as CI IRPs (issue 17; port_cache.cc, ci_call.h) --
+  // ---- The AL's own commands to the HCA as CI IRPs (issue 17; port_cache.cc, ci_await.h) --
   // The port attribute cache, as IBAL keeps one: the CA's and its ports' attributes and
   // their P_Key and GID tables, filled by CiQueryCa / CiQueryPkeyTable / CiQueryGidTable
   // IRPs when the CA arrives and on every port event (PORT_ACTIVE, PORT_DOWN, LID, P_Key,

@@ -4,7 +4,7 @@
 #include <endian.h>
 #include <optional>
 
-#include "runtime/al/src/ci_call.h"
+#include "runtime/al/src/ci_await.h"
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/ioc/ioc_pnp.h"
 #include "runtime/al/src/objects.h"
@@ -329,11 +329,21 @@ void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
   // IRP_MN_START_DEVICE waits for the start below it), not AL code waiting for the HCA in
   // a client's or a completion's path, and taking the CA in needs pnp_mutex (PASSIVE),
   // which the chain's completions (DISPATCH in pend mode) may not take.
-  kernel::KEvent refreshed{kernel::EventType::kNotification, false};
-  ca->RefreshAttributes(0, [&refreshed] { kernel::KeSetEvent(&refreshed); });
-  kernel::KeWaitForSingleObject(&refreshed);
+  // The special QPs' setup chains run alongside.
+  kernel::KEvent up{kernel::EventType::kNotification, false};
+  std::atomic<int> chains{2};
+  auto chain_done = [&up, &chains] {
+    if (chains.fetch_sub(1, std::memory_order_acq_rel) == 1) kernel::KeSetEvent(&up);
+  };
+  ca->RefreshAttributes(0, chain_done);
+  ca->StartSpecialQps(chain_done);
+  kernel::KeWaitForSingleObject(&up);
+  // A port whose special QP could not start keeps it stopped: MAD services on it answer
+  // INSUFFICIENT_RESOURCES, the rest of the CA works.
+  for (std::size_t i = 0; i < ca->special_qps.size(); ++i) {
+    if (ca->special_qp_status[i] != Status::SUCCESS) ca->special_qps[i]->Stop();
+  }
   ca->InitPortView();
-  ca->StartSpecialQps();
   pnp_mutex.Acquire();
   {
     kernel::SpinLockGuard guard(lock);
@@ -353,16 +363,26 @@ void AlCa::InitPortView() {
   }
 }
 
-void AlCa::StartSpecialQps() {
+void AlCa::StartSpecialQps(std::function<void()> done) {
   for (uint8_t port = 1; port <= ci->num_ports(); ++port) {
     for (abi::QpType type : {abi::QpType::SMI, abi::QpType::GSI}) {
-      auto sqp = std::make_unique<SpecialQp>(this, port, type);
-      // A port whose special QP cannot start keeps it stopped: MAD services on it answer
-      // INSUFFICIENT_RESOURCES, the rest of the CA works.
-      if (sqp->Start() != Status::SUCCESS) sqp->Stop();
-      special_qps.push_back(std::move(sqp));
+      special_qps.push_back(std::make_unique<SpecialQp>(this, port, type));
     }
   }
+  special_qp_status.assign(special_qps.size(), Status::PENDING);
+  if (special_qps.empty()) return done();
+  // Every chain holds one count, the starter one more (a chain may finish inline).
+  auto left = std::make_shared<std::atomic<std::size_t>>(special_qps.size() + 1);
+  auto one_done = [left, done] {
+    if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) done();
+  };
+  for (std::size_t i = 0; i < special_qps.size(); ++i) {
+    special_qps[i]->Start([this, i, one_done](Status s) {
+      special_qp_status[i] = s;
+      one_done();
+    });
+  }
+  one_done();
 }
 
 void AlCa::StopSpecialQps() {

@@ -59,7 +59,7 @@ void SpecialQp::OnModified(const abi::QpModifyAttributes& a) {
 Status StartMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp>* engine,
                   abi::QpCaps* caps) {
   auto qp = std::make_shared<SpecialQp>(ca.get(), 0, abi::QpType::MAD);
-  if (const Status s = qp->Start(); s != Status::SUCCESS) {
+  if (const Status s = qp->StartMad(); s != Status::SUCCESS) {
     ReleaseMadQp(ca, std::move(qp));
     return s == Status::CA_REMOVED ? s : Status::INSUFFICIENT_RESOURCES;
   }

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "runtime/al/src/al_internal.h"
-#include "runtime/al/src/ci_call.h"
+#include "runtime/al/src/ci_await.h"
 
 namespace softib::al {
 

@@ -5,7 +5,7 @@
 // whose TID they carry) and what is for an SM (traps, SMInfo) go on to the MAD services.
 #include "softib/smp/directed_route.h"
 
-#include "runtime/al/src/ci_call.h"
+#include "runtime/al/src/ci_await.h"
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
 

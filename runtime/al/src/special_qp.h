@@ -116,7 +116,11 @@ class SpecialQp {
   SpecialQp(const SpecialQp&) = delete;
   SpecialQp& operator=(const SpecialQp&) = delete;
 
-  kernel::Status Start();  // PASSIVE, at the CA's arrival
+  // QP0/QP1 at the CA's arrival: the setup chain of CI IRPs (PD, CQ, MR, QP, INIT, RTR,
+  // RTS), `done` with its status in the last completion (maybe at DISPATCH). DISPATCH or
+  // below. A QP whose chain failed is stopped (Stop) by its starter.
+  void Start(std::function<void(kernel::Status)> done);
+  kernel::Status StartMad();  // a client's MAD QP (mad_qp.cc), direct CI calls: see there
   // DISPATCH or below: sends CANCELED, the device QP destroyed, nothing queued any more.
   void Close();
   void Stop();  // PASSIVE: Close, then its DPCs waited for and its resources freed
@@ -179,6 +183,8 @@ class SpecialQp {
   void ProcessCompletions();
   void OnTimer();
   kernel::Status StartMadQp();  // mad_qp.cc
+  void InitResources();         // DPCs, timer, buffers and slots
+  kernel::IrpTask StartTask(std::function<void(kernel::Status)> done);
   // Redirection (IBA 13.5.3.3, mad_redirect.cc): a request to QP1 goes where the cache
   // says; a response asking for a redirect is consumed (true) and the request re-sent.
   void ApplyRedirectLocked(MadSend& send);
