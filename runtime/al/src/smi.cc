@@ -73,7 +73,7 @@ bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin, uint8_t* a
 
 // The port's SMA or PMA answers a MAD as a CiLocalMad IRP, and the answer goes back from
 // its completion: inline when the HCA completed at once, else in the completion routine
-// (DISPATCH), never from a thread of its own. Stop waits for these (local_mads_).
+// (DISPATCH), never from a thread of its own. Stop waits for these (ci_in_flight_).
 kernel::IrpTask SpecialQp::LocalAgentTask(abi::CiLocalMadIn in, MadOrigin origin,
                                           LocalAnswer answer) {
   abi::CiLocalMadOut out{};
@@ -90,14 +90,14 @@ kernel::IrpTask SpecialQp::LocalAgentTask(abi::CiLocalMadIn in, MadOrigin origin
       SmaRespond(out.response, origin, answer == LocalAnswer::kSmaDirected);
     }
   }
-  local_mads_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this QP
+  ci_in_flight_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this QP
 }
 
 void SpecialQp::LocalAgent(const uint8_t* mad, const MadOrigin& origin, LocalAnswer answer) {
   abi::CiLocalMadIn in{};
   in.port = port_;
   std::memcpy(in.request, mad, sizeof in.request);
-  local_mads_.fetch_add(1, std::memory_order_acq_rel);
+  ci_in_flight_.fetch_add(1, std::memory_order_acq_rel);
   LocalAgentTask(in, origin, answer);
 }
 

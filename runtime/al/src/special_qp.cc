@@ -147,7 +147,26 @@ void SpecialQp::Close() {
     dpc_closed_ = true;
   }
   kernel::KeCancelTimer(&timer_);
-  if (started_) ca_->ci->DestroyQp(qp_);
+  if (started_) {
+    SendRelease(kernel::BuildCiDestroyQpIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode,
+                                            abi::CiDestroyQpIn{qp_}));
+  }
+}
+
+kernel::IrpTask SpecialQp::ReleaseTask(kernel::Irp* irp) {
+  (void)co_await CiCall(ca_->lower, irp);  // a release fails only for a removed CA: gone anyway
+  ci_in_flight_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this QP
+}
+
+void SpecialQp::SendRelease(kernel::Irp* irp) {
+  ci_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  ReleaseTask(irp);
+}
+
+// The QP's CI IRPs complete without the AL's help (the HCA completes a pended one from its
+// own DPC), so this only waits, as a removal waits for the device's outstanding I/O.
+void SpecialQp::WaitForCiIrps() {
+  while (ci_in_flight_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
 void SpecialQp::Stop() {
@@ -157,22 +176,28 @@ void SpecialQp::Stop() {
     if (released_) return;
     released_ = true;
   }
-  ci::CaInterface* ci = ca_->ci;
   kernel::KeFlushQueuedDpcs(ca_->al->node);  // the timer's and the completions' DPCs
-  // The SMA/PMA answers in flight (smi.cc): none starts once the completion DPCs are done;
-  // those out finish in their CiLocalMad completions, which the HCA never holds for long.
-  while (local_mads_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  // The QP's destruction and the SMA/PMA answers in flight (smi.cc; none starts once the
+  // completion DPCs are done) finish in their completions.
+  WaitForCiIrps();
+  constexpr kernel::ProcessorMode kKernel = kernel::ProcessorMode::kKernelMode;
+  kernel::DeviceObject* const device = ca_->lower;
   {
     kernel::SpinLockGuard guard(lock);
     for (Slot& slot : slots_) {
-      if (slot.ah != 0) ci->DestroyAh(slot.ah);
+      if (slot.ah != 0) {
+        SendRelease(kernel::BuildCiDestroyAhIrp(device, nullptr, kKernel, {slot.ah}));
+      }
       slot = Slot{};
     }
     reassembly_.clear();
   }
-  if (key_ != 0) ci->DeregisterMr(key_);
-  if (cq_ != 0) ci->DestroyCq(cq_);
-  if (pd_ != 0) ci->FreePd(pd_);
+  // The MR and CQ before the PD they belong to.
+  if (key_ != 0) SendRelease(kernel::BuildCiDeregisterMrIrp(device, nullptr, kKernel, {key_}));
+  if (cq_ != 0) SendRelease(kernel::BuildCiDestroyCqIrp(device, nullptr, kKernel, {cq_}));
+  WaitForCiIrps();
+  if (pd_ != 0) SendRelease(kernel::BuildCiFreePdIrp(device, nullptr, kKernel, {pd_}));
+  WaitForCiIrps();
 }
 
 Status SpecialQp::PostRecv(uint32_t index) {
@@ -217,7 +242,8 @@ Status SpecialQp::PostLocked(const std::shared_ptr<MadSend>& send, const uint8_t
   uint32_t posted = 0;
   s = ci->PostSend(qp_, {&wr, 1}, &posted);
   if (s != Status::SUCCESS || posted != 1) {
-    ci->DestroyAh(ah);
+    SendRelease(
+        kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode, {ah}));
     return s != Status::SUCCESS ? s : Status::INSUFFICIENT_RESOURCES;
   }
   free_slots_.pop_back();
@@ -386,7 +412,10 @@ void SpecialQp::Drain() {
 void SpecialQp::OnSendDone(const abi::WorkCompletion& wc, After& after) {
   if (wc.wr_id >= slots_.size()) return;
   Slot slot = std::exchange(slots_[wc.wr_id], Slot{});
-  if (slot.ah != 0) ca_->ci->DestroyAh(slot.ah);
+  if (slot.ah != 0) {
+    SendRelease(kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode,
+                                            {slot.ah}));
+  }
   free_slots_.push_back(static_cast<uint32_t>(wc.wr_id));
   const std::shared_ptr<MadSend>& send = slot.send;
   if (!send) return;

@@ -121,9 +121,12 @@ class SpecialQp {
   // below. A QP whose chain failed is stopped (Stop) by its starter.
   void Start(std::function<void(kernel::Status)> done);
   kernel::Status StartMad();  // a client's MAD QP (mad_qp.cc), direct CI calls: see there
-  // DISPATCH or below: sends CANCELED, the device QP destroyed, nothing queued any more.
+  // DISPATCH or below: sends CANCELED, the device QP's destruction sent (a CiDestroyQp
+  // IRP), nothing queued any more.
   void Close();
-  void Stop();  // PASSIVE: Close, then its DPCs waited for and its resources freed
+  // PASSIVE: Close, then its DPCs and CI IRPs waited for and its resources released by CI
+  // IRPs (AHs, then MR, CQ and PD in that order), waited for as the removal's I/O.
+  void Stop();
 
   AlCa* ca() const { return ca_; }
   uint8_t port() const { return port_; }
@@ -228,7 +231,14 @@ class SpecialQp {
   kernel::IrpTask LocalAgentTask(abi::CiLocalMadIn in, MadOrigin origin, LocalAnswer answer);
   void SmaRespond(uint8_t* response, const MadOrigin& origin, bool directed);
   void PmaRespond(const uint8_t* response, const MadOrigin& origin);
-  std::atomic<uint32_t> local_mads_{0};  // CiLocalMad IRPs in flight (Stop waits for none)
+  // CI IRPs of this QP in flight (local MADs, releases): Stop waits for none, as a WDM
+  // driver's removal waits on its remove lock for its I/O.
+  std::atomic<uint32_t> ci_in_flight_{0};
+  // A release nobody waits for the answer of (DestroyQp, DestroyAh, ...): sent as its IRP
+  // and counted in ci_in_flight_ until its completion. DISPATCH or below, any lock held.
+  void SendRelease(kernel::Irp* irp);
+  kernel::IrpTask ReleaseTask(kernel::Irp* irp);
+  void WaitForCiIrps();  // PASSIVE
 
   AlCa* const ca_;
   uint8_t port_;  // a MAD QP's is set at INIT (lock)
