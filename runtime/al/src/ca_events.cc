@@ -99,8 +99,13 @@ abi::PnpEventRecord CaRecord(const AlCa& ca, abi::PnpEvent event) {
 
 std::vector<abi::PnpEventRecord> PortRecords(AlCa& ca, bool add) {
   std::vector<abi::PnpEventRecord> records;
+  // From the cache even once the CA is removed: a PORT_REMOVE names the port it was.
   std::vector<abi::PortAttributes> ports;
-  const bool known = ca.CachedAllPorts(&ports) && ports.size() == ca.ci->num_ports();
+  {
+    kernel::SpinLockGuard guard(ca.lock);
+    for (const AlCa::CachedPort& p : ca.cached_ports) ports.push_back(p.attributes);
+  }
+  const bool known = ports.size() == ca.ci->num_ports();
   for (uint8_t p = 1; p <= ca.ci->num_ports(); ++p) {
     abi::PnpEventRecord record =
         CaRecord(ca, add ? abi::PnpEvent::PORT_ADD : abi::PnpEvent::PORT_REMOVE);

@@ -95,6 +95,25 @@ TEST_P(AlCiIrps, ThePortCacheIsFilledAtArrivalAndRefreshedBeforeALidChangeIsAnno
   EXPECT_EQ(event.port_num, 1);
   ASSERT_TRUE(ca->CachedPortAttributes(1, &cached));
   EXPECT_EQ(cached.lid, 0x0234);
+
+  // The CA leaves: its PORT_REMOVE still carries the port's GUID and last attributes (from
+  // the cache, the CA being gone), and the cache answers nothing for a removed CA.
+  abi::RegisterPnpOut reg{};
+  ASSERT_EQ(client.RegisterPnp(
+                {{client.al_handle()}, abi::PnpClass::PORT, abi::PnpRegFlags{}, 0x22}, &reg),
+            Status::SUCCESS);
+  for (;;) {
+    if (NextPnp(client, reg.reg.value).event == abi::PnpEvent::REG_COMPLETE) break;
+  }
+  ASSERT_EQ(node->RemoveCa(guid), Status::SUCCESS);
+  abi::PnpEventRecord removed{};
+  for (int i = 0; i < 8 && removed.event != abi::PnpEvent::PORT_REMOVE; ++i) {
+    removed = NextPnp(client, reg.reg.value);
+  }
+  ASSERT_EQ(removed.event, abi::PnpEvent::PORT_REMOVE);
+  EXPECT_EQ(removed.guid, ports[0].port_guid);
+  EXPECT_EQ(removed.port.lid, 0x0234);
+  EXPECT_FALSE(ca->CachedPortAttributes(1, &cached));
 }
 
 TEST_P(AlCiIrps, QpZeroAndOneOfEveryPortCameUpThroughTheirIrpChains) {
