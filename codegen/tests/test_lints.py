@@ -149,3 +149,37 @@ class LockTest(IdlTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+HCA = """\
+// A four-line prelude: snippets appended to it start on line 5.
+module t;
+statuses Status : u32 { SUCCESS = 0, INVALID_PARAMETER = 1, BUSY = 2, INVALID_PERMISSION = 3, }
+target hca;
+"""
+
+
+class HcaTargetLintTest(IdlTestCase):
+    def test_a_valid_hca_verb(self):
+        p = frontend(HCA + "verb V = 1 { irql dispatch; async; paths irp; ioctl 0x900; in u32 pd; out u32 key; }")
+        self.assertEqual(p.module_target("t"), "hca")
+
+    def test_irp_path_only(self):
+        self.assertIdlError(HCA + "verb V = 1 { async; paths irp, proxy; ioctl 0x900; in u32 pd; }",
+                            "t.idl:5:21: error: verb 'V' of a 'target hca' module has only the irp path (paths irp;)")
+
+    def test_needs_ioctl(self):
+        self.assertIdlError(HCA + "verb V = 1 { async; paths irp; in u32 pd; }",
+                            "t.idl:5:6: error: verb 'V' of a 'target hca' module needs an 'ioctl' clause (its IRP "
+                            "carries the code)")
+
+    def test_must_be_async(self):
+        self.assertIdlError(HCA + "verb V = 1 { sync; paths irp; ioctl 0x900; in u32 pd; }",
+                            "t.idl:5:6: error: verb 'V' of a 'target hca' module must be async: the HCA driver may "
+                            "pend any of them")
+
+    def test_no_handles(self):
+        self.assertIdlError(HCA + "object Al { implicit; }\n"
+                                  "verb V = 1 { async; paths irp; ioctl 0x900; in handle<Al> al; }",
+                            "t.idl:6:59: error: verb 'V' of a 'target hca' module: parameter 'al' is a handle; "
+                            "objects of the HCA are CA-local numbers (u32)")

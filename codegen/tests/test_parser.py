@@ -406,3 +406,31 @@ class ParserErrorTest(IdlTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ModuleTargetTest(IdlTestCase):
+    def test_default_target_is_the_access_layer(self):
+        p = frontend("module t;\nconst u8 A = 1;", stage="parse")
+        self.assertEqual(p.modules[0].target, "al")
+        self.assertEqual(p.module_target("t"), "al")
+
+    def test_target_hca(self):
+        p = frontend({"a.idl": "module a;\ntarget hca;\nconst u8 A = 1;", "b.idl": "module b;"},
+                     stage="parse")
+        self.assertEqual(p.module_target("a"), "hca")
+        self.assertEqual(p.module_target("b"), "al")
+        self.assertEqual(p.consts["A"].module, "a")
+
+    def test_unknown_target(self):
+        self.assertIdlError("module t;\ntarget gpu;",
+                            "t.idl:2:8: error: unknown module target 'gpu'; expected one of al, hca",
+                            stage="parse")
+
+    def test_second_target(self):
+        self.assertIdlError("module t;\ntarget hca;\ntarget al;",
+                            "t.idl:3:1: error: a second 'target' declaration; a module has one target",
+                            stage="parse")
+
+    def test_target_before_module(self):
+        self.assertIdlError("target hca;\nmodule t;",
+                            "t.idl:1:1: error: the file must start with 'module <name>;'", stage="parse")

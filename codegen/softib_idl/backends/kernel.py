@@ -199,6 +199,7 @@ def _hca_build_signature(view: dict) -> dict:
 
 
 def emit_hca_module(program: m.Program, module: str, render, st: str) -> dict[str, str]:
+    a.require_status(program, "INVALID_PERMISSION", f"module '{module}' (target hca: the requestor check)")
     verbs = module_kernel_verbs(program, module)
     views = []
     for v in verbs:

@@ -12,6 +12,8 @@ set(SOFTIB_GEN_CODEC_SOURCES
 set(SOFTIB_GEN_KERNEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/fixture_hca_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/fixture_hca_irp.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verb_handlers.cc
 )
 set(SOFTIB_GEN_USER_SOURCES
@@ -20,6 +22,8 @@ set(SOFTIB_GEN_USER_SOURCES
 set(SOFTIB_GEN_CONFORMANCE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_dispatch_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_hca_abi_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_hca_hca_conformance.cc
 )
 set(SOFTIB_GEN_DOCS_SOURCES
 )

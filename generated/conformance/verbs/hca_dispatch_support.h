@@ -28,7 +28,7 @@ enum class HcaRequestor {
 };
 
 struct HcaCallResult {
-  abi::Status status = abi::Status::UNKNOWN_ERROR;
+  abi::Status status = abi::Status::PENDING;  // never a final status
   uint64_t information = 0;
 };
 

@@ -100,6 +100,7 @@ class RingFixture : public ::testing::Test {
       Side& s = sides_[i];
       HcaConfig config;
       config.node_guid = s.guid;
+      config.pend_ci = PendCi();
       s.lid = static_cast<uint16_t>(i + 1);
       ASSERT_EQ(HcaAddCa(driver_, config, s.lid), Status::SUCCESS);
       s.device = kernel::IoGetDeviceByName(&node_, ci::CaDeviceName(s.guid).c_str());
@@ -125,6 +126,9 @@ class RingFixture : public ::testing::Test {
     }
     UnloadHcaDriver(driver_);
   }
+
+  // The driver's pend mode for the CAs (HcaConfig::pend_ci).
+  virtual bool PendCi() const { return false; }
 
   // PD, MR over the side's buffer, a CQ of `cq_size` and a QP (RC unless told) of `depth`.
   void MakeQp(Side& s, uint32_t cq_size = 32, uint32_t depth = 16,

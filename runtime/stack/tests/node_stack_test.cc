@@ -6,11 +6,14 @@
 #include <endian.h>
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <cstring>
 #include <optional>
 #include <string>
 
+#include "kernel/hca/ci_irp.h"
 #include "kernel/verbs_ca_direct.h"
 #include "softib/al/access_layer.h"
 #include "softib/bus/bus_driver.h"
@@ -72,6 +75,54 @@ void ExpectNoPdosOf(kernel::Node* node, uint64_t guid, uint8_t ports) {
     EXPECT_FALSE(PdoIdentityOf(node, bus::IpoibPdoName(guid, port)).has_value());
   }
   EXPECT_FALSE(PdoIdentityOf(node, bus::IouPdoName(guid)).has_value());
+}
+
+// Whether a CI IRP (idl/ci.idl) to each CA of a node booted with SOFTIB_CI_PEND = `pend`
+// (null: unset) pended.
+std::vector<bool> CiQueryPended(const char* pend) {
+  if (pend != nullptr) {
+    setenv("SOFTIB_CI_PEND", pend, 1);
+  } else {
+    unsetenv("SOFTIB_CI_PEND");
+  }
+  Status status;
+  auto node = NodeStack::Boot({}, &status);
+  unsetenv("SOFTIB_CI_PEND");
+  EXPECT_EQ(status, Status::SUCCESS);
+  std::vector<bool> pended;
+  if (!node) return pended;
+  for (const uint64_t guid : node->ca_guids()) {
+    kernel::DeviceObject* device =
+        kernel::IoGetDeviceByName(node->node(), node->ca_device_name(guid).c_str());
+    EXPECT_NE(device, nullptr);
+    if (device == nullptr) continue;
+    struct Seen {
+      kernel::KEvent done{kernel::EventType::kNotification};
+      Status status = Status::PENDING;
+      bool pended = false;
+    } seen;
+    std::vector<uint8_t> out(sizeof(abi::CiQueryCaOut) + sizeof(abi::PortAttributes));
+    const auto routine = [](kernel::DeviceObject*, kernel::Irp* irp, void* context) {
+      auto* s = static_cast<Seen*>(context);
+      s->status = irp->IoStatus.Status;
+      s->pended = irp->PendingReturned;
+      s->done.Set();
+      return kernel::CompletionAction::kContinueCompletion;
+    };
+    kernel::SendCiQueryCaIrp(device, nullptr, kernel::ProcessorMode::kKernelMode, out.data(),
+                             static_cast<uint32_t>(out.size()), routine, &seen);
+    EXPECT_EQ(kernel::KeWaitForSingleObject(&seen.done, std::chrono::seconds(10)), Status::SUCCESS);
+    EXPECT_EQ(seen.status, Status::SUCCESS);
+    pended.push_back(seen.pended);
+    kernel::ObDereferenceObject(device);
+  }
+  return pended;
+}
+
+TEST(NodeStack, SoftibCiPendPutsEveryCaInPendMode) {
+  EXPECT_EQ(CiQueryPended("1"), (std::vector<bool>{true, true}));
+  EXPECT_EQ(CiQueryPended(nullptr), (std::vector<bool>{false, false}));
+  EXPECT_EQ(CiQueryPended("0"), (std::vector<bool>{false, false}));
 }
 
 TEST(NodeStack, DefaultNodeHasTwoCasWithDevicesAndTheAlDevice) {

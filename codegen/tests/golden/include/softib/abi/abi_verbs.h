@@ -8,6 +8,7 @@
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/abi_status.h"
 #include "softib/abi/fixture.h"
+#include "softib/abi/fixture_hca.h"
 
 namespace softib::abi {
 
@@ -15,13 +16,19 @@ enum class VerbId : uint32_t {
   FixCreateCq = 0x0100,
   FixDestroyCq = 0x0101,
   FixPollCq = 0x0102,
+  FixHcaCreateCq = 0x0200,
+  FixHcaRegister = 0x0201,
+  FixHcaQuery = 0x0202,
 };
 
 // X(Name, Module): Name##Verb is the verb's descriptor (softib/abi/<Module>.h).
 #define SOFTIB_ABI_FOR_EACH_VERB(X) \
   X(FixCreateCq, fixture)           \
   X(FixDestroyCq, fixture)          \
-  X(FixPollCq, fixture)
+  X(FixPollCq, fixture)             \
+  X(FixHcaCreateCq, fixture_hca)    \
+  X(FixHcaRegister, fixture_hca)    \
+  X(FixHcaQuery, fixture_hca)
 
 struct VerbInfo {
   const char* name;
@@ -43,15 +50,21 @@ struct VerbInfo {
   constexpr uint32_t MinOutputLength() const { return out_size; }
 };
 
-inline constexpr std::array<VerbInfo, 3> kVerbInfos = {{
+inline constexpr std::array<VerbInfo, 6> kVerbInfos = {{
     {"FixCreateCq", "fixture", 0x0100, 0x003BE400, VerbIrql::kPassive,
      kPathDirect | kPathIrp | kPathProxy, false, 96, 16, 0, 0, 0, 0},
     {"FixDestroyCq", "fixture", 0x0101, 0x003BA404, VerbIrql::kDispatch, kPathDirect | kPathProxy,
      true, 8, 0, 0, 0, 0, 0},
     {"FixPollCq", "fixture", 0x0102, 0x00000000, VerbIrql::kDispatch, kPathSpeed, false, 16, 8, 0,
      0, 8, 4},
+    {"FixHcaCreateCq", "fixture_hca", 0x0200, 0x003BE600, VerbIrql::kDispatch, kPathIrp, true, 16,
+     4, 0, 0, 0, 0},
+    {"FixHcaRegister", "fixture_hca", 0x0201, 0x003BE604, VerbIrql::kDispatch, kPathIrp, true, 8, 4,
+     16, 4, 0, 0},
+    {"FixHcaQuery", "fixture_hca", 0x0202, 0x003B6608, VerbIrql::kPassive, kPathIrp, true, 0, 8, 0,
+     0, 4, 4},
 }};
-inline constexpr uint32_t kVerbCount = 3;
+inline constexpr uint32_t kVerbCount = 6;
 
 constexpr const VerbInfo* FindVerbByOrdinal(uint32_t ordinal) {
   for (const VerbInfo& v : kVerbInfos) {

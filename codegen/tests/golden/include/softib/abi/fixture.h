@@ -26,6 +26,7 @@ enum class FixStatus : uint32_t {
   INVALID_SETTING = 7,
   INVALID_HANDLE = 8,
   PENDING = 9,
+  INVALID_PERMISSION = 10,
 };
 
 constexpr bool IsValid(FixStatus v) {
@@ -40,6 +41,7 @@ constexpr bool IsValid(FixStatus v) {
     case FixStatus::INVALID_SETTING:
     case FixStatus::INVALID_HANDLE:
     case FixStatus::PENDING:
+    case FixStatus::INVALID_PERMISSION:
       return true;
   }
   return false;
@@ -67,6 +69,8 @@ constexpr const char* ToString(FixStatus v) {
       return "INVALID_HANDLE";
     case FixStatus::PENDING:
       return "PENDING";
+    case FixStatus::INVALID_PERMISSION:
+      return "INVALID_PERMISSION";
   }
   return nullptr;
 }
@@ -77,10 +81,17 @@ struct EnumTraits<FixStatus> {
   static constexpr bool kIsFlags = false;
   static constexpr uint64_t kValidMask = 0;
   static constexpr FixStatus kValues[] = {
-      FixStatus::SUCCESS,           FixStatus::INVALID_PARAMETER, FixStatus::INSUFFICIENT_RESOURCES,
-      FixStatus::INVALID_AL_HANDLE, FixStatus::INVALID_CQ_HANDLE, FixStatus::RESOURCE_BUSY,
-      FixStatus::INVALID_STATE,     FixStatus::INVALID_SETTING,   FixStatus::INVALID_HANDLE,
+      FixStatus::SUCCESS,
+      FixStatus::INVALID_PARAMETER,
+      FixStatus::INSUFFICIENT_RESOURCES,
+      FixStatus::INVALID_AL_HANDLE,
+      FixStatus::INVALID_CQ_HANDLE,
+      FixStatus::RESOURCE_BUSY,
+      FixStatus::INVALID_STATE,
+      FixStatus::INVALID_SETTING,
+      FixStatus::INVALID_HANDLE,
       FixStatus::PENDING,
+      FixStatus::INVALID_PERMISSION,
   };
 };
 
