@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -85,8 +86,11 @@ class AlCa {
   // The CA's I/O unit: controllers clients registered (ioc_handlers.cc), reported by the
   // device management agent.
   ioc::IoUnit io_unit;
-  void StartSpecialQps();  // PASSIVE, before StartEvents
-  void StopSpecialQps();   // PASSIVE, at removal (MAD QPs' too)
+  // The QPs' setup chains (CI IRPs, special_qp.cc) are started; `done` runs after the last
+  // one's last completion (maybe at DISPATCH). A QP whose chain failed stays stopped.
+  void StartSpecialQps(std::function<void()> done);  // PASSIVE, before StartEvents
+  std::vector<kernel::Status> special_qp_status;     // of each setup chain (index as above)
+  void StopSpecialQps();                             // PASSIVE, at removal (MAD QPs' too)
   // Clients' MAD QPs by CQ number (lock; mad_qp.cc): their completions go to them.
   std::map<uint32_t, std::shared_ptr<SpecialQp>> mad_qps;
   void AddMadQp(const std::shared_ptr<SpecialQp>& qp);
@@ -99,7 +103,37 @@ class AlCa {
   kernel::KEvent event_irp_home{kernel::EventType::kNotification, true};
 
   void StartEvents();  // PASSIVE
-  void Dispatch(const ci::CaEventBatch& batch);
+
+  // ---- The AL's own commands to the HCA as CI IRPs (issue 17; port_cache.cc, ci_await.h) --
+  // The port attribute cache, as IBAL keeps one: the CA's and its ports' attributes and
+  // their P_Key and GID tables, filled by CiQueryCa / CiQueryPkeyTable / CiQueryGidTable
+  // IRPs when the CA arrives and on every port event (PORT_ACTIVE, PORT_DOWN, LID, P_Key,
+  // GID, SM changes, client reregister), read under `lock` by the AL's own consumers (SA,
+  // CM, IOC, MAD redirect, PnP records). Staleness rule: a consumer may read attributes
+  // one event old (while the refresh of an event is in flight); the event processing
+  // refreshes them BEFORE it announces that event (asynchronous event, PnP record, SA and
+  // IOC reactions), so a client that hears PORT_ACTIVE reads the new LID.
+  struct CachedPort {
+    abi::PortAttributes attributes{};
+    std::vector<uint16_t> pkeys;
+    std::vector<abi::Gid> gids;
+  };
+  abi::CaAttributes cached_ca{};         // lock
+  std::vector<CachedPort> cached_ports;  // lock; index port - 1; empty until the first refresh
+  // Copies from the cache (DISPATCH or below). False when the CA was removed (the CI would
+  // answer CA_REMOVED), the port does not exist, or nothing is known yet.
+  bool CachedPortAttributes(uint8_t port, abi::PortAttributes* out);
+  bool CachedAllPorts(std::vector<abi::PortAttributes>* out);
+  bool CachedPkeyTable(uint8_t port, std::vector<uint16_t>* out);
+  // Sends the query IRPs (the CA's attributes, and the P_Key and GID tables of `port`, 0:
+  // of every port), stores the answers, then runs `done` (inline when the HCA completed
+  // at once, else in the last IRP's completion: maybe at DISPATCH).
+  void RefreshAttributes(uint8_t port, std::function<void()> done);
+  // The event IRP's batch, processed in order; an event that needs the cache refreshed
+  // waits for it (in completion routines), then the IRP is re-sent (or comes home).
+  void ProcessBatch();
+  // ---- end issue 17 block ----
+  void Dispatch(const ci::CaEvent& event);
 };
 
 // What a file's objects share with it (counts and the objects that hold pending IRPs),

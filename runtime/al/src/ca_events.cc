@@ -4,6 +4,7 @@
 #include <endian.h>
 #include <optional>
 
+#include "runtime/al/src/ci_await.h"
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/ioc/ioc_pnp.h"
 #include "runtime/al/src/objects.h"
@@ -31,15 +32,10 @@ namespace {
 kernel::CompletionAction EventIrpDone(kernel::DeviceObject*, Irp* irp, void* context) {
   auto* ca = static_cast<AlCa*>(context);
   if (irp->IoStatus.Status == Status::SUCCESS) {
-    ca->Dispatch(ca->batch);
-    if (!ca->removed.load()) {
-      // Re-sent from a DPC, never from here: a CA with news queued completes at once and
-      // this routine would recurse.
-      kernel::KeInsertQueueDpc(&ca->repost_dpc, nullptr, nullptr);
-      return kernel::CompletionAction::kMoreProcessingRequired;
-    }
+    ca->ProcessBatch();  // re-sends the IRP, or lets it come home, once done
+  } else {
+    kernel::KeSetEvent(&ca->event_irp_home);
   }
-  kernel::KeSetEvent(&ca->event_irp_home);
   return kernel::CompletionAction::kMoreProcessingRequired;  // ours: never freed by the I/O manager
 }
 
@@ -103,9 +99,13 @@ abi::PnpEventRecord CaRecord(const AlCa& ca, abi::PnpEvent event) {
 
 std::vector<abi::PnpEventRecord> PortRecords(AlCa& ca, bool add) {
   std::vector<abi::PnpEventRecord> records;
-  std::vector<abi::PortAttributes> ports(ca.ci->num_ports());
-  abi::CaAttributes attributes;
-  const bool known = ca.ci->QueryCa(&attributes, ports) == Status::SUCCESS;
+  // From the cache even once the CA is removed: a PORT_REMOVE names the port it was.
+  std::vector<abi::PortAttributes> ports;
+  {
+    kernel::SpinLockGuard guard(ca.lock);
+    for (const AlCa::CachedPort& p : ca.cached_ports) ports.push_back(p.attributes);
+  }
+  const bool known = ports.size() == ca.ci->num_ports();
   for (uint8_t p = 1; p <= ca.ci->num_ports(); ++p) {
     abi::PnpEventRecord record =
         CaRecord(ca, add ? abi::PnpEvent::PORT_ADD : abi::PnpEvent::PORT_REMOVE);
@@ -128,11 +128,10 @@ std::vector<abi::PnpEventRecord> PortRecords(AlCa& ca, bool add) {
 abi::PnpEventRecord PortChangeRecord(AlCa& ca, uint8_t port, abi::PnpEvent event) {
   abi::PnpEventRecord record = CaRecord(ca, event);
   record.port_num = port;
-  std::vector<abi::PortAttributes> ports(ca.ci->num_ports());
-  abi::CaAttributes attributes;
-  if (port >= 1 && port <= ports.size() && ca.ci->QueryCa(&attributes, ports) == Status::SUCCESS) {
-    record.port = ports[port - 1];
-    record.guid = ports[port - 1].port_guid;  // already network order
+  abi::PortAttributes attributes;
+  if (ca.CachedPortAttributes(port, &attributes)) {  // refreshed for this event
+    record.port = attributes;
+    record.guid = attributes.port_guid;  // already network order
   }
   return record;
 }
@@ -184,107 +183,140 @@ void AlCa::StartEvents() {
   SendEventIrp(this);
 }
 
-void AlCa::Dispatch(const ci::CaEventBatch& news) {
-  for (uint32_t i = 0; i < news.count && i < ci::kMaxEventsPerBatch; ++i) {
-    const ci::CaEvent& event = news.events[i];
-    if (event.kind == ci::CaEventKind::kCompletion) {
-      // The AL's own special QPs first (they live as long as this AlCa).
-      bool mine = false;
-      for (const auto& sqp : special_qps) {
-        if (sqp && sqp->cq() == event.object) {
-          sqp->OnCompletion();
-          mine = true;
-          break;
-        }
-      }
-      if (mine) continue;
-      if (std::shared_ptr<SpecialQp> mad_qp = MadQpOfCq(event.object)) {
-        mad_qp->OnCompletion();
-        continue;
-      }
-      kernel::ObjectRef cq;
-      {
-        kernel::SpinLockGuard guard(lock);
-        auto it = cqs.find(event.object);
-        if (it != cqs.end()) {
-          kernel::ReferenceObject(it->second);
-          cq = kernel::ObjectRef(it->second);
-        }
-      }
-      if (cq) static_cast<CqObj*>(cq.get())->Notify();
-      continue;
+namespace {
+
+// A port's news that changes what the cache holds: refreshed before it is announced.
+bool RefreshesCache(const ci::CaEvent& event) {
+  return event.kind != ci::CaEventKind::kCompletion && ObjectOf(event.type) == EventObject::kCa &&
+         (PortPnpEvent(event.type).has_value() ||
+          event.type == abi::AsyncEventType::CLIENT_REREGISTER);
+}
+
+// The event IRP's batch, in order, in the IRP's completion routine and, past an event that
+// refreshes the cache, in the completions of the query IRPs (at DISPATCH when they pend).
+// The batch buffer is not reused before the IRP is re-sent, at the end.
+kernel::IrpTask ProcessBatchTask(AlCa* ca) {
+  for (uint32_t i = 0; i < ca->batch.count && i < ci::kMaxEventsPerBatch; ++i) {
+    const ci::CaEvent event = ca->batch.events[i];
+    if (RefreshesCache(event) && !ca->removed.load()) {
+      const auto port = static_cast<uint8_t>(event.object);
+      co_await AwaitDone([ca, port](std::function<void()> resume) {
+        ca->RefreshAttributes(port, std::move(resume));
+      });
     }
-    // A port event that does not change the AL's view of the port is stale: dropped.
-    const bool port_change = event.type == abi::AsyncEventType::PORT_ACTIVE ||
-                             event.type == abi::AsyncEventType::PORT_DOWN;
-    if (port_change) {
-      const bool active = event.type == abi::AsyncEventType::PORT_ACTIVE;
-      kernel::SpinLockGuard guard(lock);
-      if (event.object < 1 || event.object > port_active.size() ||
-          port_active[event.object - 1] == active) {
-        continue;
+    ca->Dispatch(event);
+  }
+  if (!ca->removed.load()) {
+    // Re-sent from a DPC, never from here: a CA with news queued completes at once and
+    // this would recurse.
+    kernel::KeInsertQueueDpc(&ca->repost_dpc, nullptr, nullptr);
+  } else {
+    kernel::KeSetEvent(&ca->event_irp_home);
+  }
+}
+
+}  // namespace
+
+void AlCa::ProcessBatch() { ProcessBatchTask(this); }
+
+void AlCa::Dispatch(const ci::CaEvent& event) {
+  if (event.kind == ci::CaEventKind::kCompletion) {
+    // The AL's own special QPs first (they live as long as this AlCa).
+    bool mine = false;
+    for (const auto& sqp : special_qps) {
+      if (sqp && sqp->cq() == event.object) {
+        sqp->OnCompletion();
+        mine = true;
+        break;
       }
-      port_active[event.object - 1] = active;
     }
-    // An asynchronous event: to the Al of the object it concerns, or of every open of the CA.
-    abi::AsyncEventRecord record{};
-    record.code = event.type;
-    std::vector<std::pair<kernel::ObjectRef, abi::AsyncEventRecord>> targets;
+    if (mine) return;
+    if (std::shared_ptr<SpecialQp> mad_qp = MadQpOfCq(event.object)) {
+      mad_qp->OnCompletion();
+      return;
+    }
+    kernel::ObjectRef cq;
     {
       kernel::SpinLockGuard guard(lock);
-      auto add = [&](CaObj* ca_obj, abi::AsyncEventRecord r) {
-        kernel::ReferenceObject(ca_obj->al_obj);
-        r.ca.value = ca_obj->handle;
-        targets.emplace_back(kernel::ObjectRef(ca_obj->al_obj), r);
-      };
-      switch (ObjectOf(event.type)) {
-        case EventObject::kQp:
-          if (auto q = qps.find(event.object); q != qps.end()) {
-            record.qp.value = q->second->handle;
-            record.context = q->second->context;
-            add(q->second->pd_obj->ca_obj, record);
-          }
-          break;
-        case EventObject::kCq:
-          if (auto c = cqs.find(event.object); c != cqs.end()) {
-            record.cq.value = c->second->handle;
-            record.context = c->second->context;
-            add(c->second->ca_obj, record);
-          }
-          break;
-        case EventObject::kSrq:
-          if (auto q = srqs.find(event.object); q != srqs.end()) {
-            record.srq.value = q->second->handle;
-            record.context = q->second->context;
-            add(q->second->pd_obj->ca_obj, record);
-          }
-          break;
-        case EventObject::kCa:
-          record.port_num = static_cast<uint8_t>(event.object);
-          for (CaObj* open : opens) {
-            record.context = open->context;
-            add(open, record);
-          }
-          break;
+      auto it = cqs.find(event.object);
+      if (it != cqs.end()) {
+        kernel::ReferenceObject(it->second);
+        cq = kernel::ObjectRef(it->second);
       }
     }
-    for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
-    // I/O units may have come into reach (or left it): sweep for them again.
-    if (event.type == abi::AsyncEventType::PORT_ACTIVE ||
-        event.type == abi::AsyncEventType::LID_CHANGE ||
-        event.type == abi::AsyncEventType::SM_CHANGE) {
-      if (al->ioc_pnp) al->ioc_pnp->Kick();
+    if (cq) static_cast<CqObj*>(cq.get())->Notify();
+    return;
+  }
+  // A port event that does not change the AL's view of the port is stale: dropped.
+  const bool port_change = event.type == abi::AsyncEventType::PORT_ACTIVE ||
+                           event.type == abi::AsyncEventType::PORT_DOWN;
+  if (port_change) {
+    const bool active = event.type == abi::AsyncEventType::PORT_ACTIVE;
+    kernel::SpinLockGuard guard(lock);
+    if (event.object < 1 || event.object > port_active.size() ||
+        port_active[event.object - 1] == active) {
+      return;
     }
-    // The SA client drops the port's cached paths and re-registers what the SM may have lost.
-    if (ObjectOf(event.type) == EventObject::kCa && al->sa_client) {
-      al->sa_client->OnPortEvent(*this, static_cast<uint8_t>(event.object), event.type);
+    port_active[event.object - 1] = active;
+  }
+  // An asynchronous event: to the Al of the object it concerns, or of every open of the CA.
+  abi::AsyncEventRecord record{};
+  record.code = event.type;
+  std::vector<std::pair<kernel::ObjectRef, abi::AsyncEventRecord>> targets;
+  {
+    kernel::SpinLockGuard guard(lock);
+    auto add = [&](CaObj* ca_obj, abi::AsyncEventRecord r) {
+      kernel::ReferenceObject(ca_obj->al_obj);
+      r.ca.value = ca_obj->handle;
+      targets.emplace_back(kernel::ObjectRef(ca_obj->al_obj), r);
+    };
+    switch (ObjectOf(event.type)) {
+      case EventObject::kQp:
+        if (auto q = qps.find(event.object); q != qps.end()) {
+          record.qp.value = q->second->handle;
+          record.context = q->second->context;
+          add(q->second->pd_obj->ca_obj, record);
+        }
+        break;
+      case EventObject::kCq:
+        if (auto c = cqs.find(event.object); c != cqs.end()) {
+          record.cq.value = c->second->handle;
+          record.context = c->second->context;
+          add(c->second->ca_obj, record);
+        }
+        break;
+      case EventObject::kSrq:
+        if (auto q = srqs.find(event.object); q != srqs.end()) {
+          record.srq.value = q->second->handle;
+          record.context = q->second->context;
+          add(q->second->pd_obj->ca_obj, record);
+        }
+        break;
+      case EventObject::kCa:
+        record.port_num = static_cast<uint8_t>(event.object);
+        for (CaObj* open : opens) {
+          record.context = open->context;
+          add(open, record);
+        }
+        break;
     }
-    // A change of the port's state or of what the SM set in it is also PnP news (DESIGN:
-    // a port changing state reaches registered clients as PnP events).
-    if (const std::optional<abi::PnpEvent> pnp = PortPnpEvent(event.type)) {
-      PostTo(al, abi::PnpClass::PORT,
-             {PortChangeRecord(*this, static_cast<uint8_t>(event.object), *pnp)});
-    }
+  }
+  for (auto& [al_obj, r] : targets) static_cast<AlObj*>(al_obj.get())->Post(r);
+  // I/O units may have come into reach (or left it): sweep for them again.
+  if (event.type == abi::AsyncEventType::PORT_ACTIVE ||
+      event.type == abi::AsyncEventType::LID_CHANGE ||
+      event.type == abi::AsyncEventType::SM_CHANGE) {
+    if (al->ioc_pnp) al->ioc_pnp->Kick();
+  }
+  // The SA client drops the port's cached paths and re-registers what the SM may have lost.
+  if (ObjectOf(event.type) == EventObject::kCa && al->sa_client) {
+    al->sa_client->OnPortEvent(*this, static_cast<uint8_t>(event.object), event.type);
+  }
+  // A change of the port's state or of what the SM set in it is also PnP news (DESIGN:
+  // a port changing state reaches registered clients as PnP events).
+  if (const std::optional<abi::PnpEvent> pnp = PortPnpEvent(event.type)) {
+    PostTo(al, abi::PnpClass::PORT,
+           {PortChangeRecord(*this, static_cast<uint8_t>(event.object), *pnp)});
   }
 }
 
@@ -297,8 +329,26 @@ void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
   auto ca = std::make_shared<AlCa>(this, query.ci);
   ca->lower = device;
   if (CreateFilter(this, ca.get()) != Status::SUCCESS) return;
+  // The CA's attributes and tables reach the cache by CI query IRPs. This PnP worker waits
+  // for that chain's last completion: it is the start of the device (as a WDM FDO's
+  // IRP_MN_START_DEVICE waits for the start below it), not AL code waiting for the HCA in
+  // a client's or a completion's path, and taking the CA in needs pnp_mutex (PASSIVE),
+  // which the chain's completions (DISPATCH in pend mode) may not take.
+  // The special QPs' setup chains run alongside.
+  kernel::KEvent up{kernel::EventType::kNotification, false};
+  std::atomic<int> chains{2};
+  auto chain_done = [&up, &chains] {
+    if (chains.fetch_sub(1, std::memory_order_acq_rel) == 1) kernel::KeSetEvent(&up);
+  };
+  ca->RefreshAttributes(0, chain_done);
+  ca->StartSpecialQps(chain_done);
+  kernel::KeWaitForSingleObject(&up);
+  // A port whose special QP could not start keeps it stopped: MAD services on it answer
+  // INSUFFICIENT_RESOURCES, the rest of the CA works.
+  for (std::size_t i = 0; i < ca->special_qps.size(); ++i) {
+    if (ca->special_qp_status[i] != Status::SUCCESS) ca->special_qps[i]->Stop();
+  }
   ca->InitPortView();
-  ca->StartSpecialQps();
   pnp_mutex.Acquire();
   {
     kernel::SpinLockGuard guard(lock);
@@ -311,24 +361,33 @@ void AccessLayer::OnCaArrival(kernel::DeviceObject* device) {
 }
 
 void AlCa::InitPortView() {
-  std::vector<abi::PortAttributes> ports(ci->num_ports());
-  abi::CaAttributes attributes;
-  const bool known = ci->QueryCa(&attributes, ports) == Status::SUCCESS;
-  kernel::SpinLockGuard guard(lock);
-  port_active.assign(ports.size(), false);
-  for (std::size_t i = 0; known && i < ports.size(); ++i) port_active[i] = ports[i].link_state == 4;
+  kernel::SpinLockGuard guard(lock);  // from the cache its arrival filled
+  port_active.assign(ci->num_ports(), false);
+  for (std::size_t i = 0; i < cached_ports.size() && i < port_active.size(); ++i) {
+    port_active[i] = cached_ports[i].attributes.link_state == 4;
+  }
 }
 
-void AlCa::StartSpecialQps() {
+void AlCa::StartSpecialQps(std::function<void()> done) {
   for (uint8_t port = 1; port <= ci->num_ports(); ++port) {
     for (abi::QpType type : {abi::QpType::SMI, abi::QpType::GSI}) {
-      auto sqp = std::make_unique<SpecialQp>(this, port, type);
-      // A port whose special QP cannot start keeps it stopped: MAD services on it answer
-      // INSUFFICIENT_RESOURCES, the rest of the CA works.
-      if (sqp->Start() != Status::SUCCESS) sqp->Stop();
-      special_qps.push_back(std::move(sqp));
+      special_qps.push_back(std::make_unique<SpecialQp>(this, port, type));
     }
   }
+  special_qp_status.assign(special_qps.size(), Status::PENDING);
+  if (special_qps.empty()) return done();
+  // Every chain holds one count, the starter one more (a chain may finish inline).
+  auto left = std::make_shared<std::atomic<std::size_t>>(special_qps.size() + 1);
+  auto one_done = [left, done] {
+    if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) done();
+  };
+  for (std::size_t i = 0; i < special_qps.size(); ++i) {
+    special_qps[i]->Start([this, i, one_done](Status s) {
+      special_qp_status[i] = s;
+      one_done();
+    });
+  }
+  one_done();
 }
 
 void AlCa::StopSpecialQps() {

@@ -5,6 +5,7 @@
 // MAD services on the QP object. The client's CQs are counted as used but get nothing.
 #include <endian.h>
 
+#include "kernel/hca/ci_irp.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/mad_handlers.h"
 #include "runtime/al/src/mad_service.h"
@@ -41,7 +42,8 @@ void SpecialQp::OnModified(const abi::QpModifyAttributes& a) {
       for (uint32_t i = 0; i < slots_.size(); ++i) {
         Slot slot = std::exchange(slots_[i], Slot{});
         if (slot.ah == 0) continue;
-        ca_->ci->DestroyAh(slot.ah);
+        SendRelease(kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr,
+                                                kernel::ProcessorMode::kKernelMode, {slot.ah}));
         free_slots_.push_back(i);
         if (slot.send && --slot.send->on_wire == 0) {
           Finish(slot.send, abi::WcStatus::WR_FLUSH_ERR, after);
@@ -59,7 +61,7 @@ void SpecialQp::OnModified(const abi::QpModifyAttributes& a) {
 Status StartMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp>* engine,
                   abi::QpCaps* caps) {
   auto qp = std::make_shared<SpecialQp>(ca.get(), 0, abi::QpType::MAD);
-  if (const Status s = qp->Start(); s != Status::SUCCESS) {
+  if (const Status s = qp->StartMad(); s != Status::SUCCESS) {
     ReleaseMadQp(ca, std::move(qp));
     return s == Status::CA_REMOVED ? s : Status::INSUFFICIENT_RESOURCES;
   }
@@ -87,18 +89,20 @@ struct Release {
 };
 }  // namespace
 
-// Out of the CA's table and stopped; the rest of Stop (which waits for the QP's DPCs) runs
-// at PASSIVE: here when the caller is, else from a work item.
+// Out of the CA's table and stopped; the rest of Stop (which waits for the QP's DPCs and
+// for its CI release IRPs) runs at PASSIVE: here when the caller is, else from a work item.
 //
 // Why the work item stays (issue 17 asked): DestroyQp of a MAD QP is callable at DISPATCH,
 // and SpecialQp::Stop must not free the QP's timer and completion DPC objects, nor give the
 // CI back the CQ, MR and PD its DPCs still use, until those DPCs have run. The only way the
 // emulated kernel offers to learn that is KeFlushQueuedDpcs, which waits (PASSIVE only).
-// Nothing here waits for the HCA: the CI's releases never block, so the AL sending its CI
-// calls as IRPs does not by itself let this go. What would: an asynchronous DPC flush in
+// Stop's releases are CI IRPs now (CiDestroyAh, CiDeregisterMr, CiDestroyCq, CiFreePd), and
+// Stop waits for them as a removal waits for its outstanding I/O (the CQ and MR must be
+// gone before the PD). What would let the work item go: an asynchronous DPC flush in
 // runtime/kernel (a completion, e.g. a DPC or IRP, queued once every DPC queued before it
 // has run), or SpecialQp counting its DPC routines in flight behind dpc_gate_ so that the
-// last one out finishes the release; then Stop's second half runs from that completion.
+// last one out starts the release chain; then Stop's second half would be an IrpTask
+// continuing in its IRPs' completions instead of waiting.
 void ReleaseMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp> qp) {
   {
     kernel::SpinLockGuard guard(ca->lock);

@@ -120,11 +120,10 @@ void SpecialQp::FollowRedirectLocked(const std::shared_ptr<MadSend>& send, const
   bool valid =
       qpn != 0 && (qpn != 1 || qkey == mad::kGsiQkey) && lid != 0 && r.hops < kMaxRedirectHops;
   if (valid && pkey != 0) {
-    uint16_t table[64];
-    uint32_t count = 0;
+    std::vector<uint16_t> table;  // the port cache (al_internal.h), read under the CA's lock
     valid = false;
-    if (ca_->ci->QueryPkeyTable(port_, 0, table, &count) == Status::SUCCESS) {
-      for (uint32_t i = 0; i < count && !valid; ++i) {
+    if (ca_->CachedPkeyTable(port_, &table)) {
+      for (uint32_t i = 0; i < table.size() && !valid; ++i) {
         if (table[i] != 0 && (table[i] & 0x7FFF) == (pkey & 0x7FFF)) {
           to.pkey_index = static_cast<uint16_t>(i);
           valid = true;

@@ -5,6 +5,7 @@
 // whose TID they carry) and what is for an SM (traps, SMInfo) go on to the MAD services.
 #include "softib/smp/directed_route.h"
 
+#include "runtime/al/src/ci_await.h"
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
 
@@ -59,52 +60,78 @@ bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin, uint8_t* a
   if (mad::Method(m) == mad::kMethodTrapRepress) {
     // The SM's answer to a trap: the port's SMA stops repeating it if it was its own (the
     // SMA's TIDs are its own), and the MAD services hand it to an agent whose TID it carries.
-    uint8_t ignored[mad::kMadSize];
-    (void)ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(smp_bytes, 256),
-                            std::span<uint8_t, 256>(ignored, 256));
+    LocalAgent(smp_bytes, origin, LocalAnswer::kNone);
     return false;
   }
   // Responses go to their agent by TID, SM matters to the SMI-alias services.
   if (mad::IsResponse(m) || ForTheSm(m)) return false;
   if (mad::Class(m) != mad::kClassSubnLid && !directed) return false;
 
-  uint8_t response[mad::kMadSize];
-  const Status s = ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(smp_bytes, 256),
-                                     std::span<uint8_t, 256>(response, 256));
-  if (s != Status::SUCCESS) {  // M_Key violation, or nothing the SMA takes
-    dropped.fetch_add(1, std::memory_order_relaxed);
-    return true;
+  LocalAgent(smp_bytes, origin, directed ? LocalAnswer::kSmaDirected : LocalAnswer::kSma);
+  return true;
+}
+
+// The port's SMA or PMA answers a MAD as a CiLocalMad IRP, and the answer goes back from
+// its completion: inline when the HCA completed at once, else in the completion routine
+// (DISPATCH), never from a thread of its own. Stop waits for these (ci_in_flight_).
+kernel::IrpTask SpecialQp::LocalAgentTask(abi::CiLocalMadIn in, MadOrigin origin,
+                                          LocalAnswer answer) {
+  abi::CiLocalMadOut out{};
+  const Status s = co_await CiCall(
+      ca_->lower,
+      kernel::BuildCiLocalMadIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode, in, &out),
+      &out, sizeof out);
+  if (answer != LocalAnswer::kNone) {
+    if (s != Status::SUCCESS) {  // M_Key violation, or nothing the agent takes
+      dropped.fetch_add(1, std::memory_order_relaxed);
+    } else if (answer == LocalAnswer::kPma) {
+      PmaRespond(out.response, origin);
+    } else {
+      SmaRespond(out.response, origin, answer == LocalAnswer::kSmaDirected);
+    }
   }
+  ci_in_flight_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this QP
+}
+
+void SpecialQp::LocalAgent(const uint8_t* mad, const MadOrigin& origin, LocalAnswer answer) {
+  abi::CiLocalMadIn in{};
+  in.port = port_;
+  std::memcpy(in.request, mad, sizeof in.request);
+  ci_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  LocalAgentTask(in, origin, answer);
+}
+
+void SpecialQp::SmaRespond(uint8_t* response, const MadOrigin& origin, bool directed) {
   MadAddress to;
   to.av.dlid = static_cast<uint16_t>(origin.wc.slid);
   to.av.sl = origin.wc.sl;
   to.remote_qpn = 0;
   to.pkey_index = origin.wc.pkey_index;
   if (directed) {
-    const smp::Decision d =
-        smp::Respond(response, Shape(ca_), static_cast<uint16_t>(origin.wc.slid));
+    const smp::Decision d = smp::Respond(std::span<uint8_t>(response, mad::kMadSize), Shape(ca_),
+                                         static_cast<uint16_t>(origin.wc.slid));
     if (d.verdict == smp::Verdict::kForward) {
       to.av.dlid = smp::kPermissiveLid;
     } else if (d.verdict == smp::Verdict::kForwardByLid) {
       to.av.dlid = d.lid;
     } else {
       dropped.fetch_add(1, std::memory_order_relaxed);
-      return true;
+      return;
     }
   }
   kernel::SpinLockGuard guard(lock);
   if (!stopped_) PostRawLocked(response, to);
-  return true;
 }
 
 bool SpecialQp::GsiLocalAgent(const uint8_t* m, const MadOrigin& origin) {
   constexpr uint8_t kClassPerfMgt = 0x04;
-  constexpr uint32_t kGsiQKey = 0x80010000;
   if (!gsi() || mad::Class(m) != kClassPerfMgt || mad::IsResponse(m)) return false;
-  uint8_t response[mad::kMadSize];
-  const Status s = ca_->ci->LocalMad(port_, std::span<const uint8_t, 256>(m, 256),
-                                     std::span<uint8_t, 256>(response, 256));
-  if (s != Status::SUCCESS) return false;
+  LocalAgent(m, origin, LocalAnswer::kPma);  // a refused one counts as dropped there
+  return true;
+}
+
+void SpecialQp::PmaRespond(const uint8_t* response, const MadOrigin& origin) {
+  constexpr uint32_t kGsiQKey = 0x80010000;
   MadAddress to;
   to.av.dlid = static_cast<uint16_t>(origin.wc.slid);
   to.av.sl = origin.wc.sl;
@@ -113,7 +140,6 @@ bool SpecialQp::GsiLocalAgent(const uint8_t* m, const MadOrigin& origin) {
   to.pkey_index = origin.wc.pkey_index;
   kernel::SpinLockGuard guard(lock);
   if (!stopped_) PostRawLocked(response, to);
-  return true;
 }
 
 }  // namespace softib::al

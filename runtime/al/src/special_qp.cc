@@ -5,7 +5,9 @@
 #include <endian.h>
 
 #include <algorithm>
+#include <thread>
 
+#include "runtime/al/src/ci_await.h"
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
 #include "softib/kernel/dpc.h"
@@ -27,14 +29,95 @@ SpecialQp::SpecialQp(AlCa* ca, uint8_t port, abi::QpType type)
 
 SpecialQp::~SpecialQp() = default;
 
-Status SpecialQp::Start() {
-  ci::CaInterface* ci = ca_->ci;
+void SpecialQp::InitResources() {
   kernel::KeInitializeTimer(&timer_, ca_->al->node);
   kernel::KeInitializeDpc(&timer_dpc_, ca_->al->node, &SpecialQp::TimerDpc, this);
   kernel::KeInitializeDpc(&completion_dpc_, ca_->al->node, &SpecialQp::CompletionDpc, this);
   memory_.assign(kRecvDepth * kRecvBytes + kSendSlots * mad::kMadSize, 0);
   slots_.assign(kSendSlots, Slot{});
   for (uint32_t i = kSendSlots; i > 0; --i) free_slots_.push_back(i - 1);
+}
+
+void SpecialQp::Start(std::function<void(Status)> done) { StartTask(std::move(done)); }
+
+// The bring-up as one chain of CI IRPs to the CA's device (issue 17): each step continues
+// in the previous one's completion, inline when the HCA completed at once, else in its
+// DPC. The receives and the CQ's arming are speed-path calls, direct.
+kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
+  kernel::DeviceObject* const device = ca_->lower;
+  constexpr kernel::ProcessorMode kKernel = kernel::ProcessorMode::kKernelMode;
+  InitResources();
+  abi::CiAllocPdOut pd{};
+  Status s = co_await CiCall(device, kernel::BuildCiAllocPdIrp(device, nullptr, kKernel, &pd), &pd,
+                             sizeof pd);
+  if (s == Status::SUCCESS) {
+    pd_ = pd.pd;
+    const abi::CiCreateCqIn in{kRecvDepth + kSendSlots, 0};
+    abi::CiCreateCqOut out{};
+    s = co_await CiCall(device, kernel::BuildCiCreateCqIrp(device, nullptr, kKernel, in, &out),
+                        &out, sizeof out);
+    if (s == Status::SUCCESS) cq_ = out.cq;
+  }
+  if (s == Status::SUCCESS) {
+    abi::CiRegisterMrIn in{};
+    in.pd = pd_;
+    in.access = abi::AccessFlags::LOCAL_WRITE;
+    in.vaddr = reinterpret_cast<uint64_t>(memory_.data());
+    in.length = memory_.size();
+    abi::CiRegisterMrOut out{};
+    s = co_await CiCall(device, kernel::BuildCiRegisterMrIrp(device, nullptr, kKernel, in, &out),
+                        &out, sizeof out);
+    if (s == Status::SUCCESS) key_ = out.key;
+  }
+  if (s == Status::SUCCESS) {
+    abi::CiCreateSpecialQpIn in{};
+    in.pd = pd_;
+    in.send_cq = cq_;
+    in.recv_cq = cq_;
+    in.port = port_;
+    in.params.qp_type = type_;
+    in.params.sq_signaled = 1;
+    in.params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
+    abi::CiCreateSpecialQpOut out{};
+    s = co_await CiCall(device,
+                        kernel::BuildCiCreateSpecialQpIrp(device, nullptr, kKernel, in, &out), &out,
+                        sizeof out);
+    if (s == Status::SUCCESS) {
+      qp_ = out.qp;
+      started_ = true;
+      receiving_ = true;
+    }
+  }
+  using M = abi::QpAttrMask;
+  for (int step = 0; step < 3 && s == Status::SUCCESS; ++step) {
+    abi::CiModifyQpIn in{};
+    in.qpn = qp_;
+    abi::QpModifyAttributes& a = in.attributes;
+    if (step == 0) {
+      a.mask = M::STATE | M::PKEY_INDEX | M::QKEY;
+      a.state = abi::QpState::INIT;
+      a.qkey = htobe32(smi() ? 0 : mad::kGsiQkey);
+    } else if (step == 1) {
+      a.mask = M::STATE;
+      a.state = abi::QpState::RTR;
+    } else {
+      a.mask = M::STATE | M::SQ_PSN;
+      a.state = abi::QpState::RTS;
+    }
+    s = co_await CiCall(device, kernel::BuildCiModifyQpIrp(device, nullptr, kKernel, in));
+  }
+  for (uint32_t i = 0; i < kRecvDepth && s == Status::SUCCESS; ++i) s = PostRecv(i);
+  if (s == Status::SUCCESS) s = ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT);
+  done(s);  // the last touch of this QP
+}
+
+// A client's MAD QP: still direct CI calls, because its start is part of the client's
+// CreateQp verb, whose handler (qp_handlers.cc, the verb handlers' conversion) answers
+// synchronously today; it moves to StartTask's chain once that handler continues in
+// completions.
+Status SpecialQp::StartMad() {
+  ci::CaInterface* ci = ca_->ci;
+  InitResources();
   Status s = ci->AllocPd(&pd_);
   if (s != Status::SUCCESS) return s;
   uint32_t size = 0;
@@ -43,34 +126,7 @@ Status SpecialQp::Start() {
   s = ci->RegisterMr(pd_, reinterpret_cast<uint64_t>(memory_.data()), memory_.size(),
                      abi::AccessFlags::LOCAL_WRITE, {}, &key_);
   if (s != Status::SUCCESS) return s;
-  if (type_ == abi::QpType::MAD) return StartMadQp();
-  abi::QpCreateParams params{};
-  params.qp_type = type_;
-  params.sq_signaled = 1;
-  params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
-  uint32_t number = 0;
-  abi::QpCaps caps{};
-  s = ci->CreateSpecialQp(pd_, port_, params, cq_, cq_, &qp_, &number, &caps);
-  if (s != Status::SUCCESS) return s;
-  started_ = true;
-  receiving_ = true;
-  using M = abi::QpAttrMask;
-  abi::QpModifyAttributes a{};
-  a.mask = M::STATE | M::PKEY_INDEX | M::QKEY;
-  a.state = abi::QpState::INIT;
-  a.qkey = htobe32(smi() ? 0 : mad::kGsiQkey);
-  if ((s = ci->ModifyQp(qp_, a)) != Status::SUCCESS) return s;
-  a = {};
-  a.mask = M::STATE;
-  a.state = abi::QpState::RTR;
-  if ((s = ci->ModifyQp(qp_, a)) != Status::SUCCESS) return s;
-  a.mask = M::STATE | M::SQ_PSN;
-  a.state = abi::QpState::RTS;
-  if ((s = ci->ModifyQp(qp_, a)) != Status::SUCCESS) return s;
-  for (uint32_t i = 0; i < kRecvDepth; ++i) {
-    if ((s = PostRecv(i)) != Status::SUCCESS) return s;
-  }
-  return ci->RearmCq(cq_, abi::CqNotify::NEXT);
+  return StartMadQp();
 }
 
 void SpecialQp::Close() {
@@ -91,7 +147,26 @@ void SpecialQp::Close() {
     dpc_closed_ = true;
   }
   kernel::KeCancelTimer(&timer_);
-  if (started_) ca_->ci->DestroyQp(qp_);
+  if (started_) {
+    SendRelease(kernel::BuildCiDestroyQpIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode,
+                                            abi::CiDestroyQpIn{qp_}));
+  }
+}
+
+kernel::IrpTask SpecialQp::ReleaseTask(kernel::Irp* irp) {
+  (void)co_await CiCall(ca_->lower, irp);  // a release fails only for a removed CA: gone anyway
+  ci_in_flight_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this QP
+}
+
+void SpecialQp::SendRelease(kernel::Irp* irp) {
+  ci_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  ReleaseTask(irp);
+}
+
+// The QP's CI IRPs complete without the AL's help (the HCA completes a pended one from its
+// own DPC), so this only waits, as a removal waits for the device's outstanding I/O.
+void SpecialQp::WaitForCiIrps() {
+  while (ci_in_flight_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
 void SpecialQp::Stop() {
@@ -101,19 +176,28 @@ void SpecialQp::Stop() {
     if (released_) return;
     released_ = true;
   }
-  ci::CaInterface* ci = ca_->ci;
   kernel::KeFlushQueuedDpcs(ca_->al->node);  // the timer's and the completions' DPCs
+  // The QP's destruction and the SMA/PMA answers in flight (smi.cc; none starts once the
+  // completion DPCs are done) finish in their completions.
+  WaitForCiIrps();
+  constexpr kernel::ProcessorMode kKernel = kernel::ProcessorMode::kKernelMode;
+  kernel::DeviceObject* const device = ca_->lower;
   {
     kernel::SpinLockGuard guard(lock);
     for (Slot& slot : slots_) {
-      if (slot.ah != 0) ci->DestroyAh(slot.ah);
+      if (slot.ah != 0) {
+        SendRelease(kernel::BuildCiDestroyAhIrp(device, nullptr, kKernel, {slot.ah}));
+      }
       slot = Slot{};
     }
     reassembly_.clear();
   }
-  if (key_ != 0) ci->DeregisterMr(key_);
-  if (cq_ != 0) ci->DestroyCq(cq_);
-  if (pd_ != 0) ci->FreePd(pd_);
+  // The MR and CQ before the PD they belong to.
+  if (key_ != 0) SendRelease(kernel::BuildCiDeregisterMrIrp(device, nullptr, kKernel, {key_}));
+  if (cq_ != 0) SendRelease(kernel::BuildCiDestroyCqIrp(device, nullptr, kKernel, {cq_}));
+  WaitForCiIrps();
+  if (pd_ != 0) SendRelease(kernel::BuildCiFreePdIrp(device, nullptr, kKernel, {pd_}));
+  WaitForCiIrps();
 }
 
 Status SpecialQp::PostRecv(uint32_t index) {
@@ -158,7 +242,8 @@ Status SpecialQp::PostLocked(const std::shared_ptr<MadSend>& send, const uint8_t
   uint32_t posted = 0;
   s = ci->PostSend(qp_, {&wr, 1}, &posted);
   if (s != Status::SUCCESS || posted != 1) {
-    ci->DestroyAh(ah);
+    SendRelease(
+        kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode, {ah}));
     return s != Status::SUCCESS ? s : Status::INSUFFICIENT_RESOURCES;
   }
   free_slots_.pop_back();
@@ -327,7 +412,10 @@ void SpecialQp::Drain() {
 void SpecialQp::OnSendDone(const abi::WorkCompletion& wc, After& after) {
   if (wc.wr_id >= slots_.size()) return;
   Slot slot = std::exchange(slots_[wc.wr_id], Slot{});
-  if (slot.ah != 0) ca_->ci->DestroyAh(slot.ah);
+  if (slot.ah != 0) {
+    SendRelease(kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode,
+                                            {slot.ah}));
+  }
   free_slots_.push_back(static_cast<uint32_t>(wc.wr_id));
   const std::shared_ptr<MadSend>& send = slot.send;
   if (!send) return;

@@ -17,6 +17,8 @@
 
 #include "runtime/al/src/al_internal.h"
 #include "runtime/al/src/mad_agent.h"
+#include "softib/abi/ci.h"
+#include "softib/kernel/irp_task.h"
 #include "softib/kernel/timer.h"
 
 namespace softib::rmpp {
@@ -114,10 +116,17 @@ class SpecialQp {
   SpecialQp(const SpecialQp&) = delete;
   SpecialQp& operator=(const SpecialQp&) = delete;
 
-  kernel::Status Start();  // PASSIVE, at the CA's arrival
-  // DISPATCH or below: sends CANCELED, the device QP destroyed, nothing queued any more.
+  // QP0/QP1 at the CA's arrival: the setup chain of CI IRPs (PD, CQ, MR, QP, INIT, RTR,
+  // RTS), `done` with its status in the last completion (maybe at DISPATCH). DISPATCH or
+  // below. A QP whose chain failed is stopped (Stop) by its starter.
+  void Start(std::function<void(kernel::Status)> done);
+  kernel::Status StartMad();  // a client's MAD QP (mad_qp.cc), direct CI calls: see there
+  // DISPATCH or below: sends CANCELED, the device QP's destruction sent (a CiDestroyQp
+  // IRP), nothing queued any more.
   void Close();
-  void Stop();  // PASSIVE: Close, then its DPCs waited for and its resources freed
+  // PASSIVE: Close, then its DPCs and CI IRPs waited for and its resources released by CI
+  // IRPs (AHs, then MR, CQ and PD in that order), waited for as the removal's I/O.
+  void Stop();
 
   AlCa* ca() const { return ca_; }
   uint8_t port() const { return port_; }
@@ -177,6 +186,8 @@ class SpecialQp {
   void ProcessCompletions();
   void OnTimer();
   kernel::Status StartMadQp();  // mad_qp.cc
+  void InitResources();         // DPCs, timer, buffers and slots
+  kernel::IrpTask StartTask(std::function<void(kernel::Status)> done);
   // Redirection (IBA 13.5.3.3, mad_redirect.cc): a request to QP1 goes where the cache
   // says; a response asking for a redirect is consumed (true) and the request re-sent.
   void ApplyRedirectLocked(MadSend& send);
@@ -213,6 +224,21 @@ class SpecialQp {
   // real HCA's firmware answers it; false when it is not one.
   bool GsiLocalAgent(const uint8_t* mad, const MadOrigin& origin);  // smi.cc
   kernel::Status SmiPrepareSend(MadSend& send);                     // smi.cc
+  // The port's SMA/PMA answering as a CiLocalMad IRP (smi.cc, issue 17): what its response
+  // becomes in the IRP's completion.
+  enum class LocalAnswer { kNone, kSma, kSmaDirected, kPma };
+  void LocalAgent(const uint8_t* mad, const MadOrigin& origin, LocalAnswer answer);
+  kernel::IrpTask LocalAgentTask(abi::CiLocalMadIn in, MadOrigin origin, LocalAnswer answer);
+  void SmaRespond(uint8_t* response, const MadOrigin& origin, bool directed);
+  void PmaRespond(const uint8_t* response, const MadOrigin& origin);
+  // CI IRPs of this QP in flight (local MADs, releases): Stop waits for none, as a WDM
+  // driver's removal waits on its remove lock for its I/O.
+  std::atomic<uint32_t> ci_in_flight_{0};
+  // A release nobody waits for the answer of (DestroyQp, DestroyAh, ...): sent as its IRP
+  // and counted in ci_in_flight_ until its completion. DISPATCH or below, any lock held.
+  void SendRelease(kernel::Irp* irp);
+  kernel::IrpTask ReleaseTask(kernel::Irp* irp);
+  void WaitForCiIrps();  // PASSIVE
 
   AlCa* const ca_;
   uint8_t port_;  // a MAD QP's is set at INIT (lock)

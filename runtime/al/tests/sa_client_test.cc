@@ -107,6 +107,12 @@ class SaClientTest : public ::testing::Test {
     in.request[64 + 33] &= 0x0F;
     ASSERT_EQ(kernel::IbLocalMad(client_->al(), in, got), Status::SUCCESS);
     ASSERT_EQ(Be16(Bytes(got.response, got.response + 256), 64 + 18), lid);
+    // The AL announces SM_CHANGE once its port cache holds the new SM LID (al_internal.h:
+    // a consumer may read attributes one event old): the SA client asks the SM after that.
+    for (int i = 0; i < 16; ++i) {
+      if (NextAsync(*client_, client_->al_handle()).code == abi::AsyncEventType::SM_CHANGE) return;
+    }
+    ADD_FAILURE() << "no SM_CHANGE";
   }
 
   abi::SendSaRequestIn PathQuery(uint8_t method, uint64_t mask, uint32_t timeout_ms = 2000,

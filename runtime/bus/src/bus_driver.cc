@@ -60,7 +60,10 @@ std::string IocPdoName(uint64_t ioc_guid, uint64_t ca_guid) {
 namespace {
 
 // Reads the CA's GUID and port count through the CI query (the reference it returns is
-// dropped at once: the bus keeps nothing of the CA but its identity).
+// dropped at once: the bus keeps nothing of the CA but its identity). This stays a direct
+// read of the interface (issue 17): node_guid/num_ports are the CA's identity, fixed for
+// its life, answered by the interface object itself, not command-interface verbs that
+// reach the device (those are the CI IRPs of kernel/hca/ci_irp.h).
 Status QueryCa(kernel::DeviceObject* ca_device, uint64_t* guid, uint8_t* num_ports) {
   ci::CiQueryInterfaceOut out{};
   kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(ci::kIoctlCiQueryInterface, ca_device,

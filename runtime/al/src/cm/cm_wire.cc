@@ -27,11 +27,9 @@ std::array<uint8_t, 256> CmMad(uint16_t attribute, uint32_t tid_low,
 bool FindPkeyIndex(AlCa* ca, uint8_t port, uint16_t pkey, uint16_t* index) {
   abi::PortAttributes attributes;
   if (!QueryPort(ca, port, &attributes)) return false;
-  std::vector<uint16_t> table(attributes.num_pkeys);
-  uint32_t count = 0;
-  if (table.empty() || ca->ci->QueryPkeyTable(port, 0, table, &count) != kernel::Status::SUCCESS) {
-    return false;
-  }
+  std::vector<uint16_t> table;  // the port cache (al_internal.h)
+  if (!ca->CachedPkeyTable(port, &table) || table.empty()) return false;
+  const auto count = static_cast<uint32_t>(table.size());
   int partial = -1;
   for (uint32_t i = 0; i < count; ++i) {
     if ((table[i] & 0x7FFF) != (pkey & 0x7FFF) || (table[i] & 0x7FFF) == 0) continue;
@@ -47,12 +45,7 @@ bool FindPkeyIndex(AlCa* ca, uint8_t port, uint16_t pkey, uint16_t* index) {
 }
 
 bool QueryPort(AlCa* ca, uint8_t port, abi::PortAttributes* attributes) {
-  if (port == 0 || port > ca->ci->num_ports()) return false;
-  std::vector<abi::PortAttributes> ports(ca->ci->num_ports());
-  abi::CaAttributes ca_attributes;
-  if (ca->ci->QueryCa(&ca_attributes, ports) != kernel::Status::SUCCESS) return false;
-  *attributes = ports[port - 1];
-  return true;
+  return ca->CachedPortAttributes(port, attributes);  // the port cache (al_internal.h)
 }
 
 MadAddress PeerCmOf(const CepPath& path) {

@@ -420,9 +420,8 @@ void IocPnp::Start() {
   std::vector<std::pair<uint64_t, sa::SaPort>> active;  // with the port GUID, network order
   for (const auto& ca : al_->Cas()) {
     if (ca->removed.load()) continue;
-    std::vector<abi::PortAttributes> ports(ca->ci->num_ports());
-    abi::CaAttributes attributes;
-    if (ca->ci->QueryCa(&attributes, ports) != Status::SUCCESS) continue;
+    std::vector<abi::PortAttributes> ports;
+    if (!ca->CachedAllPorts(&ports)) continue;  // the port cache (al_internal.h)
     for (const abi::PortAttributes& p : ports) {
       sa::SaPort port;
       if (sa::SaOf(al_)->FindPort(p.port_guid, &port) != Status::SUCCESS) continue;

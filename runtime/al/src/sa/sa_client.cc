@@ -55,9 +55,8 @@ void SaClient::Stop() { agents_.reset(); }
 
 Status SaClient::FindPort(uint64_t port_guid_be, SaPort* out) {
   for (const auto& ca : al_->Cas()) {
-    std::vector<abi::PortAttributes> ports(ca->ci->num_ports());
-    abi::CaAttributes attributes;
-    if (ca->ci->QueryCa(&attributes, ports) != Status::SUCCESS) continue;
+    std::vector<abi::PortAttributes> ports;
+    if (!ca->CachedAllPorts(&ports)) continue;  // the port cache (al_internal.h)
     for (std::size_t i = 0; i < ports.size(); ++i) {
       if (ports[i].port_guid != port_guid_be) continue;
       if (ports[i].link_state != 4 || ports[i].sm_lid == 0) return Status::INVALID_PORT_STATE;
@@ -140,10 +139,9 @@ std::vector<SaRedo*> SaClient::HeldOnPort(uint64_t ca_guid, uint8_t port) {
 
 void SaClient::OnPortEvent(AlCa& ca, uint8_t port, abi::AsyncEventType type) {
   if (!DropsCache(type)) return;
-  std::vector<abi::PortAttributes> ports(ca.ci->num_ports());
-  abi::CaAttributes attributes;
-  if (port >= 1 && port <= ports.size() && ca.ci->QueryCa(&attributes, ports) == Status::SUCCESS) {
-    path_cache_.Invalidate(be64toh(ports[port - 1].port_guid));
+  abi::PortAttributes attributes;  // refreshed for this event before it came here
+  if (ca.CachedPortAttributes(port, &attributes)) {
+    path_cache_.Invalidate(be64toh(attributes.port_guid));
   }
   if (!IsRedoEvent(type)) return;
   for (SaRedo* redo : HeldOnPort(ca.guid, port)) {
