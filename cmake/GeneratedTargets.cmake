@@ -60,9 +60,29 @@ if(SOFTIB_M32)
 endif()
 
 # Kernel dispatch, direct calls, IRP builders: #include "kernel/<module>_dispatch.h".
-add_library(softib_gen_kernel OBJECT ${SOFTIB_GEN_KERNEL_SOURCES})
+set(_softib_gen_kernel ${SOFTIB_GEN_KERNEL_SOURCES})
+list(FILTER _softib_gen_kernel EXCLUDE REGEX "/kernel/hca/")
+add_library(softib_gen_kernel OBJECT ${_softib_gen_kernel})
 target_include_directories(softib_gen_kernel PUBLIC ${SOFTIB_GENERATED_DIR})
 target_link_libraries(softib_gen_kernel PUBLIC softib_kernel_api)
+
+# The command interface of `target hca` modules (idl/ci.idl): the HCA driver's dispatch and
+# the IRP builders of its callers, #include "kernel/hca/<module>_{dispatch,irp}.h". A static
+# library, as both the HCA driver and the Access Layer link it into one node.
+set(_softib_gen_hca ${SOFTIB_GEN_KERNEL_SOURCES})
+list(FILTER _softib_gen_hca INCLUDE REGEX "/kernel/hca/")
+add_library(softib_gen_hca STATIC ${_softib_gen_hca})
+target_include_directories(softib_gen_hca PUBLIC ${SOFTIB_GENERATED_DIR})
+target_link_libraries(softib_gen_hca PUBLIC softib_kernel_api)
+
+# The conformance cases of `target hca` modules: linked by the HCA driver's tests, which
+# implement HcaConformanceHarness over a CA device.
+set(_softib_conf_hca ${SOFTIB_GEN_CONFORMANCE_SOURCES})
+list(FILTER _softib_conf_hca INCLUDE REGEX "_hca_conformance\\.cc$")
+add_library(softib_conformance_hca OBJECT ${_softib_conf_hca})
+softib_compile_unoptimised(softib_conformance_hca)
+target_include_directories(softib_conformance_hca PUBLIC ${SOFTIB_GENERATED_DIR}/conformance/verbs)
+target_link_libraries(softib_conformance_hca PUBLIC softib_kernel_api GTest::gtest)
 
 # Verb conformance, dispatch part: runs against the ConformanceHarness that tests/conformance
 # declares (conformance_harness.h: test code, not a kernel header) and implements (a booted

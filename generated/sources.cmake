@@ -22,6 +22,8 @@ set(SOFTIB_GEN_CODEC_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/wire_roundtrip.cc
 )
 set(SOFTIB_GEN_KERNEL_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/ci_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/ci_irp.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verb_handlers.cc
@@ -60,6 +62,8 @@ set(SOFTIB_GEN_USER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_srq_proxy.cc
 )
 set(SOFTIB_GEN_CONFORMANCE_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/ci_abi_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/ci_hca_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/rings_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/runtime_ioctls_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/runtime_ioctls_dispatch_conformance.cc

@@ -97,6 +97,25 @@ def check_verbs(program: m.Program, errors: ErrorCollector) -> None:
             elif statuses.member(s) is None:
                 errors.add(v.ref_locs.get(s, v.loc), f"verb '{v.name}' returns unknown status '{s}' (not in statuses '{statuses.name}')")
         check_params(v, errors)
+        if program.module_target(v.module) == "hca":
+            check_hca_verb(v, errors)
+
+
+def check_hca_verb(v: m.Verb, errors: ErrorCollector) -> None:
+    """A verb of a `target hca` module is an internal IOCTL of the CA's device: the IRP path
+    only (its callers are kernel code: the AL, tests), an ioctl code, no handles (objects are
+    CA-local numbers the HCA checks), and `async` (the HCA may pend any of them)."""
+    where = f"verb '{v.name}' of a 'target hca' module"
+    if v.paths and v.paths != ["irp"]:
+        errors.add(v.ref_locs.get("paths", v.loc), f"{where} has only the irp path (paths irp;)")
+    if v.ioctl_function is None:
+        errors.add(v.loc, f"{where} needs an 'ioctl' clause (its IRP carries the code)")
+    if v.mode != "async":
+        errors.add(v.loc, f"{where} must be async: the HCA driver may pend any of them")
+    for q in v.params:
+        if q.type.is_handle:
+            errors.add(q.loc, f"{where}: parameter '{q.name}' is a handle; objects of the HCA "
+                              f"are CA-local numbers (u32)")
 
 
 def check_params(v: m.Verb, errors: ErrorCollector) -> None:

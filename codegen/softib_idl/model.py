@@ -359,8 +359,15 @@ class Layout:
 class Module:
     name: str
     path: str
+    # Who implements the module's verbs (`target <name>;`): "al", the Access Layer (handle
+    # resolution, user proxies, direct calls), or "hca", the HCA driver's command interface
+    # (CA-local object numbers, IRP_MJ_INTERNAL_DEVICE_CONTROL on the CA's device).
+    target: str = "al"
     imports: list[str] = field(default_factory=list)
     decls: list[object] = field(default_factory=list)  # in source order
+
+
+MODULE_TARGETS = ("al", "hca")
 
 
 @dataclass
@@ -379,6 +386,9 @@ class Program:
     @property
     def statuses(self) -> Optional[Enum]:
         return next((e for e in self.enums.values() if e.kind == "statuses"), None)
+
+    def module_target(self, module: str) -> str:
+        return next((m.target for m in self.modules if m.name == module), "al")
 
     def module_decls(self, module: str, cls: type) -> list:
         for m in self.modules:

@@ -58,6 +58,8 @@ class ParsedFile:
         self.display = display
         self.module: Optional[str] = None
         self.module_loc: Optional[Loc] = None
+        self.target: Optional[str] = None  # `target <name>;` (None: the Access Layer)
+        self.target_loc: Optional[Loc] = None
         self.imports: list[tuple[str, Loc]] = []
         self.decls: list[Decl] = []
         # (object, attribute, constant name, loc): integers given by a constant name.
@@ -196,6 +198,18 @@ class FileParser:
             raise IdlError(kw.loc, "a second 'module' declaration; a file is one module")
         self.out.module = name.value
         self.out.module_loc = name.loc
+
+    def p_target(self) -> None:
+        kw = self.next()
+        name = self.expect_ident("a module target (al or hca)")
+        self.expect_punct(";")
+        if self.out.target is not None:
+            raise IdlError(kw.loc, "a second 'target' declaration; a module has one target")
+        if name.value not in m.MODULE_TARGETS:
+            raise IdlError(name.loc, f"unknown module target '{name.value}'; expected one of "
+                                     f"{', '.join(m.MODULE_TARGETS)}")
+        self.out.target = name.value
+        self.out.target_loc = name.loc
 
     def p_import(self) -> None:
         self.next()
@@ -783,7 +797,7 @@ class ProgramBuilder:
                 self.errors.add(parsed.module_loc, f"module '{name}' is also declared by {modules[name].display}")
                 continue
             modules[name] = parsed
-            mod = m.Module(name, parsed.display)
+            mod = m.Module(name, parsed.display, target=parsed.target or "al")
             for rel, _ in parsed.imports:
                 target = self.loaded.get(self.reader.key(os.path.join(os.path.dirname(parsed.path), rel)))
                 if target is not None and target.module not in mod.imports:

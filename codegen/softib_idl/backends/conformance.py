@@ -4,6 +4,11 @@ conformance/verbs/<module>_abi_conformance.cc       ABI layout + marshal round t
 conformance/verbs/<module>_dispatch_conformance.cc  dispatch rejections, paths, DISPATCH level,
                                                     busy destroy (against ConformanceHarness)
 conformance/verbs/conformance_support.h, dispatch_support.h   shared runners.
+conformance/verbs/<module>_hca_conformance.cc       a `target hca` module: every rejection of
+                                                    the HCA driver's dispatch (requestor,
+                                                    lengths, reserved, enums, flags), against
+                                                    HcaConformanceHarness
+conformance/verbs/hca_dispatch_support.h            its runners (when such a module exists).
 
 Offsets and sizes are written as literal numbers from the layout stage, so the tests
 compare the compiler's layout with the IDL's, in 32- and 64-bit builds.
@@ -230,6 +235,45 @@ def verb_dispatch_view(program: m.Program, v: m.Verb, busy: str) -> dict:
     }
 
 
+def verb_hca_view(program: m.Program, v: m.Verb) -> dict:
+    """The rejection tables of a `target hca` verb: as verb_dispatch_view, plus each enum
+    field's valid value (the base request sets it, so that one defect at a time is tested)."""
+    base = verb_dispatch_view(program, v, "")
+    ins = v.in_struct
+    in_leaves = a.leaves(ins) if ins else []
+    enums = []
+    for lf in in_leaves:
+        if lf.kind == "enum":
+            valid = min(mem.value for mem in lf.decl.members)
+            enums.append(f"{{{lf.offset}, {lf.size}, kInvalid{lf.decl.name}, {valid}u, \"{lf.path}\"}}")
+    base["hca_enums"] = enums
+    base["ioctl"] = f"abi::kIoctl{v.name}"
+    # Element checks of a trailing array need a non-empty base request; the base request of
+    # the HCA suite has none, and the IDL's CI arrays have no enum, flag or reserved bytes.
+    if any(", true}" in r for r in base["enums"] + base["flags"] + base["reserved"]):
+        raise a.BackendError(f"{v.loc}: verb '{v.name}': the HCA suite cannot check fields of "
+                             f"a trailing array's elements")
+    return base
+
+
+def emit_hca_suite(program: m.Program, module: str, verbs: list[m.Verb], render,
+                   comment: str) -> dict[str, str]:
+    st = "Status"
+    views = [verb_hca_view(program, v) for v in verbs]
+    used = sorted(set().union(*[vw["used_enums"] for vw in views])) if views else []
+    invalid = [{"name": n, "literals": ", ".join(
+        (f"{x}u" if x >= 0 else f"static_cast<uint64_t>({x})") for x in invalid_enum_values(program.enums[n]))}
+        for n in used]
+    return {
+        f"{CDIR}/hca_dispatch_support.h": render(
+            "conf_hca_support.h.j2", comment=a.header_comment(a.all_sources(program)), status=st),
+        f"{CDIR}/{module}_hca_conformance.cc": render(
+            "conf_hca_dispatch.cc.j2", comment=comment, module=module,
+            suite=test_suite_name(module, "HcaDispatch"), verbs=views, invalid=invalid, status=st,
+            abi_header=f"softib/abi/{module}.h"),
+    }
+
+
 def emit(program: m.Program, render) -> dict[str, str]:
     files: dict[str, str] = {}
     st = "Status"  # the alias softib/abi/abi_status.h gives the IDL's statuses
@@ -257,6 +301,9 @@ def emit(program: m.Program, render) -> dict[str, str]:
             structs=[struct_abi_view(s) for s in structs],
             verbs=[verb_abi_view(v) for v in verbs])
         dverbs = [v for v in verbs if a.is_dispatched(v) or "direct" in v.paths]
+        if program.module_target(module) == "hca":
+            files.update(emit_hca_suite(program, module, dverbs, render, comment))
+            continue
         if not dverbs:
             continue
         views = [verb_dispatch_view(program, v, busy) for v in dverbs]

@@ -3,6 +3,11 @@
 (kernel/<module>_direct.{h,cc}); program-wide, the handler set and the IOCTL switch
 (kernel/verb_handlers.{h,cc}).
 
+A module with `target hca` is the HCA driver's command interface instead: its handler
+interface, its internal-IOCTL dispatch (kernel/hca/<module>_dispatch.{h,cc}) and the IRP
+builders its callers use (kernel/hca/<module>_irp.{h,cc}); it is no part of the Access
+Layer's handler set.
+
 Written against the runtime interfaces in runtime/kernel/include/softib/kernel/.
 """
 
@@ -12,6 +17,7 @@ from .. import model as m
 from . import abi as a
 
 KDIR = "kernel"
+HCA_DIR = "kernel/hca"
 
 
 def _elem_type(f: m.Field) -> str:
@@ -172,6 +178,46 @@ def _direct_signatures(v: m.Verb, view: dict) -> dict:
     }
 
 
+def _hca_build_signature(view: dict) -> dict:
+    """Parameter lists of an HCA module's IRP builders: the requestor travels with the IRP."""
+    bparams = ["DeviceObject* target", "FileObject* file", "ProcessorMode mode"]
+    bargs = ["target", "file", "mode"]
+    if view["in"]:
+        bparams.append(f"const abi::{view['in']}& in")
+        bargs.append("in")
+    if view["in_var"]:
+        iv = view["in_var"]
+        bparams.append(f"std::span<const {iv['type']}> {iv['name']}")
+        bargs.append(iv["name"])
+    if view["out_var"]:
+        bparams += ["void* output", "uint32_t output_length"]
+        bargs += ["output", "output_length"]
+    elif view["out"]:
+        bparams.append(f"abi::{view['out']}* out")
+        bargs.append("out")
+    return {"build_params": ", ".join(bparams), "build_args": ", ".join(bargs)}
+
+
+def emit_hca_module(program: m.Program, module: str, render, st: str) -> dict[str, str]:
+    verbs = module_kernel_verbs(program, module)
+    views = []
+    for v in verbs:
+        view = verb_kernel_view(program, v)
+        view.update(_hca_build_signature(view))
+        views.append(view)
+    ctx = {
+        "comment": a.header_comment([a.source_of(program, module)]),
+        "module": module, "handlers": a.handler_class(module), "verbs": views, "status": st,
+        "abi_header": f"softib/abi/{module}.h", "prefix": a.camel(module),
+    }
+    return {
+        f"{HCA_DIR}/{module}_dispatch.h": render("kernel_hca_dispatch.h.j2", **ctx),
+        f"{HCA_DIR}/{module}_dispatch.cc": render("kernel_hca_dispatch.cc.j2", **ctx),
+        f"{HCA_DIR}/{module}_irp.h": render("kernel_hca_irp.h.j2", **ctx),
+        f"{HCA_DIR}/{module}_irp.cc": render("kernel_hca_irp.cc.j2", **ctx),
+    }
+
+
 def module_kernel_verbs(program: m.Program, module: str) -> list[m.Verb]:
     return [v for v in a.module_verbs(program, module) if not v.is_speed and v.paths]
 
@@ -187,6 +233,9 @@ def emit(program: m.Program, render) -> dict[str, str]:
     for module in a.module_names(program):
         verbs = module_kernel_verbs(program, module)
         if not verbs:
+            continue
+        if program.module_target(module) == "hca":
+            files.update(emit_hca_module(program, module, render, st))
             continue
         views = [verb_kernel_view(program, v) for v in verbs]
         ctx = {

@@ -7,6 +7,7 @@
 
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/abi_status.h"
+#include "softib/abi/ci.h"
 #include "softib/abi/runtime_ioctls.h"
 #include "softib/abi/verbs_al.h"
 #include "softib/abi/verbs_ca.h"
@@ -124,6 +125,41 @@ enum class VerbId : uint32_t {
   CancelPending = 0x0F07,
   QueryObjectCounts = 0x0F08,
   GetFileAl = 0x0F09,
+  CiQueryCa = 0x1000,
+  CiQueryGidTable = 0x1001,
+  CiQueryPkeyTable = 0x1002,
+  CiModifyCa = 0x1003,
+  CiLocalMad = 0x1004,
+  CiAllocPd = 0x1005,
+  CiFreePd = 0x1006,
+  CiCreateAh = 0x1007,
+  CiDestroyAh = 0x1008,
+  CiBindAhHandle = 0x1009,
+  CiRegisterMr = 0x100A,
+  CiRegisterPhysMr = 0x100B,
+  CiDeregisterMr = 0x100C,
+  CiReregisterMr = 0x100D,
+  CiCreateCq = 0x100E,
+  CiResizeCq = 0x100F,
+  CiQueryCq = 0x1010,
+  CiDestroyCq = 0x1011,
+  CiCreateQp = 0x1012,
+  CiCreateSpecialQp = 0x1013,
+  CiModifyQp = 0x1014,
+  CiQueryQp = 0x1015,
+  CiDestroyQp = 0x1016,
+  CiCreateSrq = 0x1017,
+  CiModifySrq = 0x1018,
+  CiQuerySrq = 0x1019,
+  CiDestroySrq = 0x101A,
+  CiAllocMw = 0x101B,
+  CiQueryMw = 0x101C,
+  CiDestroyMw = 0x101D,
+  CiAttachMcast = 0x101E,
+  CiDetachMcast = 0x101F,
+  CiMapCqRing = 0x1020,
+  CiMapQpRings = 0x1021,
+  CiMapSrqRing = 0x1022,
 };
 
 // X(Name, Module): Name##Verb is the verb's descriptor (softib/abi/<Module>.h).
@@ -229,7 +265,42 @@ enum class VerbId : uint32_t {
   X(GetPnpEvent, runtime_ioctls)        \
   X(CancelPending, runtime_ioctls)      \
   X(QueryObjectCounts, runtime_ioctls)  \
-  X(GetFileAl, runtime_ioctls)
+  X(GetFileAl, runtime_ioctls)          \
+  X(CiQueryCa, ci)                      \
+  X(CiQueryGidTable, ci)                \
+  X(CiQueryPkeyTable, ci)               \
+  X(CiModifyCa, ci)                     \
+  X(CiLocalMad, ci)                     \
+  X(CiAllocPd, ci)                      \
+  X(CiFreePd, ci)                       \
+  X(CiCreateAh, ci)                     \
+  X(CiDestroyAh, ci)                    \
+  X(CiBindAhHandle, ci)                 \
+  X(CiRegisterMr, ci)                   \
+  X(CiRegisterPhysMr, ci)               \
+  X(CiDeregisterMr, ci)                 \
+  X(CiReregisterMr, ci)                 \
+  X(CiCreateCq, ci)                     \
+  X(CiResizeCq, ci)                     \
+  X(CiQueryCq, ci)                      \
+  X(CiDestroyCq, ci)                    \
+  X(CiCreateQp, ci)                     \
+  X(CiCreateSpecialQp, ci)              \
+  X(CiModifyQp, ci)                     \
+  X(CiQueryQp, ci)                      \
+  X(CiDestroyQp, ci)                    \
+  X(CiCreateSrq, ci)                    \
+  X(CiModifySrq, ci)                    \
+  X(CiQuerySrq, ci)                     \
+  X(CiDestroySrq, ci)                   \
+  X(CiAllocMw, ci)                      \
+  X(CiQueryMw, ci)                      \
+  X(CiDestroyMw, ci)                    \
+  X(CiAttachMcast, ci)                  \
+  X(CiDetachMcast, ci)                  \
+  X(CiMapCqRing, ci)                    \
+  X(CiMapQpRings, ci)                   \
+  X(CiMapSrqRing, ci)
 
 struct VerbInfo {
   const char* name;
@@ -251,7 +322,7 @@ struct VerbInfo {
   constexpr uint32_t MinOutputLength() const { return out_size; }
 };
 
-inline constexpr std::array<VerbInfo, 102> kVerbInfos = {{
+inline constexpr std::array<VerbInfo, 137> kVerbInfos = {{
     {"GetCaGuids", "verbs_ca", 0x0100, 0x003B6040, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, false, 8, 8, 0, 0, 8, 64},
     {"OpenCa", "verbs_ca", 0x0101, 0x003BE044, VerbIrql::kPassive,
@@ -456,8 +527,71 @@ inline constexpr std::array<VerbInfo, 102> kVerbInfos = {{
      false, 16, 80, 0, 0, 0, 0},
     {"GetFileAl", "runtime_ioctls", 0x0F09, 0x003B6324, VerbIrql::kPassive, kPathProxy, false, 8, 8,
      0, 0, 0, 0},
+    {"CiQueryCa", "ci", 0x1000, 0x003B6400, VerbIrql::kDispatch, kPathIrp, true, 0, 176, 0, 0, 56,
+     8},
+    {"CiQueryGidTable", "ci", 0x1001, 0x003B6404, VerbIrql::kDispatch, kPathIrp, true, 8, 8, 0, 0,
+     16, 128},
+    {"CiQueryPkeyTable", "ci", 0x1002, 0x003B6408, VerbIrql::kDispatch, kPathIrp, true, 8, 8, 0, 0,
+     2, 512},
+    {"CiModifyCa", "ci", 0x1003, 0x003BE40C, VerbIrql::kDispatch, kPathIrp, true, 24, 0, 0, 0, 0,
+     0},
+    {"CiLocalMad", "ci", 0x1004, 0x003BE410, VerbIrql::kDispatch, kPathIrp, true, 264, 256, 0, 0, 0,
+     0},
+    {"CiAllocPd", "ci", 0x1005, 0x003BE414, VerbIrql::kDispatch, kPathIrp, true, 0, 4, 0, 0, 0, 0},
+    {"CiFreePd", "ci", 0x1006, 0x003BE418, VerbIrql::kDispatch, kPathIrp, true, 4, 0, 0, 0, 0, 0},
+    {"CiCreateAh", "ci", 0x1007, 0x003BE41C, VerbIrql::kDispatch, kPathIrp, true, 36, 4, 0, 0, 0,
+     0},
+    {"CiDestroyAh", "ci", 0x1008, 0x003BE420, VerbIrql::kDispatch, kPathIrp, true, 4, 0, 0, 0, 0,
+     0},
+    {"CiBindAhHandle", "ci", 0x1009, 0x003BE424, VerbIrql::kDispatch, kPathIrp, true, 16, 0, 0, 0,
+     0, 0},
+    {"CiRegisterMr", "ci", 0x100A, 0x003BE428, VerbIrql::kDispatch, kPathIrp, true, 24, 4, 0, 0, 0,
+     0},
+    {"CiRegisterPhysMr", "ci", 0x100B, 0x003BE42C, VerbIrql::kDispatch, kPathIrp, true, 24, 4, 16,
+     1024, 0, 0},
+    {"CiDeregisterMr", "ci", 0x100C, 0x003BE430, VerbIrql::kDispatch, kPathIrp, true, 4, 0, 0, 0, 0,
+     0},
+    {"CiReregisterMr", "ci", 0x100D, 0x003BE434, VerbIrql::kDispatch, kPathIrp, true, 32, 4, 0, 0,
+     0, 0},
+    {"CiCreateCq", "ci", 0x100E, 0x003BE438, VerbIrql::kDispatch, kPathIrp, true, 8, 8, 0, 0, 0, 0},
+    {"CiResizeCq", "ci", 0x100F, 0x003BE43C, VerbIrql::kDispatch, kPathIrp, true, 8, 4, 0, 0, 0, 0},
+    {"CiQueryCq", "ci", 0x1010, 0x003B6440, VerbIrql::kDispatch, kPathIrp, true, 4, 4, 0, 0, 0, 0},
+    {"CiDestroyCq", "ci", 0x1011, 0x003BE444, VerbIrql::kDispatch, kPathIrp, true, 4, 0, 0, 0, 0,
+     0},
+    {"CiCreateQp", "ci", 0x1012, 0x003BE448, VerbIrql::kDispatch, kPathIrp, true, 48, 28, 0, 0, 0,
+     0},
+    {"CiCreateSpecialQp", "ci", 0x1013, 0x003BE44C, VerbIrql::kDispatch, kPathIrp, true, 48, 32, 0,
+     0, 0, 0},
+    {"CiModifyQp", "ci", 0x1014, 0x003BE450, VerbIrql::kDispatch, kPathIrp, true, 148, 0, 0, 0, 0,
+     0},
+    {"CiQueryQp", "ci", 0x1015, 0x003B6454, VerbIrql::kDispatch, kPathIrp, true, 4, 140, 0, 0, 0,
+     0},
+    {"CiDestroyQp", "ci", 0x1016, 0x003BE458, VerbIrql::kDispatch, kPathIrp, true, 4, 0, 0, 0, 0,
+     0},
+    {"CiCreateSrq", "ci", 0x1017, 0x003BE45C, VerbIrql::kDispatch, kPathIrp, true, 24, 20, 0, 0, 0,
+     0},
+    {"CiModifySrq", "ci", 0x1018, 0x003BE460, VerbIrql::kDispatch, kPathIrp, true, 24, 0, 0, 0, 0,
+     0},
+    {"CiQuerySrq", "ci", 0x1019, 0x003B6464, VerbIrql::kDispatch, kPathIrp, true, 4, 16, 0, 0, 0,
+     0},
+    {"CiDestroySrq", "ci", 0x101A, 0x003BE468, VerbIrql::kDispatch, kPathIrp, true, 4, 0, 0, 0, 0,
+     0},
+    {"CiAllocMw", "ci", 0x101B, 0x003BE46C, VerbIrql::kDispatch, kPathIrp, true, 8, 8, 0, 0, 0, 0},
+    {"CiQueryMw", "ci", 0x101C, 0x003B6470, VerbIrql::kDispatch, kPathIrp, true, 4, 8, 0, 0, 0, 0},
+    {"CiDestroyMw", "ci", 0x101D, 0x003BE474, VerbIrql::kDispatch, kPathIrp, true, 4, 0, 0, 0, 0,
+     0},
+    {"CiAttachMcast", "ci", 0x101E, 0x003BE478, VerbIrql::kDispatch, kPathIrp, true, 24, 0, 0, 0, 0,
+     0},
+    {"CiDetachMcast", "ci", 0x101F, 0x003BE47C, VerbIrql::kDispatch, kPathIrp, true, 24, 0, 0, 0, 0,
+     0},
+    {"CiMapCqRing", "ci", 0x1020, 0x003BE480, VerbIrql::kPassive, kPathIrp, true, 4, 40, 0, 0, 0,
+     0},
+    {"CiMapQpRings", "ci", 0x1021, 0x003BE484, VerbIrql::kPassive, kPathIrp, true, 4, 72, 0, 0, 0,
+     0},
+    {"CiMapSrqRing", "ci", 0x1022, 0x003BE488, VerbIrql::kPassive, kPathIrp, true, 4, 40, 0, 0, 0,
+     0},
 }};
-inline constexpr uint32_t kVerbCount = 102;
+inline constexpr uint32_t kVerbCount = 137;
 
 constexpr const VerbInfo* FindVerbByOrdinal(uint32_t ordinal) {
   for (const VerbInfo& v : kVerbInfos) {

@@ -44,6 +44,11 @@ struct FileObject {
   void* FsContext2;
   ProcessorMode RequestorMode;  // who opened it
   int32_t ProcessId;            // the opening user process (Linux pid); 0 for kernel opens
+  // Added to an address of the opening process to reach its own memory (process_vm_readv):
+  // 0 natively, qemu's guest base for a 32-bit process under qemu-i386. Set by the driver
+  // that learns it from the process (the AL's GetFileAl); read by the HCA driver, which
+  // reaches a user-mode requestor's memory through the IRP's file (idl/ci.idl).
+  uint64_t DmaAddressOffset;
 };
 
 // ---- Drivers ----

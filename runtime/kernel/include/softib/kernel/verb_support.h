@@ -31,6 +31,33 @@ inline Status CompleteVerbIrp(Irp* irp, Status status, uint64_t information) {
   return status;
 }
 
+// Whether an IRP's RequestorMode and its file object agree, for requests that reach a
+// driver's command interface on behalf of a requestor (idl/ci.idl): a user-mode request
+// needs a user process's open (whose memory it names), and a kernel-mode request may not
+// carry a user process's open (a "forged" request: the memory would be taken for the
+// kernel's). INVALID_PERMISSION otherwise.
+inline Status CheckRequestorOfFile(ProcessorMode mode, const FileObject* file) {
+  if (mode == ProcessorMode::kUserMode) {
+    if (file == nullptr || file->RequestorMode != ProcessorMode::kUserMode || file->ProcessId == 0) {
+      return Status::INVALID_PERMISSION;
+    }
+    return Status::SUCCESS;
+  }
+  if (file != nullptr && file->RequestorMode == ProcessorMode::kUserMode) {
+    return Status::INVALID_PERMISSION;
+  }
+  return Status::SUCCESS;
+}
+
+// The METHOD_BUFFERED output of a completed IOCTL IRP as a completion routine sees it (the
+// copy to the builder's output buffer happens after the routines): null when the IRP
+// returned fewer than sizeof(T) bytes (a failure returns none).
+template <typename T>
+const T* IrpOutput(const Irp* irp) {
+  if (irp->IoStatus.Information < sizeof(T)) return nullptr;
+  return static_cast<const T*>(irp->AssociatedIrp.SystemBuffer);
+}
+
 // The METHOD_BUFFERED view of a device-control IRP.
 struct BufferedIoctl {
   explicit BufferedIoctl(Irp* irp)
