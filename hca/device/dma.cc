@@ -2,6 +2,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -15,6 +16,36 @@ bool MemcpyDma::Read(uint64_t addr, std::span<uint8_t> data) {
 bool MemcpyDma::Write(uint64_t addr, std::span<const uint8_t> data) {
   if (!data.empty()) std::memcpy(reinterpret_cast<void*>(addr), data.data(), data.size());
   return true;
+}
+
+template <typename Copy>
+bool PhysRangesDma::Walk(uint64_t addr, uint64_t length, Copy copy) const {
+  uint64_t done = 0;
+  uint64_t start = 0;  // the first region offset of the current range
+  for (const Range& range : ranges_) {
+    if (done == length) break;
+    const uint64_t at = addr + done;
+    if (at < start + range.size) {
+      const uint64_t offset = at - start;
+      const uint64_t n = std::min(range.size - offset, length - done);
+      copy(range.base + offset, done, n);
+      done += n;
+    }
+    start += range.size;
+  }
+  return done == length;
+}
+
+bool PhysRangesDma::Read(uint64_t addr, std::span<uint8_t> data) {
+  return Walk(addr, data.size(), [&](uint64_t pointer, uint64_t offset, uint64_t n) {
+    std::memcpy(data.data() + offset, reinterpret_cast<const void*>(pointer), n);
+  });
+}
+
+bool PhysRangesDma::Write(uint64_t addr, std::span<const uint8_t> data) {
+  return Walk(addr, data.size(), [&](uint64_t pointer, uint64_t offset, uint64_t n) {
+    std::memcpy(reinterpret_cast<void*>(pointer), data.data() + offset, n);
+  });
 }
 
 namespace {

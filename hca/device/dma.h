@@ -2,12 +2,14 @@
 // access is preceded by a memory-region check (mr.h); an accessor itself only moves bytes.
 //   MemcpyDma     memory of this process (kernel clients, in-process tests): memcpy
 //   ProcessVmDma  memory of another process (user clients): process_vm_readv/writev
+//   PhysRangesDma kernel buffers of this process laid end to end (physical registrations)
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace softib::hca {
 
@@ -42,6 +44,28 @@ class ProcessVmDma final : public DmaAccessor {
 
  private:
   pid_t pid_;
+};
+
+// Memory of a physical registration (IBAL ib_reg_phys): a list of kernel buffers of this
+// process that form one region. Addresses are offsets into the ranges laid end to end, so
+// the region's bytes may be discontiguous; a transfer that crosses a range's end continues
+// at the next range's base, and one past the last range fails.
+class PhysRangesDma final : public DmaAccessor {
+ public:
+  struct Range {
+    uint64_t base;  // a pointer of this process
+    uint64_t size;
+  };
+  explicit PhysRangesDma(std::vector<Range> ranges) : ranges_(std::move(ranges)) {}
+  bool Read(uint64_t addr, std::span<uint8_t> data) override;
+  bool Write(uint64_t addr, std::span<const uint8_t> data) override;
+
+ private:
+  // Calls copy(pointer, offset in data, bytes) for each piece of [addr, addr + length).
+  template <typename Copy>
+  bool Walk(uint64_t addr, uint64_t length, Copy copy) const;
+
+  std::vector<Range> ranges_;
 };
 
 }  // namespace softib::hca

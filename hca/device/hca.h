@@ -83,6 +83,10 @@ struct HcaConfig {
   uint8_t link_width_supported = 0x03;
   uint8_t link_speed_supported = 0x07;
   std::string description = "softib HCA";  // NodeDescription, at most 64 bytes
+  // Test mode of the driver (hca/driver): every CI IRP (idl/ci.idl) is pended and completed
+  // later from a DPC, to prove that its callers never assume inline completion. The node
+  // stack sets it for every CA when SOFTIB_CI_PEND=1.
+  bool pend_ci = false;
 };
 
 // What a port's management agents (SMA, PMA) made of a local MAD (ProcessLocalMad).

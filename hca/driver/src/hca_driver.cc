@@ -8,6 +8,7 @@
 #include "hca/driver/src/port_link.h"
 #include "hca/driver/src/ring_service.h"
 #include "hca/driver/src/soft_ca.h"
+#include "kernel/hca/ci_dispatch.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/mutex.h"
 #include "softib/kernel/pnp.h"
@@ -72,6 +73,9 @@ Status DispatchInternal(kernel::DeviceObject* device, kernel::Irp* irp) {
     case ci::kIoctlCiWaitEvents:
       return ca->WaitEvents(irp);
     default:
+      // The CI verbs as IRPs (idl/ci.idl): the generated dispatch checks the requestor and
+      // the request, then SoftCa's handlers (ci_handlers.cc) run.
+      if (kernel::IsCiIoctl(params.IoControlCode)) return kernel::DispatchCiIoctl(*ca, irp);
       return CompleteWith(irp, Status::UNSUPPORTED);
   }
 }

@@ -34,6 +34,7 @@ SoftCa::SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid, 
   hca_.completion_events = [this](uint32_t cq) { OnCompletion(cq); };
   kernel::KeInitializeTimer(&timer_, node);
   kernel::KeInitializeDpc(&tick_dpc_, node, &SoftCa::TickDpc, this);
+  kernel::KeInitializeDpc(&completion_dpc_, node, &SoftCa::CompletionDpc, this);
 }
 
 SoftCa::~SoftCa() = default;
@@ -277,6 +278,26 @@ Status SoftCa::RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::Acc
   Locked locked(this);
   if (locked.gone()) return Status::CA_REMOVED;
   return hca_.RegisterMr(pd, vaddr, length, addr, access, std::move(dma), key);
+}
+
+Status SoftCa::RegisterPhysMr(uint32_t pd, uint64_t iova, std::span<const abi::PhysRange> ranges,
+                              abi::AccessFlags access, uint32_t* key) {
+  if (ranges.empty()) return Status::INVALID_PARAMETER;
+  std::vector<PhysRangesDma::Range> pieces;
+  pieces.reserve(ranges.size());
+  uint64_t length = 0;
+  for (const abi::PhysRange& range : ranges) {
+    if (range.size == 0 || range.base + range.size < range.base) return Status::INVALID_PARAMETER;
+    if (length + range.size < length) return Status::INVALID_PARAMETER;
+    length += range.size;
+    pieces.push_back({range.base, range.size});
+  }
+  if (iova + length < iova) return Status::INVALID_PARAMETER;
+  // The DMA engine's addresses are offsets into the ranges: the region starts at 0.
+  auto dma = std::make_shared<PhysRangesDma>(std::move(pieces));
+  Locked locked(this);
+  if (locked.gone()) return Status::CA_REMOVED;
+  return hca_.RegisterMr(pd, iova, length, 0, access, std::move(dma), key);
 }
 
 Status SoftCa::DeregisterMr(uint32_t key) {

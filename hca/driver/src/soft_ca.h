@@ -11,6 +11,7 @@
 #include "hca/device/hca.h"
 #include "hca/driver/src/ca_rings.h"
 #include "hca/driver/src/ring_service.h"
+#include "kernel/hca/ci_dispatch.h"
 #include "softib/ci/ci.h"
 #include "softib/kernel/dpc.h"
 #include "softib/kernel/io.h"
@@ -21,7 +22,9 @@ namespace softib::hca {
 
 class PortLink;
 
-class SoftCa final : public ci::CaInterface {
+// A SoftCa is both the C++ CI (ci::CaInterface: the speed path, and the control path until
+// the AL moves to IRPs) and the handler set of the CA device's CI IRPs (ci_handlers.cc).
+class SoftCa final : public ci::CaInterface, public kernel::CiVerbHandlers {
  public:
   // `rings`: the driver's ring service (null: Map* answer INSUFFICIENT_RESOURCES).
   SoftCa(kernel::Node* node, const HcaConfig& config, uint16_t first_lid,
@@ -52,6 +55,12 @@ class SoftCa final : public ci::CaInterface {
   Status RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
                     ci::MemoryOwner owner, uint32_t* key) override;
   Status DeregisterMr(uint32_t key) override;
+  // A physical registration (CiRegisterPhysMr, IBAL ib_reg_phys): the kernel buffers
+  // `ranges` (pointers of this process) laid end to end are the region at `iova`; its pages
+  // may be discontiguous. INVALID_PARAMETER: no range, an empty or wrapping one, a region
+  // that wraps.
+  Status RegisterPhysMr(uint32_t pd, uint64_t iova, std::span<const abi::PhysRange> ranges,
+                        abi::AccessFlags access, uint32_t* key);
   // MR reregistration
   Status ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
                       uint64_t length, abi::AccessFlags access, ci::MemoryOwner owner,
@@ -97,6 +106,84 @@ class SoftCa final : public ci::CaInterface {
   Status MapSrqRing(uint32_t srq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) override;
   Status BindAhHandle(uint32_t ah, uint64_t handle) override;
 
+  // --- the CI as IRPs (idl/ci.idl; ci_handlers.cc) -------------------------------------------
+  // Every completion goes through Complete: in pend mode (HcaConfig::pend_ci) each IRP is
+  // marked pending and completed later from the CA's completion DPC.
+  Status Complete(kernel::Irp* irp, Status status, uint64_t information) override;
+  Status CiQueryCa(const kernel::CallContext& ctx, abi::CiQueryCaOut& out,
+                   std::span<abi::PortAttributes> ports, kernel::Irp* irp) override;
+  Status CiQueryGidTable(const kernel::CallContext& ctx, const abi::CiQueryGidTableIn& in,
+                         abi::CiQueryGidTableOut& out, std::span<abi::Gid> gids,
+                         kernel::Irp* irp) override;
+  Status CiQueryPkeyTable(const kernel::CallContext& ctx, const abi::CiQueryPkeyTableIn& in,
+                          abi::CiQueryPkeyTableOut& out, std::span<uint16_t> pkeys,
+                          kernel::Irp* irp) override;
+  Status CiModifyCa(const kernel::CallContext& ctx, const abi::CiModifyCaIn& in,
+                    kernel::Irp* irp) override;
+  Status CiLocalMad(const kernel::CallContext& ctx, const abi::CiLocalMadIn& in,
+                    abi::CiLocalMadOut& out, kernel::Irp* irp) override;
+  Status CiAllocPd(const kernel::CallContext& ctx, abi::CiAllocPdOut& out,
+                   kernel::Irp* irp) override;
+  Status CiFreePd(const kernel::CallContext& ctx, const abi::CiFreePdIn& in,
+                  kernel::Irp* irp) override;
+  Status CiCreateAh(const kernel::CallContext& ctx, const abi::CiCreateAhIn& in,
+                    abi::CiCreateAhOut& out, kernel::Irp* irp) override;
+  Status CiDestroyAh(const kernel::CallContext& ctx, const abi::CiDestroyAhIn& in,
+                     kernel::Irp* irp) override;
+  Status CiBindAhHandle(const kernel::CallContext& ctx, const abi::CiBindAhHandleIn& in,
+                        kernel::Irp* irp) override;
+  Status CiRegisterMr(const kernel::CallContext& ctx, const abi::CiRegisterMrIn& in,
+                      abi::CiRegisterMrOut& out, kernel::Irp* irp) override;
+  Status CiRegisterPhysMr(const kernel::CallContext& ctx, const abi::CiRegisterPhysMrIn& in,
+                          std::span<const abi::PhysRange> ranges, abi::CiRegisterPhysMrOut& out,
+                          kernel::Irp* irp) override;
+  Status CiDeregisterMr(const kernel::CallContext& ctx, const abi::CiDeregisterMrIn& in,
+                        kernel::Irp* irp) override;
+  Status CiReregisterMr(const kernel::CallContext& ctx, const abi::CiReregisterMrIn& in,
+                        abi::CiReregisterMrOut& out, kernel::Irp* irp) override;
+  Status CiCreateCq(const kernel::CallContext& ctx, const abi::CiCreateCqIn& in,
+                    abi::CiCreateCqOut& out, kernel::Irp* irp) override;
+  Status CiResizeCq(const kernel::CallContext& ctx, const abi::CiResizeCqIn& in,
+                    abi::CiResizeCqOut& out, kernel::Irp* irp) override;
+  Status CiQueryCq(const kernel::CallContext& ctx, const abi::CiQueryCqIn& in,
+                   abi::CiQueryCqOut& out, kernel::Irp* irp) override;
+  Status CiDestroyCq(const kernel::CallContext& ctx, const abi::CiDestroyCqIn& in,
+                     kernel::Irp* irp) override;
+  Status CiCreateQp(const kernel::CallContext& ctx, const abi::CiCreateQpIn& in,
+                    abi::CiCreateQpOut& out, kernel::Irp* irp) override;
+  Status CiCreateSpecialQp(const kernel::CallContext& ctx, const abi::CiCreateSpecialQpIn& in,
+                           abi::CiCreateSpecialQpOut& out, kernel::Irp* irp) override;
+  Status CiModifyQp(const kernel::CallContext& ctx, const abi::CiModifyQpIn& in,
+                    kernel::Irp* irp) override;
+  Status CiQueryQp(const kernel::CallContext& ctx, const abi::CiQueryQpIn& in,
+                   abi::CiQueryQpOut& out, kernel::Irp* irp) override;
+  Status CiDestroyQp(const kernel::CallContext& ctx, const abi::CiDestroyQpIn& in,
+                     kernel::Irp* irp) override;
+  Status CiCreateSrq(const kernel::CallContext& ctx, const abi::CiCreateSrqIn& in,
+                     abi::CiCreateSrqOut& out, kernel::Irp* irp) override;
+  Status CiModifySrq(const kernel::CallContext& ctx, const abi::CiModifySrqIn& in,
+                     kernel::Irp* irp) override;
+  Status CiQuerySrq(const kernel::CallContext& ctx, const abi::CiQuerySrqIn& in,
+                    abi::CiQuerySrqOut& out, kernel::Irp* irp) override;
+  Status CiDestroySrq(const kernel::CallContext& ctx, const abi::CiDestroySrqIn& in,
+                      kernel::Irp* irp) override;
+  Status CiAllocMw(const kernel::CallContext& ctx, const abi::CiAllocMwIn& in,
+                   abi::CiAllocMwOut& out, kernel::Irp* irp) override;
+  Status CiQueryMw(const kernel::CallContext& ctx, const abi::CiQueryMwIn& in,
+                   abi::CiQueryMwOut& out, kernel::Irp* irp) override;
+  Status CiDestroyMw(const kernel::CallContext& ctx, const abi::CiDestroyMwIn& in,
+                     kernel::Irp* irp) override;
+  Status CiAttachMcast(const kernel::CallContext& ctx, const abi::CiAttachMcastIn& in,
+                       kernel::Irp* irp) override;
+  Status CiDetachMcast(const kernel::CallContext& ctx, const abi::CiDetachMcastIn& in,
+                       kernel::Irp* irp) override;
+  Status CiMapCqRing(const kernel::CallContext& ctx, const abi::CiMapCqRingIn& in,
+                     abi::CiMapCqRingOut& out, kernel::Irp* irp) override;
+  Status CiMapQpRings(const kernel::CallContext& ctx, const abi::CiMapQpRingsIn& in,
+                      abi::CiMapQpRingsOut& out, kernel::Irp* irp) override;
+  Status CiMapSrqRing(const kernel::CallContext& ctx, const abi::CiMapSrqRingIn& in,
+                      abi::CiMapSrqRingOut& out, kernel::Irp* irp) override;
+
   // --- driver side -----------------------------------------------------------------------
   // Packets for this CA's ports (delivery DPC or ring service), received under one hold of
   // the lock: the rings' completions move once per batch, not once per packet.
@@ -120,6 +207,8 @@ class SoftCa final : public ci::CaInterface {
   bool ServeRings(std::vector<RingWatch>* watches);
 
   kernel::DeviceObject* device = nullptr;
+  const HcaConfig& config() const { return config_; }
+  kernel::Node* node() const { return node_; }
 
  protected:
   ~SoftCa() override;
@@ -159,6 +248,10 @@ class SoftCa final : public ci::CaInterface {
   // armed for sooner stays.
   void ArmTickLocked(uint64_t due_ns = 0);
   static void TickDpc(kernel::Kdpc* dpc, void* context, void* arg1, void* arg2);
+  // ci_handlers.cc: completes `irp` (its IoStatus set) from the completion DPC, after every
+  // DPC queued before it; holds a CA reference until then.
+  Status CompleteLater(kernel::Irp* irp, Status status, uint64_t information);
+  static void CompletionDpc(kernel::Kdpc* dpc, void* context, void* arg1, void* arg2);
 
   kernel::Node* const node_;
   HcaConfig config_;
@@ -181,6 +274,10 @@ class SoftCa final : public ci::CaInterface {
   kernel::Ktimer timer_;
   kernel::Kdpc tick_dpc_;
   std::shared_ptr<DmaAccessor> kernel_dma_;
+  // CI IRPs completed later (CompleteLater), in order; later_lock_ only (never lock_).
+  kernel::KSpinLock later_lock_;
+  std::vector<kernel::Irp*> later_;
+  kernel::Kdpc completion_dpc_;
 };
 
 // Every CI verb's scope: the lock held, and on the way out (the device's work done) the

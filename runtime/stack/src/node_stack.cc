@@ -4,6 +4,7 @@
 // in through their PnP interface arrivals. Shutdown runs the other way round.
 #include "softib/stack/node_stack.h"
 
+#include <cstdlib>
 #include <mutex>
 
 #include "softib/al/access_layer.h"
@@ -79,6 +80,12 @@ Status NodeStack::AddCaToDriver(const CaConfig& ca, const std::string& node_name
   hca_config.num_ports = ca.num_ports;
   if (!ca.description.empty()) hca_config.description = ca.description;
   hca_config.node_guid = ca.node_guid != 0 ? ca.node_guid : DerivedGuid(node_name, index);
+  // SOFTIB_CI_PEND=1: the HCA driver's pend mode for whole test binaries (every CI IRP is
+  // completed later from a DPC: no caller may assume inline completion).
+  if (const char* pend = std::getenv("SOFTIB_CI_PEND");
+      pend != nullptr && std::string(pend) == "1") {
+    hca_config.pend_ci = true;
+  }
   // LIDs: 1 + CA index for port 1 (then one per further port, spaced by 16 per CA).
   const auto first_lid = ca.sm_assigns_lids ? uint16_t{0}
                          : ca.first_lid != 0

@@ -20,7 +20,7 @@ inline Status ResolveHandle(const CallContext& ctx, uint64_t handle, abi::Object
   if (handle == 0) return optional ? Status::SUCCESS : invalid_status;
   if (ctx.handles == nullptr) return invalid_status;
   return ctx.handles->Lookup(handle, type, access, out) == Status::SUCCESS ? Status::SUCCESS
-                                                                          : invalid_status;
+                                                                           : invalid_status;
 }
 
 // Sets the IRP's final status and output length and completes it.
@@ -38,7 +38,8 @@ inline Status CompleteVerbIrp(Irp* irp, Status status, uint64_t information) {
 // kernel's). INVALID_PERMISSION otherwise.
 inline Status CheckRequestorOfFile(ProcessorMode mode, const FileObject* file) {
   if (mode == ProcessorMode::kUserMode) {
-    if (file == nullptr || file->RequestorMode != ProcessorMode::kUserMode || file->ProcessId == 0) {
+    if (file == nullptr || file->RequestorMode != ProcessorMode::kUserMode ||
+        file->ProcessId == 0) {
       return Status::INVALID_PERMISSION;
     }
     return Status::SUCCESS;
