@@ -9,20 +9,13 @@
 
 #include "kernel/hca/ci_irp.h"
 #include "runtime/al/src/al_internal.h"
+#include "runtime/al/src/objects.h"
 #include "softib/abi/ci.h"
 #include "softib/kernel/irp_task.h"
 #include "softib/kernel/verb_support.h"
 #include "softib/kernel/verb_task.h"
 
 namespace softib::al {
-
-// Whom a CI request is for: a user process's verb carries UserMode and that process's file
-// (the HCA reads its memory at the file's DmaAddressOffset); a kernel client's carries
-// KernelMode and its kernel open of the AL.
-struct CiRequestor {
-  kernel::FileObject* file = nullptr;
-  kernel::ProcessorMode mode = kernel::ProcessorMode::kKernelMode;
-};
 
 inline CiRequestor RequestorOf(const Instance* instance) {
   if (instance == nullptr) return {};

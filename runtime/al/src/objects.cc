@@ -100,7 +100,7 @@ AvObj::AvObj(Instance* owner, PdObj* pd, uint32_t ah_in, const abi::AddressVecto
 void AvObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyAh(ah); }
 
 MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& region_in,
-             ci::MemoryOwner memory_in)
+             CiRequestor memory_in)
     : AlObject(abi::ObjectType::Mr, owner),
       ca(pd->ca_obj->ca.get()),
       memory(memory_in),

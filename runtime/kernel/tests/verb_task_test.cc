@@ -27,7 +27,8 @@ constexpr uint32_t kVtIoctlAddOne = 0x0022A004;  // in: u32, out: u32 + 1
 constexpr uint32_t kVtIoctlVerb = 0x0022A008;    // in: u32, out: u32 + 2 (two AddOnes below)
 constexpr uint32_t kVtFailOn = 1000;             // the lower device fails this answer
 
-enum class LowerMode { kInline, kDpc, kOtherThread };
+// kHeld: pends, and the test completes each held IRP from a DPC once the starter returned.
+enum class LowerMode { kInline, kDpc, kHeld, kOtherThread };
 
 class VerbTaskTest : public ::testing::Test {
  protected:
@@ -58,6 +59,12 @@ class VerbTaskTest : public ::testing::Test {
         IoMarkIrpPending(irp);
         KeInsertQueueDpc(&dpc_, irp, nullptr);
         return Status::PENDING;
+      case LowerMode::kHeld: {
+        IoMarkIrpPending(irp);
+        std::lock_guard lock(threads_mutex_);
+        held_.push_back(irp);
+        return Status::PENDING;
+      }
       case LowerMode::kOtherThread: {
         IoMarkIrpPending(irp);
         std::lock_guard lock(threads_mutex_);
@@ -103,6 +110,13 @@ class VerbTaskTest : public ::testing::Test {
     uint32_t answer;
     bool pending_returned;
   };
+  Irp* TakeHeld() {
+    std::lock_guard lock(threads_mutex_);
+    if (held_.empty()) return nullptr;
+    Irp* irp = held_.front();
+    held_.erase(held_.begin());
+    return irp;
+  }
   static CompletionAction OnVerbDone(DeviceObject*, Irp*, void* context) {
     static_cast<KEvent*>(context)->Set();
     return CompletionAction::kMoreProcessingRequired;
@@ -114,6 +128,11 @@ class VerbTaskTest : public ::testing::Test {
     IoSetCompletionRoutine(irp, &OnVerbDone, &done, true, true, true);
     Sent sent{};
     sent.returned = IoCallDriver(upper_, irp);
+    // Each held IRP completes in a DPC, where the task sends (and holds) the next one.
+    for (Irp* held = TakeHeld(); held != nullptr; held = TakeHeld()) {
+      KeInsertQueueDpc(&dpc_, held, nullptr);
+      KeFlushQueuedDpcs(&node_);
+    }
     EXPECT_EQ(KeWaitForSingleObject(&done, 10s), Status::SUCCESS);
     sent.final = irp->IoStatus.Status;
     sent.information = irp->IoStatus.Information;
@@ -131,6 +150,7 @@ class VerbTaskTest : public ::testing::Test {
   LowerMode mode_ = LowerMode::kInline;
   std::mutex threads_mutex_;
   std::vector<std::thread> threads_;
+  std::vector<Irp*> held_;
   Irql last_irql_ = Irql::kApc;
 };
 
@@ -154,7 +174,7 @@ TEST_F(VerbTaskTest, InlineFailureReturnsItsStatus) {
 }
 
 TEST_F(VerbTaskTest, APendedIrpPendsTheVerbWhichTheTaskCompletesAtDispatch) {
-  mode_ = LowerMode::kDpc;
+  mode_ = LowerMode::kHeld;
   const Sent sent = SendVerb(7);
   EXPECT_EQ(sent.returned, Status::PENDING);
   EXPECT_TRUE(sent.pending_returned);
@@ -165,7 +185,7 @@ TEST_F(VerbTaskTest, APendedIrpPendsTheVerbWhichTheTaskCompletesAtDispatch) {
 }
 
 TEST_F(VerbTaskTest, APendedFailureCompletesTheVerbWithItsStatus) {
-  mode_ = LowerMode::kDpc;
+  mode_ = LowerMode::kHeld;
   const Sent sent = SendVerb(kVtFailOn - 2);  // the second AddOne fails
   EXPECT_EQ(sent.returned, Status::PENDING);
   EXPECT_EQ(sent.final, Status::INVALID_PARAMETER);
@@ -206,7 +226,7 @@ using VerbTaskDeathTest = VerbTaskTest;
 
 TEST_F(VerbTaskDeathTest, WithoutAnIrpAPendedTaskAtDispatchDies) {
   ::testing::FLAGS_gtest_death_test_style = "threadsafe";
-  mode_ = LowerMode::kDpc;
+  mode_ = LowerMode::kHeld;  // never completes: Start must wait
   EXPECT_DEATH(
       {
         uint32_t out = 0;

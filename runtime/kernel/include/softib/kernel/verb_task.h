@@ -58,8 +58,9 @@ class VerbTask {
 
     struct FinalAwaiter {
       bool await_ready() const noexcept { return false; }
-      // True: stays suspended for the starter to read and destroy. False: the frame is
-      // freed now, after the verb was handed its outcome.
+      // Stays suspended for the starter to read and destroy when it has not looked yet;
+      // else hands the verb its outcome after freeing the frame (so the references the task
+      // held are gone before anyone sees the verb done).
       bool await_suspend(Handle handle) noexcept {
         promise_type& p = handle.promise();
         int expected = kRunning;
@@ -70,14 +71,17 @@ class VerbTask {
         // another CPU (it cannot wait there), so spin rather than complete an unmarked IRP.
         while (p.state.load(std::memory_order_acquire) == kDetaching) {
         }
-        if (p.irp != nullptr) {
-          CompleteVerbIrp(p.irp, p.outcome.status, p.outcome.information);
+        Irp* const irp = p.irp;
+        Waiter* const waiter = p.waiter;
+        const VerbOutcome outcome = p.outcome;
+        handle.destroy();
+        if (irp != nullptr) {
+          CompleteVerbIrp(irp, outcome.status, outcome.information);
         } else {
-          Waiter* waiter = p.waiter;
-          waiter->outcome = p.outcome;
+          waiter->outcome = outcome;
           waiter->done.Set();  // the waiter may return at once: touch nothing after
         }
-        return false;
+        return true;
       }
       void await_resume() const noexcept {}
     };
