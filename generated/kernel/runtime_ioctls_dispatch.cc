@@ -59,6 +59,7 @@ Status DispatchMapCqRing(RuntimeIoctlsVerbHandlers& handlers, const CallContext&
   }
   abi::MapCqRingOut& out = *io.Output<abi::MapCqRingOut>();
   const Status status = handlers.MapCqRing(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::MapCqRingOut));
 }
 
@@ -85,6 +86,7 @@ Status DispatchMapQpRings(RuntimeIoctlsVerbHandlers& handlers, const CallContext
   }
   abi::MapQpRingsOut& out = *io.Output<abi::MapQpRingsOut>();
   const Status status = handlers.MapQpRings(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::MapQpRingsOut));
 }
 
@@ -111,6 +113,7 @@ Status DispatchMapSrqRing(RuntimeIoctlsVerbHandlers& handlers, const CallContext
   }
   abi::MapSrqRingOut& out = *io.Output<abi::MapSrqRingOut>();
   const Status status = handlers.MapSrqRing(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::MapSrqRingOut));
 }
 

@@ -48,8 +48,9 @@ Status CallOpenCaIrp(DeviceObject* target, FileObject* file, const abi::OpenCaIn
 
 /// Attributes of a CA and of each of its ports. INSUFFICIENT_MEMORY: the output buffer
 /// cannot hold every port.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbQueryCa(IbAl* al, const abi::QueryCaIn& in, abi::QueryCaOut& out,
                  std::span<abi::PortAttributes> ports, Irp* irp = nullptr);
 
@@ -66,8 +67,9 @@ Status CallQueryCaIrp(DeviceObject* target, FileObject* file, const abi::QueryCa
                       void* output, uint32_t output_length);
 
 /// Part of a port's GID table, from `start_index`.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbQueryGidTable(IbAl* al, const abi::QueryGidTableIn& in, abi::QueryGidTableOut& out,
                        std::span<abi::Gid> gids, Irp* irp = nullptr);
 
@@ -84,8 +86,9 @@ Status CallQueryGidTableIrp(DeviceObject* target, FileObject* file, const abi::Q
                             void* output, uint32_t output_length);
 
 /// Part of a port's P_Key table (network order), from `start_index`.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbQueryPkeyTable(IbAl* al, const abi::QueryPkeyTableIn& in, abi::QueryPkeyTableOut& out,
                         std::span<uint16_t> pkeys, Irp* irp = nullptr);
 

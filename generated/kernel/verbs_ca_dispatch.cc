@@ -95,6 +95,7 @@ Status DispatchQueryCa(CaVerbHandlers& handlers, const CallContext& ctx, Irp* ir
   std::memset(static_cast<void*>(elems), 0, capacity * sizeof(abi::PortAttributes));
   const std::span<abi::PortAttributes> ports(elems, capacity);
   const Status status = handlers.QueryCa(ctx, in, refs, out, ports, irp);
+  if (status == Status::PENDING) return status;
   const uint64_t returned = std::min<uint64_t>(out.num_ports, capacity);
   return CompleteVerbIrp(irp, status,
                          sizeof(abi::QueryCaOut) + returned * sizeof(abi::PortAttributes));
@@ -128,6 +129,7 @@ Status DispatchQueryGidTable(CaVerbHandlers& handlers, const CallContext& ctx, I
   std::memset(static_cast<void*>(elems), 0, capacity * sizeof(abi::Gid));
   const std::span<abi::Gid> gids(elems, capacity);
   const Status status = handlers.QueryGidTable(ctx, in, refs, out, gids, irp);
+  if (status == Status::PENDING) return status;
   const uint64_t returned = std::min<uint64_t>(out.num_gids, capacity);
   return CompleteVerbIrp(irp, status, sizeof(abi::QueryGidTableOut) + returned * sizeof(abi::Gid));
 }
@@ -160,6 +162,7 @@ Status DispatchQueryPkeyTable(CaVerbHandlers& handlers, const CallContext& ctx, 
   std::memset(static_cast<void*>(elems), 0, capacity * sizeof(uint16_t));
   const std::span<uint16_t> pkeys(elems, capacity);
   const Status status = handlers.QueryPkeyTable(ctx, in, refs, out, pkeys, irp);
+  if (status == Status::PENDING) return status;
   const uint64_t returned = std::min<uint64_t>(out.num_pkeys, capacity);
   return CompleteVerbIrp(irp, status, sizeof(abi::QueryPkeyTableOut) + returned * sizeof(uint16_t));
 }

@@ -12,8 +12,9 @@
 namespace softib::kernel {
 
 /// Create a completion queue of at least `size` entries.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbCreateCq(IbAl* al, const abi::CreateCqIn& in, abi::CreateCqOut& out, Irp* irp = nullptr);
 
 // CreateCq through an IRP to `target` (the AL device) for the kernel client's open
@@ -28,8 +29,9 @@ Status CallCreateCqIrp(DeviceObject* target, FileObject* file, const abi::Create
                        abi::CreateCqOut* out);
 
 /// The size of a CQ.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbQueryCq(IbAl* al, const abi::QueryCqIn& in, abi::QueryCqOut& out, Irp* irp = nullptr);
 
 // QueryCq through an IRP to `target` (the AL device) for the kernel client's open
@@ -45,8 +47,9 @@ Status CallQueryCqIrp(DeviceObject* target, FileObject* file, const abi::QueryCq
 
 /// Resize a CQ; `size` returns the size granted. INVALID_CQ_SIZE: smaller than the
 /// completions it holds.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbModifyCq(IbAl* al, const abi::ModifyCqIn& in, abi::ModifyCqOut& out, Irp* irp = nullptr);
 
 // ModifyCq through an IRP to `target` (the AL device) for the kernel client's open

@@ -32,6 +32,7 @@ Status DispatchCreateCq(CqVerbHandlers& handlers, const CallContext& ctx, Irp* i
   }
   abi::CreateCqOut& out = *io.Output<abi::CreateCqOut>();
   const Status status = handlers.CreateCq(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::CreateCqOut));
 }
 
@@ -58,6 +59,7 @@ Status DispatchQueryCq(CqVerbHandlers& handlers, const CallContext& ctx, Irp* ir
   }
   abi::QueryCqOut& out = *io.Output<abi::QueryCqOut>();
   const Status status = handlers.QueryCq(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::QueryCqOut));
 }
 
@@ -84,6 +86,7 @@ Status DispatchModifyCq(CqVerbHandlers& handlers, const CallContext& ctx, Irp* i
   }
   abi::ModifyCqOut& out = *io.Output<abi::ModifyCqOut>();
   const Status status = handlers.ModifyCq(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::ModifyCqOut));
 }
 

@@ -12,8 +12,9 @@
 namespace softib::kernel {
 
 /// Attach a UD QP to a multicast group: packets to (mgid, mlid) reach its receive queue.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbAttachMcast(IbAl* al, const abi::AttachMcastIn& in, abi::AttachMcastOut& out,
                      Irp* irp = nullptr);
 

@@ -32,6 +32,7 @@ Status DispatchAttachMcast(McastVerbHandlers& handlers, const CallContext& ctx, 
   }
   abi::AttachMcastOut& out = *io.Output<abi::AttachMcastOut>();
   const Status status = handlers.AttachMcast(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::AttachMcastOut));
 }
 

@@ -13,8 +13,9 @@ namespace softib::kernel {
 
 /// Register a range of the caller's virtual memory. Passive: the pages are faulted in
 /// and pinned. INVALID_PERMISSION: remote write or atomic without local write.
-// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbRegMem(IbAl* al, const abi::RegMemIn& in, abi::RegMemOut& out, Irp* irp = nullptr);
 
 // RegMem through an IRP to `target` (the AL device) for the kernel client's open
@@ -30,8 +31,9 @@ Status CallRegMemIrp(DeviceObject* target, FileObject* file, const abi::RegMemIn
 
 /// Register kernel ("physical") buffers; kernel clients only. `iova` is the requested
 /// virtual address of the region and returns the one assigned.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbRegPhys(IbAl* al, const abi::RegPhysIn& in, std::span<const abi::PhysRange> ranges,
                  abi::RegPhysOut& out, Irp* irp = nullptr);
 
@@ -65,8 +67,9 @@ Status CallQueryMrIrp(DeviceObject* target, FileObject* file, const abi::QueryMr
 
 /// Change the range, PD or access of a virtual-memory region; new keys are returned.
 /// RESOURCE_BUSY while windows are bound to it.
-// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= PASSIVE). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbReregMem(IbAl* al, const abi::ReregMemIn& in, abi::ReregMemOut& out, Irp* irp = nullptr);
 
 // ReregMem through an IRP to `target` (the AL device) for the kernel client's open
@@ -81,8 +84,9 @@ Status CallReregMemIrp(DeviceObject* target, FileObject* file, const abi::ReregM
                        abi::ReregMemOut* out);
 
 /// Change the ranges, PD or access of a physical region; kernel clients only.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbReregPhys(IbAl* al, const abi::ReregPhysIn& in, std::span<const abi::PhysRange> ranges,
                    abi::ReregPhysOut& out, Irp* irp = nullptr);
 
@@ -100,8 +104,9 @@ Status CallReregPhysIrp(DeviceObject* target, FileObject* file, const abi::Rereg
 
 /// Register the memory of an existing region again, possibly in another PD, with its
 /// own keys. `vaddr` is the requested address and returns the one assigned.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbRegShared(IbAl* al, const abi::RegSharedIn& in, abi::RegSharedOut& out,
                    Irp* irp = nullptr);
 
@@ -131,8 +136,9 @@ Status SendDeregMrIrp(DeviceObject* target, FileObject* file, const abi::DeregMr
 Status CallDeregMrIrp(DeviceObject* target, FileObject* file, const abi::DeregMrIn& in);
 
 /// Create an unbound memory window.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbCreateMw(IbAl* al, const abi::CreateMwIn& in, abi::CreateMwOut& out, Irp* irp = nullptr);
 
 // CreateMw through an IRP to `target` (the AL device) for the kernel client's open
@@ -147,8 +153,9 @@ Status CallCreateMwIrp(DeviceObject* target, FileObject* file, const abi::Create
                        abi::CreateMwOut* out);
 
 /// The PD, type and current R_Key of a memory window.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbQueryMw(IbAl* al, const abi::QueryMwIn& in, abi::QueryMwOut& out, Irp* irp = nullptr);
 
 // QueryMw through an IRP to `target` (the AL device) for the kernel client's open

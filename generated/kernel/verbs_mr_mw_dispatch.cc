@@ -32,6 +32,7 @@ Status DispatchRegMem(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp* i
   }
   abi::RegMemOut& out = *io.Output<abi::RegMemOut>();
   const Status status = handlers.RegMem(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::RegMemOut));
 }
 
@@ -67,6 +68,7 @@ Status DispatchRegPhys(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp* 
   }
   abi::RegPhysOut& out = *io.Output<abi::RegPhysOut>();
   const Status status = handlers.RegPhys(ctx, in, ranges, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::RegPhysOut));
 }
 
@@ -122,6 +124,7 @@ Status DispatchReregMem(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp*
   }
   abi::ReregMemOut& out = *io.Output<abi::ReregMemOut>();
   const Status status = handlers.ReregMem(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::ReregMemOut));
 }
 
@@ -162,6 +165,7 @@ Status DispatchReregPhys(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp
   }
   abi::ReregPhysOut& out = *io.Output<abi::ReregPhysOut>();
   const Status status = handlers.ReregPhys(ctx, in, ranges, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::ReregPhysOut));
 }
 
@@ -191,6 +195,7 @@ Status DispatchRegShared(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp
   }
   abi::RegSharedOut& out = *io.Output<abi::RegSharedOut>();
   const Status status = handlers.RegShared(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::RegSharedOut));
 }
 
@@ -241,6 +246,7 @@ Status DispatchCreateMw(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp*
   }
   abi::CreateMwOut& out = *io.Output<abi::CreateMwOut>();
   const Status status = handlers.CreateMw(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::CreateMwOut));
 }
 
@@ -267,6 +273,7 @@ Status DispatchQueryMw(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp* 
   }
   abi::QueryMwOut& out = *io.Output<abi::QueryMwOut>();
   const Status status = handlers.QueryMw(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::QueryMwOut));
 }
 

@@ -12,8 +12,9 @@
 namespace softib::kernel {
 
 /// Allocate a protection domain.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbAllocPd(IbAl* al, const abi::AllocPdIn& in, abi::AllocPdOut& out, Irp* irp = nullptr);
 
 // AllocPd through an IRP to `target` (the AL device) for the kernel client's open
@@ -42,8 +43,9 @@ Status SendDeallocPdIrp(DeviceObject* target, FileObject* file, const abi::Deall
 Status CallDeallocPdIrp(DeviceObject* target, FileObject* file, const abi::DeallocPdIn& in);
 
 /// Create an address vector for datagram sends.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbCreateAv(IbAl* al, const abi::CreateAvIn& in, abi::CreateAvOut& out, Irp* irp = nullptr);
 
 // CreateAv through an IRP to `target` (the AL device) for the kernel client's open
@@ -74,8 +76,9 @@ Status CallQueryAvIrp(DeviceObject* target, FileObject* file, const abi::QueryAv
                       abi::QueryAvOut* out);
 
 /// Replace the attributes of an address vector; later sends use the new ones.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbModifyAv(IbAl* al, const abi::ModifyAvIn& in, Irp* irp = nullptr);
 
 // ModifyAv through an IRP to `target` (the AL device) for the kernel client's open

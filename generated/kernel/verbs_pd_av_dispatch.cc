@@ -32,6 +32,7 @@ Status DispatchAllocPd(PdAvVerbHandlers& handlers, const CallContext& ctx, Irp* 
   }
   abi::AllocPdOut& out = *io.Output<abi::AllocPdOut>();
   const Status status = handlers.AllocPd(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::AllocPdOut));
 }
 
@@ -82,6 +83,7 @@ Status DispatchCreateAv(PdAvVerbHandlers& handlers, const CallContext& ctx, Irp*
   }
   abi::CreateAvOut& out = *io.Output<abi::CreateAvOut>();
   const Status status = handlers.CreateAv(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::CreateAvOut));
 }
 
@@ -132,6 +134,7 @@ Status DispatchModifyAv(PdAvVerbHandlers& handlers, const CallContext& ctx, Irp*
     return io.Fail(s);
   }
   const Status status = handlers.ModifyAv(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

@@ -13,8 +13,9 @@ namespace softib::kernel {
 
 /// Create a QP of type RC, UC, UD or MAD, in RESET. The special QPs come from
 /// GetSpecialQp; RD and the raw types answer UNSUPPORTED.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbCreateQp(IbAl* al, const abi::CreateQpIn& in, abi::CreateQpOut& out, Irp* irp = nullptr);
 
 // CreateQp through an IRP to `target` (the AL device) for the kernel client's open
@@ -31,8 +32,9 @@ Status CallCreateQpIrp(DeviceObject* target, FileObject* file, const abi::Create
 /// Get a special QP of a port: SMI (QP0), GSI (QP1) or their AL aliases (IBAL
 /// ib_get_spl_qp). The QP is created in RESET like any other and destroyed with
 /// DestroyQp.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbGetSpecialQp(IbAl* al, const abi::GetSpecialQpIn& in, abi::GetSpecialQpOut& out,
                       Irp* irp = nullptr);
 
@@ -48,8 +50,9 @@ Status CallGetSpecialQpIrp(DeviceObject* target, FileObject* file, const abi::Ge
                            abi::GetSpecialQpOut* out);
 
 /// The attributes of a QP and the objects it uses (srq zero when it has none).
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbQueryQp(IbAl* al, const abi::QueryQpIn& in, abi::QueryQpOut& out, Irp* irp = nullptr);
 
 // QueryQp through an IRP to `target` (the AL device) for the kernel client's open
@@ -67,8 +70,9 @@ Status CallQueryQpIrp(DeviceObject* target, FileObject* file, const abi::QueryQp
 /// An illegal transition answers INVALID_STATE; a missing required or present
 /// forbidden attribute INVALID_SETTING (qp_state.idl); a CUR_STATE that is not the
 /// QP's state INVALID_QP_STATE.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbModifyQp(IbAl* al, const abi::ModifyQpIn& in, Irp* irp = nullptr);
 
 // ModifyQp through an IRP to `target` (the AL device) for the kernel client's open

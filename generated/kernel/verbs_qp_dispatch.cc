@@ -41,6 +41,7 @@ Status DispatchCreateQp(QpVerbHandlers& handlers, const CallContext& ctx, Irp* i
   }
   abi::CreateQpOut& out = *io.Output<abi::CreateQpOut>();
   const Status status = handlers.CreateQp(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::CreateQpOut));
 }
 
@@ -73,6 +74,7 @@ Status DispatchGetSpecialQp(QpVerbHandlers& handlers, const CallContext& ctx, Ir
   }
   abi::GetSpecialQpOut& out = *io.Output<abi::GetSpecialQpOut>();
   const Status status = handlers.GetSpecialQp(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::GetSpecialQpOut));
 }
 
@@ -99,6 +101,7 @@ Status DispatchQueryQp(QpVerbHandlers& handlers, const CallContext& ctx, Irp* ir
   }
   abi::QueryQpOut& out = *io.Output<abi::QueryQpOut>();
   const Status status = handlers.QueryQp(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::QueryQpOut));
 }
 
@@ -123,6 +126,7 @@ Status DispatchModifyQp(QpVerbHandlers& handlers, const CallContext& ctx, Irp* i
     return io.Fail(s);
   }
   const Status status = handlers.ModifyQp(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

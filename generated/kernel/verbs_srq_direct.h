@@ -12,8 +12,9 @@
 namespace softib::kernel {
 
 /// Create a shared receive queue.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbCreateSrq(IbAl* al, const abi::CreateSrqIn& in, abi::CreateSrqOut& out,
                    Irp* irp = nullptr);
 
@@ -29,8 +30,9 @@ Status CallCreateSrqIrp(DeviceObject* target, FileObject* file, const abi::Creat
                         abi::CreateSrqOut* out);
 
 /// Size and limit of an SRQ.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbQuerySrq(IbAl* al, const abi::QuerySrqIn& in, abi::QuerySrqOut& out, Irp* irp = nullptr);
 
 // QuerySrq through an IRP to `target` (the AL device) for the kernel client's open
@@ -45,8 +47,9 @@ Status CallQuerySrqIrp(DeviceObject* target, FileObject* file, const abi::QueryS
                        abi::QuerySrqOut* out);
 
 /// Resize an SRQ or arm its limit event.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbModifySrq(IbAl* al, const abi::ModifySrqIn& in, Irp* irp = nullptr);
 
 // ModifySrq through an IRP to `target` (the AL device) for the kernel client's open

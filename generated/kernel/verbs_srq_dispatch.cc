@@ -32,6 +32,7 @@ Status DispatchCreateSrq(SrqVerbHandlers& handlers, const CallContext& ctx, Irp*
   }
   abi::CreateSrqOut& out = *io.Output<abi::CreateSrqOut>();
   const Status status = handlers.CreateSrq(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::CreateSrqOut));
 }
 
@@ -58,6 +59,7 @@ Status DispatchQuerySrq(SrqVerbHandlers& handlers, const CallContext& ctx, Irp* 
   }
   abi::QuerySrqOut& out = *io.Output<abi::QuerySrqOut>();
   const Status status = handlers.QuerySrq(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::QuerySrqOut));
 }
 
@@ -82,6 +84,7 @@ Status DispatchModifySrq(SrqVerbHandlers& handlers, const CallContext& ctx, Irp*
     return io.Fail(s);
   }
   const Status status = handlers.ModifySrq(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

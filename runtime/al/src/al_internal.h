@@ -173,8 +173,6 @@ class Instance {
   kernel::KSpinLock waitables_lock;
   std::set<kernel::KernelObject*> waitables;
 
-  // Whose memory the regions this file registers now are.
-  ci::MemoryOwner memory_owner() const { return {pid, dma_address_offset.load()}; }
   kernel::Status CreateImplicitAl();
   std::size_t CancelPendingIrps(uint32_t function, uint64_t object_id);
   void Cleanup();  // IRP_MJ_CLEANUP: pending IRPs cancelled, every object destroyed

@@ -1,6 +1,10 @@
 // CA verbs: GetCaGuids, OpenCa, QueryCa, the GID and P_Key tables, CloseCa.
 #include <endian.h>
 
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 
 namespace softib::al {
@@ -57,38 +61,120 @@ class CaVerbs final : public kernel::CaVerbHandlers {
     return Publish(instance, object, &out.ca.value);
   }
 
-  Status QueryCa(const kernel::CallContext&, const abi::QueryCaIn&, kernel::QueryCaRefs& refs,
-                 abi::QueryCaOut& out, std::span<abi::PortAttributes> ports, Irp*) override {
-    AlCa* ca = LiveCa(refs.ca);
-    if (ca == nullptr) return Status::CA_REMOVED;
-    const Status status = ca->ci->QueryCa(&out.attributes, ports);
-    if (status != Status::SUCCESS) return status;
-    out.num_ports = ca->ci->num_ports();
-    return out.num_ports <= ports.size() ? Status::SUCCESS : Status::INSUFFICIENT_MEMORY;
+  Status QueryCa(const kernel::CallContext& ctx, const abi::QueryCaIn&, kernel::QueryCaRefs& refs,
+                 abi::QueryCaOut& out, std::span<abi::PortAttributes> ports, Irp* irp) override {
+    return QueryCaTask(InstanceOf(ctx), std::move(refs.ca), &out, ports).Start(irp);
   }
 
-  Status QueryGidTable(const kernel::CallContext&, const abi::QueryGidTableIn& in,
+  static kernel::VerbTask QueryCaTask(Instance* instance, kernel::ObjectRef ca_ref,
+                                      abi::QueryCaOut* out, std::span<abi::PortAttributes> ports) {
+    AlCa* ca = LiveCa(ca_ref);
+    if (ca == nullptr) co_return {Status::CA_REMOVED, sizeof(abi::QueryCaOut)};
+    const CiRequestor who = RequestorOf(instance);
+    const auto length = static_cast<uint32_t>(sizeof(abi::CiQueryCaOut) +
+                                              ports.size() * sizeof(abi::PortAttributes));
+    CiIrp ci(ca, kernel::BuildCiQueryCaIrp(ca->lower, who.file, who.mode, nullptr, length));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, sizeof(abi::QueryCaOut)};
+    const Status status = co_await ci.Send();
+    const auto* answer = ci.Output<abi::CiQueryCaOut>();
+    if (status != Status::SUCCESS || answer == nullptr) {
+      co_return {status == Status::SUCCESS ? Status::ERROR : status, sizeof(abi::QueryCaOut)};
+    }
+    out->attributes = answer->attributes;
+    const std::size_t written = std::min<std::size_t>(answer->num_ports, ports.size());
+    std::memcpy(static_cast<void*>(ports.data()),
+                static_cast<const uint8_t*>(ci.Buffer()) + sizeof(abi::CiQueryCaOut),
+                written * sizeof(abi::PortAttributes));
+    out->num_ports = ca->ci->num_ports();
+    const uint64_t information =
+        sizeof(abi::QueryCaOut) +
+        std::min<uint64_t>(out->num_ports, ports.size()) * sizeof(abi::PortAttributes);
+    co_return {out->num_ports <= ports.size() ? Status::SUCCESS : Status::INSUFFICIENT_MEMORY,
+               information};
+  }
+
+  Status QueryGidTable(const kernel::CallContext& ctx, const abi::QueryGidTableIn& in,
                        kernel::QueryGidTableRefs& refs, abi::QueryGidTableOut& out,
-                       std::span<abi::Gid> gids, Irp*) override {
-    AlCa* ca = LiveCa(refs.ca);
-    if (ca == nullptr) return Status::CA_REMOVED;
-    return ca->ci->QueryGidTable(in.port_num, in.start_index, gids, &out.num_gids);
+                       std::span<abi::Gid> gids, Irp* irp) override {
+    return QueryGidsTask(InstanceOf(ctx), std::move(refs.ca), {in.port_num, 0, 0, in.start_index},
+                         &out, gids)
+        .Start(irp);
   }
 
-  Status QueryPkeyTable(const kernel::CallContext&, const abi::QueryPkeyTableIn& in,
+  static kernel::VerbTask QueryGidsTask(Instance* instance, kernel::ObjectRef ca_ref,
+                                        abi::CiQueryGidTableIn in, abi::QueryGidTableOut* out,
+                                        std::span<abi::Gid> gids) {
+    AlCa* ca = LiveCa(ca_ref);
+    if (ca == nullptr) co_return {Status::CA_REMOVED, sizeof(abi::QueryGidTableOut)};
+    const CiRequestor who = RequestorOf(instance);
+    const auto length =
+        static_cast<uint32_t>(sizeof(abi::CiQueryGidTableOut) + gids.size() * sizeof(abi::Gid));
+    CiIrp ci(ca,
+             kernel::BuildCiQueryGidTableIrp(ca->lower, who.file, who.mode, in, nullptr, length));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, sizeof(abi::QueryGidTableOut)};
+    const Status status = co_await ci.Send();
+    std::size_t returned = 0;
+    if (const auto* answer = ci.Output<abi::CiQueryGidTableOut>(); answer != nullptr) {
+      out->num_gids = answer->num_gids;
+      returned = std::min<std::size_t>(answer->num_gids, gids.size());
+      returned = std::min<std::size_t>(
+          returned, (ci.Information() - sizeof(abi::CiQueryGidTableOut)) / sizeof(abi::Gid));
+      std::memcpy(static_cast<void*>(gids.data()),
+                  static_cast<const uint8_t*>(ci.Buffer()) + sizeof(abi::CiQueryGidTableOut),
+                  returned * sizeof(abi::Gid));
+    }
+    co_return {status, sizeof(abi::QueryGidTableOut) + returned * sizeof(abi::Gid)};
+  }
+
+  Status QueryPkeyTable(const kernel::CallContext& ctx, const abi::QueryPkeyTableIn& in,
                         kernel::QueryPkeyTableRefs& refs, abi::QueryPkeyTableOut& out,
-                        std::span<uint16_t> pkeys, Irp*) override {
-    AlCa* ca = LiveCa(refs.ca);
-    if (ca == nullptr) return Status::CA_REMOVED;
-    return ca->ci->QueryPkeyTable(in.port_num, in.start_index, pkeys, &out.num_pkeys);
+                        std::span<uint16_t> pkeys, Irp* irp) override {
+    return QueryPkeysTask(InstanceOf(ctx), std::move(refs.ca), {in.port_num, 0, 0, in.start_index},
+                          &out, pkeys)
+        .Start(irp);
   }
 
-  Status ModifyCa(const kernel::CallContext&, const abi::ModifyCaIn& in, kernel::ModifyCaRefs& refs,
-                  Irp*) override {
-    CaObj* obj = As<CaObj>(refs.ca);
-    if (LiveCa(refs.ca) == nullptr) return Status::CA_REMOVED;
-    const Status s = obj->ca->ci->ModifyCa(in.port_num, in.flags, in.cap_set, in.cap_clear,
-                                           in.init_type, in.system_image_guid);
+  static kernel::VerbTask QueryPkeysTask(Instance* instance, kernel::ObjectRef ca_ref,
+                                         abi::CiQueryPkeyTableIn in, abi::QueryPkeyTableOut* out,
+                                         std::span<uint16_t> pkeys) {
+    AlCa* ca = LiveCa(ca_ref);
+    if (ca == nullptr) co_return {Status::CA_REMOVED, sizeof(abi::QueryPkeyTableOut)};
+    const CiRequestor who = RequestorOf(instance);
+    const auto length =
+        static_cast<uint32_t>(sizeof(abi::CiQueryPkeyTableOut) + pkeys.size() * sizeof(uint16_t));
+    CiIrp ci(ca,
+             kernel::BuildCiQueryPkeyTableIrp(ca->lower, who.file, who.mode, in, nullptr, length));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, sizeof(abi::QueryPkeyTableOut)};
+    const Status status = co_await ci.Send();
+    std::size_t returned = 0;
+    if (const auto* answer = ci.Output<abi::CiQueryPkeyTableOut>(); answer != nullptr) {
+      out->num_pkeys = answer->num_pkeys;
+      returned = std::min<std::size_t>(answer->num_pkeys, pkeys.size());
+      returned = std::min<std::size_t>(
+          returned, (ci.Information() - sizeof(abi::CiQueryPkeyTableOut)) / sizeof(uint16_t));
+      std::memcpy(pkeys.data(),
+                  static_cast<const uint8_t*>(ci.Buffer()) + sizeof(abi::CiQueryPkeyTableOut),
+                  returned * sizeof(uint16_t));
+    }
+    co_return {status, sizeof(abi::QueryPkeyTableOut) + returned * sizeof(uint16_t)};
+  }
+
+  Status ModifyCa(const kernel::CallContext& ctx, const abi::ModifyCaIn& in,
+                  kernel::ModifyCaRefs& refs, Irp* irp) override {
+    return ModifyCaTask(InstanceOf(ctx), in, std::move(refs.ca)).Start(irp);
+  }
+
+  static kernel::VerbTask ModifyCaTask(Instance* instance, abi::ModifyCaIn in,
+                                       kernel::ObjectRef ca_ref) {
+    CaObj* obj = As<CaObj>(ca_ref);
+    AlCa* ca = LiveCa(ca_ref);
+    if (ca == nullptr) co_return {Status::CA_REMOVED, 0};
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca, kernel::BuildCiModifyCaIrp(ca->lower, who.file, who.mode,
+                                            {in.port_num, in.init_type, 0, in.flags, in.cap_set,
+                                             in.cap_clear, in.system_image_guid}));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, 0};
+    const Status s = co_await ci.Send();
     // Remembered per open: its close clears the IsSM it set (objects.cc).
     using C = abi::PortCapabilities;
     if (s == Status::SUCCESS && abi::HasAny(in.flags, abi::ModifyCaFlags::PORT_CAPABILITIES) &&
@@ -99,7 +185,7 @@ class CaVerbs final : public kernel::CaVerbHandlers {
       else if (abi::HasAny(in.cap_set, C::IS_SM))
         obj->is_sm_ports.fetch_or(bit);
     }
-    return s;
+    co_return {s, 0};
   }
 
   Status CloseCa(const kernel::CallContext& ctx, const abi::CloseCaIn& in, kernel::CloseCaRefs&,
@@ -112,10 +198,26 @@ class CaVerbs final : public kernel::CaVerbHandlers {
     return Status::UNSUPPORTED;
   }
 
-  Status LocalMad(const kernel::CallContext&, const abi::LocalMadIn& in, kernel::LocalMadRefs& refs,
-                  abi::LocalMadOut& out, Irp*) override {
-    // The port's SMA/PMA in the HCA answer it (hca/device sma.cc, pma.cc).
-    return As<CaObj>(refs.ca)->ca->ci->LocalMad(in.port_num, in.request, out.response);
+  Status LocalMad(const kernel::CallContext& ctx, const abi::LocalMadIn& in,
+                  kernel::LocalMadRefs& refs, abi::LocalMadOut& out, Irp* irp) override {
+    abi::CiLocalMadIn request{};
+    request.port = in.port_num;
+    std::memcpy(request.request, in.request, sizeof request.request);
+    return LocalMadTask(InstanceOf(ctx), request, std::move(refs.ca), &out).Start(irp);
+  }
+
+  // The port's SMA/PMA in the HCA answer it (hca/device sma.cc, pma.cc).
+  static kernel::VerbTask LocalMadTask(Instance* instance, abi::CiLocalMadIn request,
+                                       kernel::ObjectRef ca_ref, abi::LocalMadOut* out) {
+    AlCa* ca = As<CaObj>(ca_ref)->ca.get();
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca, kernel::BuildCiLocalMadIrp(ca->lower, who.file, who.mode, request, nullptr));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, sizeof(abi::LocalMadOut)};
+    const Status s = co_await ci.Send();
+    if (const auto* answer = ci.Output<abi::CiLocalMadOut>(); answer != nullptr) {
+      std::memcpy(out->response, answer->response, sizeof out->response);
+    }
+    co_return {s, sizeof(abi::LocalMadOut)};
   }
 };
 

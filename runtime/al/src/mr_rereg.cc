@@ -3,6 +3,8 @@
 // that the busy rules follow the region (the new PD is busy, the old one is free to go).
 #include "runtime/al/src/mr_rereg.h"
 
+#include "runtime/al/src/ci_call.h"
+
 namespace softib::al {
 
 using kernel::Status;
@@ -23,8 +25,6 @@ Status PhysSpan(std::span<const abi::PhysRange> ranges, uint64_t buf_offset, uin
   *vaddr = ranges[0].base + buf_offset;
   return Status::SUCCESS;
 }
-
-namespace {
 
 // Holds the pins a reregistration takes, released in reverse on every path.
 class ReregPins {
@@ -57,20 +57,22 @@ class ReregPins {
   PdObj* pd_ = nullptr;
 };
 
-}  // namespace
-
-Status ReregisterRegion(MrObj* mr, abi::MrReregFlags flags, PdObj* new_pd, uint64_t vaddr,
-                        uint64_t length, abi::AccessFlags access, uint32_t* lkey, uint32_t* rkey) {
+kernel::VerbTask ReregisterRegion(kernel::ObjectRef mr_ref, abi::MrReregFlags flags,
+                                  kernel::ObjectRef new_pd_ref, uint64_t vaddr, uint64_t length,
+                                  abi::AccessFlags access, uint32_t* lkey, uint32_t* rkey,
+                                  uint64_t* iova, uint64_t information) {
+  MrObj* mr = static_cast<MrObj*>(mr_ref.get());
+  PdObj* new_pd = static_cast<PdObj*>(new_pd_ref.get());
   const bool move = abi::HasAny(flags, abi::MrReregFlags::PD);
   // A region never leaves its CA: a PD of another CA is not a PD this region can name.
   if (move && (new_pd == nullptr || new_pd->ca_obj->ca.get() != mr->ca)) {
-    return Status::INVALID_PD_HANDLE;
+    co_return {Status::INVALID_PD_HANDLE, information};
   }
-  if (mr->ca->removed.load()) return Status::CA_REMOVED;
+  if (mr->ca->removed.load()) co_return {Status::CA_REMOVED, information};
   ReregPins pins(mr);
-  if (!pins.Exclusive()) return Status::RESOURCE_BUSY;
-  if (!pins.PinRegion()) return Status::INVALID_MR_HANDLE;
-  if (move && !pins.PinPd(new_pd)) return Status::INVALID_PD_HANDLE;
+  if (!pins.Exclusive()) co_return {Status::RESOURCE_BUSY, information};
+  if (!pins.PinRegion()) co_return {Status::INVALID_MR_HANDLE, information};
+  if (move && !pins.PinPd(new_pd)) co_return {Status::INVALID_PD_HANDLE, information};
 
   uint32_t old_key;
   abi::MrRegion region;
@@ -86,14 +88,16 @@ Status ReregisterRegion(MrObj* mr, abi::MrReregFlags flags, PdObj* new_pd, uint6
     region.length = length;
   }
   if (abi::HasAny(flags, abi::MrReregFlags::ACCESS)) region.access = access;
-  uint32_t new_key = 0;
-  const Status status =
-      mr->ca->ci->ReregisterMr(old_key, flags, move ? new_pd->pd : old_pd->pd, region.vaddr,
-                               region.length, region.access, mr->memory, &new_key);
-  if (status != Status::SUCCESS) {
+  CiIrp ci(mr->ca, kernel::BuildCiReregisterMrIrp(mr->ca->lower, mr->memory.file, mr->memory.mode,
+                                                  {old_key, flags, move ? new_pd->pd : old_pd->pd,
+                                                   region.access, region.vaddr, region.length},
+                                                  nullptr));
+  if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, information};
+  if (const Status status = co_await ci.Send(); status != Status::SUCCESS) {
     // The device's "malformed range or flags" is the verb's INVALID_SETTING.
-    return status == Status::INVALID_PARAMETER ? Status::INVALID_SETTING : status;
+    co_return {status == Status::INVALID_PARAMETER ? Status::INVALID_SETTING : status, information};
   }
+  const uint32_t new_key = ci.Output<abi::CiReregisterMrOut>()->new_key;
   // The key first: a destroy from now on releases the new one.
   {
     kernel::SpinLockGuard guard(mr->lock);
@@ -113,7 +117,11 @@ Status ReregisterRegion(MrObj* mr, abi::MrReregFlags flags, PdObj* new_pd, uint6
   }
   *lkey = new_key;
   *rkey = new_key;
-  return Status::SUCCESS;
+  if (iova != nullptr) {
+    kernel::SpinLockGuard guard(mr->lock);
+    *iova = mr->region.vaddr;
+  }
+  co_return {Status::SUCCESS, information};
 }
 
 }  // namespace softib::al

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "runtime/al/src/objects.h"
+#include "softib/kernel/verb_task.h"
 
 namespace softib::al {
 
@@ -23,8 +24,11 @@ kernel::Status PhysSpan(std::span<const abi::PhysRange> ranges, uint64_t buf_off
 // ACCESS takes `access`, PD moves the region under `new_pd` (another PD of the same CA;
 // null or another CA's: INVALID_PD_HANDLE). RESOURCE_BUSY while windows are bound to it
 // or another reregistration of it is running. On any error nothing changes.
-kernel::Status ReregisterRegion(MrObj* mr, abi::MrReregFlags flags, PdObj* new_pd, uint64_t vaddr,
-                                uint64_t length, abi::AccessFlags access, uint32_t* lkey,
-                                uint32_t* rkey);
+// As a verb coroutine (kernel/verb_task.h): `lkey`, `rkey` and (when not null) `iova`
+// receive the result; `information` is the verb's output length.
+kernel::VerbTask ReregisterRegion(kernel::ObjectRef mr_ref, abi::MrReregFlags flags,
+                                  kernel::ObjectRef new_pd_ref, uint64_t vaddr, uint64_t length,
+                                  abi::AccessFlags access, uint32_t* lkey, uint32_t* rkey,
+                                  uint64_t* iova, uint64_t information);
 
 }  // namespace softib::al

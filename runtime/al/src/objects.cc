@@ -88,6 +88,13 @@ void CaObj::OnDestroy() {
 }
 
 // ---- Pd, Av, Mr -----------------------------------------------------------------------------
+// The releases below (FreePd, DestroyAh, DeregisterMr, DestroyCq, DestroyQp, DestroySrq,
+// DestroyMw, DetachMcast, and CaObj's IsSM clear) are still direct calls on ci::CaInterface,
+// not CI IRPs (issue 17 not finished here): KernelObject::Destroy drops the parent's child
+// count as soon as OnDestroy returns, so a release that pended at the HCA would let the
+// parent's own release (or a CQ's, after its QP) overtake it there and fail busy. Sending
+// them as IRPs needs a two-phase destroy in the object manager first (the parent released
+// when the child's CI release completed; file cleanup waiting for each chain at PASSIVE).
 
 PdObj::PdObj(Instance* owner, CaObj* ca, uint32_t pd_in)
     : AlObject(abi::ObjectType::Pd, owner), ca_obj(ca), pd(pd_in) {}
@@ -100,7 +107,7 @@ AvObj::AvObj(Instance* owner, PdObj* pd, uint32_t ah_in, const abi::AddressVecto
 void AvObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyAh(ah); }
 
 MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& region_in,
-             ci::MemoryOwner memory_in)
+             CiRequestor memory_in)
     : AlObject(abi::ObjectType::Mr, owner),
       ca(pd->ca_obj->ca.get()),
       memory(memory_in),

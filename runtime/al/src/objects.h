@@ -242,15 +242,24 @@ class QpObj final : public AlObject {
   void OnDestroy() override;
 };
 
+// Whom a CI request is for (ci_call.h): a user process's verb carries UserMode and that
+// process's file (the HCA reads its memory at the file's DmaAddressOffset); a kernel
+// client's carries KernelMode and its kernel open of the AL.
+struct CiRequestor {
+  kernel::FileObject* file = nullptr;
+  kernel::ProcessorMode mode = kernel::ProcessorMode::kKernelMode;
+};
+
 class MrObj final : public AlObject {
  public:
   MrObj(Instance* owner, PdObj* pd_obj, uint32_t key, const abi::MrRegion& region,
-        ci::MemoryOwner memory);
+        CiRequestor memory);
   // The CA of every PD the region may live in (moves stay within a CA); alive as long as the
   // region has a parent PD.
   AlCa* const ca;
-  const ci::MemoryOwner memory;  // whose memory (pid 0: kernel), as registered
-  kernel::KSpinLock lock;        // key, region and pd_obj change with ReregMem / ReregPhys
+  // Whose memory, as registered: the requestor of its reregistrations and shares.
+  const CiRequestor memory;
+  kernel::KSpinLock lock;  // key, region and pd_obj change with ReregMem / ReregPhys
   uint32_t key;
   abi::MrRegion region;
   PdObj* pd_obj;  // the parent; MrReregFlags.PD moves the region to another PD

@@ -1,4 +1,5 @@
 // Protection domains and address vectors.
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 
 namespace softib::al {
@@ -10,18 +11,26 @@ namespace {
 
 class PdAvVerbs final : public kernel::PdAvVerbHandlers {
  public:
-  Status AllocPd(const kernel::CallContext& ctx, const abi::AllocPdIn& in,
-                 kernel::AllocPdRefs& refs, abi::AllocPdOut& out, Irp*) override {
-    (void)in;
-    CaObj* ca = As<CaObj>(refs.ca);
-    uint32_t pd = 0;
-    if (const Status s = ca->ca->ci->AllocPd(&pd); s != Status::SUCCESS) return s;
-    auto* object = new PdObj(InstanceOf(ctx), ca, pd);
+  Status AllocPd(const kernel::CallContext& ctx, const abi::AllocPdIn&, kernel::AllocPdRefs& refs,
+                 abi::AllocPdOut& out, Irp* irp) override {
+    return AllocPdTask(InstanceOf(ctx), std::move(refs.ca), &out).Start(irp);
+  }
+
+  static kernel::VerbTask AllocPdTask(Instance* instance, kernel::ObjectRef ca_ref,
+                                      abi::AllocPdOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::AllocPdOut);
+    CaObj* ca = As<CaObj>(ca_ref);
+    if (ca->ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca->ca.get(), kernel::BuildCiAllocPdIrp(ca->ca->lower, who.file, who.mode, nullptr));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+    if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, kLength};
+    auto* object = new PdObj(instance, ca, ci.Output<abi::CiAllocPdOut>()->pd);
     if (!Adopt(object, ca)) {
       kernel::DereferenceObject(object);  // OnDestroy frees the PD
-      return Status::INVALID_CA_HANDLE;
+      co_return {Status::INVALID_CA_HANDLE, kLength};
     }
-    return Publish(InstanceOf(ctx), object, &out.pd.value);
+    co_return {Publish(instance, object, &out->pd.value), kLength};
   }
 
   Status DeallocPd(const kernel::CallContext& ctx, const abi::DeallocPdIn& in,
@@ -30,26 +39,40 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
   }
 
   Status CreateAv(const kernel::CallContext& ctx, const abi::CreateAvIn& in,
-                  kernel::CreateAvRefs& refs, abi::CreateAvOut& out, Irp*) override {
-    PdObj* pd = As<PdObj>(refs.pd);
+                  kernel::CreateAvRefs& refs, abi::CreateAvOut& out, Irp* irp) override {
+    return CreateAvTask(InstanceOf(ctx), in.attributes, std::move(refs.pd), &out).Start(irp);
+  }
+
+  static kernel::VerbTask CreateAvTask(Instance* instance, abi::AddressVector attributes,
+                                       kernel::ObjectRef pd_ref, abi::CreateAvOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::CreateAvOut);
+    PdObj* pd = As<PdObj>(pd_ref);
+    AlCa* ca = pd->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+    const CiRequestor who = RequestorOf(instance);
     uint32_t ah = 0;
-    if (const Status s = pd->ca_obj->ca->ci->CreateAh(pd->pd, in.attributes, &ah);
-        s != Status::SUCCESS) {
-      return s;
+    {
+      CiIrp ci(ca, kernel::BuildCiCreateAhIrp(ca->lower, who.file, who.mode, {pd->pd, attributes},
+                                              nullptr));
+      if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+      if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, kLength};
+      ah = ci.Output<abi::CiCreateAhOut>()->ah;
     }
-    auto* object = new AvObj(InstanceOf(ctx), pd, ah, in.attributes);
+    auto* object = new AvObj(instance, pd, ah, attributes);
     if (!Adopt(object, pd)) {
       kernel::DereferenceObject(object);
-      return Status::INVALID_PD_HANDLE;
+      co_return {Status::INVALID_PD_HANDLE, kLength};
     }
-    if (const Status s = Publish(InstanceOf(ctx), object, &out.av.value); s != Status::SUCCESS) {
-      return s;
+    if (const Status s = Publish(instance, object, &out->av.value); s != Status::SUCCESS) {
+      co_return {s, kLength};
     }
     // The speed path: a send ring's UD entry names this AV by its handle (ci.h). A
     // concurrent DestroyAv may already have destroyed the AH: then there is nothing to name.
-    const Status bound = pd->ca_obj->ca->ci->BindAhHandle(ah, out.av.value);
-    if (bound == Status::CA_REMOVED) return bound;
-    return Status::SUCCESS;
+    CiIrp bind(
+        ca, kernel::BuildCiBindAhHandleIrp(ca->lower, who.file, who.mode, {ah, 0, out->av.value}));
+    if (!bind.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+    const Status bound = co_await bind.Send();
+    co_return {bound == Status::CA_REMOVED ? bound : Status::SUCCESS, kLength};
   }
 
   Status QueryAv(const kernel::CallContext&, const abi::QueryAvIn&, kernel::QueryAvRefs& refs,
@@ -62,31 +85,47 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
     return Status::SUCCESS;
   }
 
-  Status ModifyAv(const kernel::CallContext&, const abi::ModifyAvIn& in, kernel::ModifyAvRefs& refs,
-                  Irp*) override {
+  Status ModifyAv(const kernel::CallContext& ctx, const abi::ModifyAvIn& in,
+                  kernel::ModifyAvRefs& refs, Irp* irp) override {
+    return ModifyAvTask(InstanceOf(ctx), in.attributes, std::move(refs.av)).Start(irp);
+  }
+
+  static kernel::VerbTask ModifyAvTask(Instance* instance, abi::AddressVector attributes,
+                                       kernel::ObjectRef av_ref) {
     // The device has no modify: a new AH replaces the old one, and the AV's handle moves to
     // it (the speed path's translation, ci.h) before the old one goes.
-    AvObj* av = As<AvObj>(refs.av);
-    ci::CaInterface* ci = av->pd_obj->ca_obj->ca->ci;
+    AvObj* av = As<AvObj>(av_ref);
+    AlCa* ca = av->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, 0};
+    const CiRequestor who = RequestorOf(instance);
     uint32_t ah = 0;
-    if (const Status s = ci->CreateAh(av->pd_obj->pd, in.attributes, &ah); s != Status::SUCCESS) {
-      return s;
+    {
+      CiIrp ci(ca, kernel::BuildCiCreateAhIrp(ca->lower, who.file, who.mode,
+                                              {av->pd_obj->pd, attributes}, nullptr));
+      if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, 0};
+      if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, 0};
+      ah = ci.Output<abi::CiCreateAhOut>()->ah;
     }
     uint32_t old;
+    Status bound;
     {
       // Bound under the AV's lock (the CA's lock nests inside it), so that of two concurrent
-      // modifies the handle names the AH that av->ah ends up with.
+      // modifies the handle names the AH that av->ah ends up with. This one CI verb stays a
+      // direct call: an IRP cannot be awaited under a spin lock (its table update is
+      // immediate in the driver, as the speed path's own use of the table).
       kernel::SpinLockGuard guard(av->lock);
-      if (const Status s = ci->BindAhHandle(ah, av->handle.load()); s != Status::SUCCESS) {
-        ci->DestroyAh(ah);
-        return s;
+      bound = ca->ci->BindAhHandle(ah, av->handle.load());
+      old = ah;
+      if (bound == Status::SUCCESS) {
+        old = av->ah;
+        av->ah = ah;
+        av->av = attributes;
       }
-      old = av->ah;
-      av->ah = ah;
-      av->av = in.attributes;
     }
-    ci->DestroyAh(old);
-    return Status::SUCCESS;
+    // The AH that lost: the new one when the bind failed, else the replaced one.
+    CiIrp destroy(ca, kernel::BuildCiDestroyAhIrp(ca->lower, who.file, who.mode, {old}));
+    if (destroy.built()) (void)co_await destroy.Send();
+    co_return {bound, 0};
   }
 
   Status DestroyAv(const kernel::CallContext& ctx, const abi::DestroyAvIn& in,

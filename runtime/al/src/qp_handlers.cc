@@ -2,6 +2,7 @@
 // the special QPs, query, modify, destroy.
 #include <endian.h>
 
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/mad_service.h"
 
@@ -38,104 +39,173 @@ void UnuseQueues(CqObj* scq, CqObj* rcq, SrqObj* srq) {
 }
 
 // The QP object over a device QP that exists: it owns the uses and the device QP from here.
-Status PublishQp(const kernel::CallContext& ctx, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq,
-                 uint32_t qpn, uint32_t qp_num, abi::QpType type, uint64_t context,
-                 uint64_t* handle, uint8_t port = 0, std::shared_ptr<SpecialQp> mad_qp = nullptr) {
-  auto* object = new QpObj(InstanceOf(ctx), pd, scq, rcq, srq, qpn, qp_num, type, context, port);
+Status PublishQp(Instance* instance, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* srq, uint32_t qpn,
+                 uint32_t qp_num, abi::QpType type, uint64_t context, uint64_t* handle,
+                 uint8_t port = 0, std::shared_ptr<SpecialQp> mad_qp = nullptr) {
+  auto* object = new QpObj(instance, pd, scq, rcq, srq, qpn, qp_num, type, context, port);
   object->mad_qp = std::move(mad_qp);
   if (!Adopt(object, pd)) {
     kernel::DereferenceObject(object);
     return Status::INVALID_PD_HANDLE;
   }
   object->Register();
-  return Publish(InstanceOf(ctx), object, handle);
+  return Publish(instance, object, handle);
 }
 
 class QpVerbs final : public kernel::QpVerbHandlers {
  public:
   Status CreateQp(const kernel::CallContext& ctx, const abi::CreateQpIn& in,
-                  kernel::CreateQpRefs& refs, abi::CreateQpOut& out, Irp*) override {
+                  kernel::CreateQpRefs& refs, abi::CreateQpOut& out, Irp* irp) override {
     PdObj* pd = As<PdObj>(refs.pd);
     CqObj* scq = As<CqObj>(refs.send_cq);
     CqObj* rcq = As<CqObj>(refs.recv_cq);
     SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
     if (in.params.qp_type == abi::QpType::MAD) return CreateMadQp(ctx, in, pd, scq, rcq, srq, out);
     if (const Status s = UseQueues(pd, scq, rcq, srq); s != Status::SUCCESS) return s;
-    uint32_t qpn = 0;
-    const Status s =
-        pd->ca_obj->ca->ci->CreateQp(pd->pd, in.params, scq->number, rcq->number,
-                                     srq != nullptr ? srq->number : 0, &qpn, &out.caps);
-    if (s != Status::SUCCESS) {
-      UnuseQueues(scq, rcq, srq);
-      return s;
-    }
-    out.qp_num = qpn;
-    return PublishQp(ctx, pd, scq, rcq, srq, qpn, qpn, in.params.qp_type, in.context,
-                     &out.qp.value);
+    return CreateQpTask(InstanceOf(ctx), in, std::move(refs), &out).Start(irp);
   }
 
-  Status GetSpecialQp(const kernel::CallContext& ctx, const abi::GetSpecialQpIn& in,
-                      kernel::GetSpecialQpRefs& refs, abi::GetSpecialQpOut& out, Irp*) override {
+  // The queues' uses are counted: the QP object takes them over, or they are given back.
+  static kernel::VerbTask CreateQpTask(Instance* instance, abi::CreateQpIn in,
+                                       kernel::CreateQpRefs refs, abi::CreateQpOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::CreateQpOut);
     PdObj* pd = As<PdObj>(refs.pd);
     CqObj* scq = As<CqObj>(refs.send_cq);
     CqObj* rcq = As<CqObj>(refs.recv_cq);
-    // The port by its GUID.
-    ci::CaInterface* ci = pd->ca_obj->ca->ci;
-    std::vector<abi::PortAttributes> ports(ci->num_ports());
-    abi::CaAttributes attributes;
-    if (const Status s = ci->QueryCa(&attributes, ports); s != Status::SUCCESS) return s;
-    uint8_t port = 0;
-    for (uint8_t p = 1; p <= ports.size(); ++p) {
-      if (ports[p - 1].port_guid == in.port_guid) port = p;  // both network order
+    SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
+    AlCa* ca = pd->ca_obj->ca.get();
+    if (ca->removed.load()) {
+      UnuseQueues(scq, rcq, srq);
+      co_return {Status::CA_REMOVED, kLength};
     }
-    if (port == 0) return Status::INVALID_GUID;
-    if (const Status s = UseQueues(pd, scq, rcq, nullptr); s != Status::SUCCESS) return s;
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca, kernel::BuildCiCreateQpIrp(ca->lower, who.file, who.mode,
+                                            {pd->pd, scq->number, rcq->number,
+                                             srq != nullptr ? srq->number : 0, in.params},
+                                            nullptr));
+    const Status s = ci.built() ? co_await ci.Send() : Status::INSUFFICIENT_RESOURCES;
+    if (s != Status::SUCCESS) {
+      UnuseQueues(scq, rcq, srq);
+      co_return {s, kLength};
+    }
+    const auto* answer = ci.Output<abi::CiCreateQpOut>();
+    out->caps = answer->caps;
+    out->qp_num = answer->qpn;
+    co_return {PublishQp(instance, pd, scq, rcq, srq, answer->qpn, answer->qpn, in.params.qp_type,
+                         in.context, &out->qp.value),
+               kLength};
+  }
+
+  Status GetSpecialQp(const kernel::CallContext& ctx, const abi::GetSpecialQpIn& in,
+                      kernel::GetSpecialQpRefs& refs, abi::GetSpecialQpOut& out,
+                      Irp* irp) override {
+    return GetSpecialQpTask(InstanceOf(ctx), in, std::move(refs), &out).Start(irp);
+  }
+
+  static kernel::VerbTask GetSpecialQpTask(Instance* instance, abi::GetSpecialQpIn in,
+                                           kernel::GetSpecialQpRefs refs,
+                                           abi::GetSpecialQpOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::GetSpecialQpOut);
+    PdObj* pd = As<PdObj>(refs.pd);
+    CqObj* scq = As<CqObj>(refs.send_cq);
+    CqObj* rcq = As<CqObj>(refs.recv_cq);
+    AlCa* ca = pd->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+    const CiRequestor who = RequestorOf(instance);
+    // The port by its GUID.
+    uint8_t port = 0;
+    {
+      const uint32_t num_ports = ca->ci->num_ports();
+      const auto length = static_cast<uint32_t>(sizeof(abi::CiQueryCaOut) +
+                                                num_ports * sizeof(abi::PortAttributes));
+      CiIrp query(ca, kernel::BuildCiQueryCaIrp(ca->lower, who.file, who.mode, nullptr, length));
+      if (!query.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+      if (const Status s = co_await query.Send(); s != Status::SUCCESS) co_return {s, kLength};
+      const auto* answer = query.Output<abi::CiQueryCaOut>();
+      const auto* ports = reinterpret_cast<const abi::PortAttributes*>(
+          static_cast<const uint8_t*>(query.Buffer()) + sizeof(abi::CiQueryCaOut));
+      for (uint32_t p = 1; p <= answer->num_ports && p <= num_ports; ++p) {
+        if (ports[p - 1].port_guid == in.port_guid) port = static_cast<uint8_t>(p);  // both BE
+      }
+    }
+    if (port == 0) co_return {Status::INVALID_GUID, kLength};
+    if (const Status s = UseQueues(pd, scq, rcq, nullptr); s != Status::SUCCESS) {
+      co_return {s, kLength};
+    }
     // An alias reaches the AL's own QP0/QP1 of the port through MAD services (IBAL
     // ib_get_spl_qp with IB_QPT_QP0_ALIAS/QP1_ALIAS): no device QP of its own.
     const abi::QpType type = in.params.qp_type;
     if (type == abi::QpType::SMI_ALIAS || type == abi::QpType::GSI_ALIAS) {
-      out.qp_num = type == abi::QpType::SMI_ALIAS ? 0 : 1;
-      out.caps = in.params.caps;
-      return PublishQp(ctx, pd, scq, rcq, nullptr, 0, out.qp_num, type, in.context, &out.qp.value,
-                       port);
+      out->qp_num = type == abi::QpType::SMI_ALIAS ? 0 : 1;
+      out->caps = in.params.caps;
+      co_return {PublishQp(instance, pd, scq, rcq, nullptr, 0, out->qp_num, type, in.context,
+                           &out->qp.value, port),
+                 kLength};
     }
-    uint32_t qp = 0;
-    const Status s = ci->CreateSpecialQp(pd->pd, port, in.params, scq->number, rcq->number, &qp,
-                                         &out.qp_num, &out.caps);
+    CiIrp ci(ca, kernel::BuildCiCreateSpecialQpIrp(
+                     ca->lower, who.file, who.mode,
+                     {pd->pd, scq->number, rcq->number, port, 0, 0, in.params}, nullptr));
+    const Status s = ci.built() ? co_await ci.Send() : Status::INSUFFICIENT_RESOURCES;
     if (s != Status::SUCCESS) {
       UnuseQueues(scq, rcq, nullptr);
-      return s;
+      co_return {s, kLength};
     }
-    return PublishQp(ctx, pd, scq, rcq, nullptr, qp, out.qp_num, in.params.qp_type, in.context,
-                     &out.qp.value, port);
+    const auto* answer = ci.Output<abi::CiCreateSpecialQpOut>();
+    out->qp_num = answer->qp_num;
+    out->caps = answer->caps;
+    co_return {PublishQp(instance, pd, scq, rcq, nullptr, answer->qp, out->qp_num, type, in.context,
+                         &out->qp.value, port),
+               kLength};
   }
 
-  Status QueryQp(const kernel::CallContext&, const abi::QueryQpIn&, kernel::QueryQpRefs& refs,
-                 abi::QueryQpOut& out, Irp*) override {
-    QpObj* qp = As<QpObj>(refs.qp);
+  Status QueryQp(const kernel::CallContext& ctx, const abi::QueryQpIn&, kernel::QueryQpRefs& refs,
+                 abi::QueryQpOut& out, Irp* irp) override {
+    return QueryQpTask(InstanceOf(ctx), std::move(refs.qp), &out).Start(irp);
+  }
+
+  static kernel::VerbTask QueryQpTask(Instance* instance, kernel::ObjectRef qp_ref,
+                                      abi::QueryQpOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::QueryQpOut);
+    QpObj* qp = As<QpObj>(qp_ref);
     if (qp->alias()) {
-      out.attributes.qp_type = qp->type;
-      out.attributes.state = abi::QpState::RTS;  // the AL's special QP behind it is
-    } else if (const Status s = qp->pd_obj->ca_obj->ca->ci->QueryQp(qp->qpn, &out.attributes);
-               s != Status::SUCCESS) {
-      return s;
+      out->attributes.qp_type = qp->type;
+      out->attributes.state = abi::QpState::RTS;  // the AL's special QP behind it is
+    } else {
+      AlCa* ca = qp->pd_obj->ca_obj->ca.get();
+      if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+      const CiRequestor who = RequestorOf(instance);
+      CiIrp ci(ca, kernel::BuildCiQueryQpIrp(ca->lower, who.file, who.mode, {qp->qpn}, nullptr));
+      if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+      if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, kLength};
+      out->attributes = ci.Output<abi::CiQueryQpOut>()->attributes;
     }
-    if (qp->mad_qp) out.attributes.qp_type = qp->type;  // UD on the device
-    out.attributes.qp_num = qp->qp_num;
-    out.pd.value = qp->pd_obj->handle;
-    out.send_cq.value = qp->send_cq->handle;
-    out.recv_cq.value = qp->recv_cq->handle;
-    out.srq.value = qp->srq != nullptr ? qp->srq->handle.load() : 0;
-    return Status::SUCCESS;
+    if (qp->mad_qp) out->attributes.qp_type = qp->type;  // UD on the device
+    out->attributes.qp_num = qp->qp_num;
+    out->pd.value = qp->pd_obj->handle;
+    out->send_cq.value = qp->send_cq->handle;
+    out->recv_cq.value = qp->recv_cq->handle;
+    out->srq.value = qp->srq != nullptr ? qp->srq->handle.load() : 0;
+    co_return {Status::SUCCESS, kLength};
   }
 
-  Status ModifyQp(const kernel::CallContext&, const abi::ModifyQpIn& in, kernel::ModifyQpRefs& refs,
-                  Irp*) override {
-    QpObj* qp = As<QpObj>(refs.qp);
-    if (qp->alias()) return Status::SUCCESS;  // the AL keeps its special QP in RTS
-    const Status s = qp->pd_obj->ca_obj->ca->ci->ModifyQp(qp->qpn, in.attributes);
-    if (s == Status::SUCCESS && qp->mad_qp) qp->mad_qp->OnModified(in.attributes);
-    return s;
+  Status ModifyQp(const kernel::CallContext& ctx, const abi::ModifyQpIn& in,
+                  kernel::ModifyQpRefs& refs, Irp* irp) override {
+    if (As<QpObj>(refs.qp)->alias()) return Status::SUCCESS;  // the AL keeps its QP in RTS
+    return ModifyQpTask(InstanceOf(ctx), in.attributes, std::move(refs.qp)).Start(irp);
+  }
+
+  static kernel::VerbTask ModifyQpTask(Instance* instance, abi::QpModifyAttributes attributes,
+                                       kernel::ObjectRef qp_ref) {
+    QpObj* qp = As<QpObj>(qp_ref);
+    AlCa* ca = qp->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, 0};
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca, kernel::BuildCiModifyQpIrp(ca->lower, who.file, who.mode, {qp->qpn, attributes}));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, 0};
+    const Status s = co_await ci.Send();
+    // DISPATCH-safe (a spin lock): it may run in the DPC that completed the IRP.
+    if (s == Status::SUCCESS && qp->mad_qp) qp->mad_qp->OnModified(attributes);
+    co_return {s, 0};
   }
 
  private:
@@ -151,8 +221,8 @@ class QpVerbs final : public kernel::QpVerbHandlers {
       return s;
     }
     out.qp_num = engine->qp_number();
-    return PublishQp(ctx, pd, scq, rcq, nullptr, out.qp_num, out.qp_num, abi::QpType::MAD,
-                     in.context, &out.qp.value, 0, std::move(engine));
+    return PublishQp(InstanceOf(ctx), pd, scq, rcq, nullptr, out.qp_num, out.qp_num,
+                     abi::QpType::MAD, in.context, &out.qp.value, 0, std::move(engine));
   }
 
   Status DestroyQp(const kernel::CallContext& ctx, const abi::DestroyQpIn& in,
@@ -164,33 +234,72 @@ class QpVerbs final : public kernel::QpVerbHandlers {
 class SrqVerbs final : public kernel::SrqVerbHandlers {
  public:
   Status CreateSrq(const kernel::CallContext& ctx, const abi::CreateSrqIn& in,
-                   kernel::CreateSrqRefs& refs, abi::CreateSrqOut& out, Irp*) override {
-    PdObj* pd = As<PdObj>(refs.pd);
-    uint32_t number = 0;
-    if (const Status s =
-            pd->ca_obj->ca->ci->CreateSrq(pd->pd, in.attributes, &number, &out.granted);
-        s != Status::SUCCESS) {
-      return s == Status::INVALID_SETTING ? Status::INVALID_SRQ_SIZE : s;
+                   kernel::CreateSrqRefs& refs, abi::CreateSrqOut& out, Irp* irp) override {
+    return CreateSrqTask(InstanceOf(ctx), in.attributes, in.context, std::move(refs.pd), &out)
+        .Start(irp);
+  }
+
+  static kernel::VerbTask CreateSrqTask(Instance* instance, abi::SrqAttributes attributes,
+                                        uint64_t context, kernel::ObjectRef pd_ref,
+                                        abi::CreateSrqOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::CreateSrqOut);
+    PdObj* pd = As<PdObj>(pd_ref);
+    AlCa* ca = pd->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca, kernel::BuildCiCreateSrqIrp(ca->lower, who.file, who.mode, {pd->pd, 0, attributes},
+                                             nullptr));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+    if (const Status s = co_await ci.Send(); s != Status::SUCCESS) {
+      co_return {s == Status::INVALID_SETTING ? Status::INVALID_SRQ_SIZE : s, kLength};
     }
-    auto* object = new SrqObj(InstanceOf(ctx), pd, number, in.context);
+    const auto* answer = ci.Output<abi::CiCreateSrqOut>();
+    out->granted = answer->granted;
+    auto* object = new SrqObj(instance, pd, answer->srq, context);
     if (!Adopt(object, pd)) {
       kernel::DereferenceObject(object);
-      return Status::INVALID_PD_HANDLE;
+      co_return {Status::INVALID_PD_HANDLE, kLength};
     }
     object->Register();
-    return Publish(InstanceOf(ctx), object, &out.srq.value);
+    co_return {Publish(instance, object, &out->srq.value), kLength};
   }
 
-  Status QuerySrq(const kernel::CallContext&, const abi::QuerySrqIn&, kernel::QuerySrqRefs& refs,
-                  abi::QuerySrqOut& out, Irp*) override {
-    SrqObj* srq = As<SrqObj>(refs.srq);
-    return srq->pd_obj->ca_obj->ca->ci->QuerySrq(srq->number, &out.attributes);
+  Status QuerySrq(const kernel::CallContext& ctx, const abi::QuerySrqIn&,
+                  kernel::QuerySrqRefs& refs, abi::QuerySrqOut& out, Irp* irp) override {
+    return QuerySrqTask(InstanceOf(ctx), std::move(refs.srq), &out).Start(irp);
   }
 
-  Status ModifySrq(const kernel::CallContext&, const abi::ModifySrqIn& in,
-                   kernel::ModifySrqRefs& refs, Irp*) override {
-    SrqObj* srq = As<SrqObj>(refs.srq);
-    return srq->pd_obj->ca_obj->ca->ci->ModifySrq(srq->number, in.mask, in.attributes);
+  static kernel::VerbTask QuerySrqTask(Instance* instance, kernel::ObjectRef srq_ref,
+                                       abi::QuerySrqOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::QuerySrqOut);
+    SrqObj* srq = As<SrqObj>(srq_ref);
+    AlCa* ca = srq->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca, kernel::BuildCiQuerySrqIrp(ca->lower, who.file, who.mode, {srq->number}, nullptr));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+    const Status s = co_await ci.Send();
+    if (const auto* answer = ci.Output<abi::CiQuerySrqOut>(); answer != nullptr) {
+      out->attributes = answer->attributes;
+    }
+    co_return {s, kLength};
+  }
+
+  Status ModifySrq(const kernel::CallContext& ctx, const abi::ModifySrqIn& in,
+                   kernel::ModifySrqRefs& refs, Irp* irp) override {
+    return ModifySrqTask(InstanceOf(ctx), in.mask, in.attributes, std::move(refs.srq)).Start(irp);
+  }
+
+  static kernel::VerbTask ModifySrqTask(Instance* instance, abi::SrqAttrMask mask,
+                                        abi::SrqAttributes attributes, kernel::ObjectRef srq_ref) {
+    SrqObj* srq = As<SrqObj>(srq_ref);
+    AlCa* ca = srq->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, 0};
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(ca, kernel::BuildCiModifySrqIrp(ca->lower, who.file, who.mode,
+                                             {srq->number, mask, attributes}));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, 0};
+    co_return {co_await ci.Send(), 0};
   }
 
   Status DestroySrq(const kernel::CallContext& ctx, const abi::DestroySrqIn& in,
@@ -202,18 +311,27 @@ class SrqVerbs final : public kernel::SrqVerbHandlers {
 class McastVerbs final : public kernel::McastVerbHandlers {
  public:
   Status AttachMcast(const kernel::CallContext& ctx, const abi::AttachMcastIn& in,
-                     kernel::AttachMcastRefs& refs, abi::AttachMcastOut& out, Irp*) override {
-    QpObj* qp = As<QpObj>(refs.qp);
-    ci::CaInterface* ci = qp->pd_obj->ca_obj->ca->ci;
-    if (const Status s = ci->AttachMcast(qp->qpn, in.mgid, in.mlid); s != Status::SUCCESS) {
-      return s;
-    }
-    auto* object = new McastObj(InstanceOf(ctx), qp, in.mgid, in.mlid);
+                     kernel::AttachMcastRefs& refs, abi::AttachMcastOut& out, Irp* irp) override {
+    return AttachMcastTask(InstanceOf(ctx), in.mgid, in.mlid, std::move(refs.qp), &out).Start(irp);
+  }
+
+  static kernel::VerbTask AttachMcastTask(Instance* instance, abi::Gid mgid, uint16_t mlid,
+                                          kernel::ObjectRef qp_ref, abi::AttachMcastOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::AttachMcastOut);
+    QpObj* qp = As<QpObj>(qp_ref);
+    AlCa* ca = qp->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+    const CiRequestor who = RequestorOf(instance);
+    CiIrp ci(
+        ca, kernel::BuildCiAttachMcastIrp(ca->lower, who.file, who.mode, {qp->qpn, mlid, 0, mgid}));
+    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+    if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, kLength};
+    auto* object = new McastObj(instance, qp, mgid, mlid);
     if (!Adopt(object, qp)) {
       kernel::DereferenceObject(object);
-      return Status::INVALID_QP_HANDLE;
+      co_return {Status::INVALID_QP_HANDLE, kLength};
     }
-    return Publish(InstanceOf(ctx), object, &out.mcast.value);
+    co_return {Publish(instance, object, &out->mcast.value), kLength};
   }
 
   Status DetachMcast(const kernel::CallContext& ctx, const abi::DetachMcastIn& in,

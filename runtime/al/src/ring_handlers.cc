@@ -15,6 +15,7 @@
 //   the CI's PostSend/PollCq instead) gets INSUFFICIENT_RESOURCES.
 #include <unistd.h>
 
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 #include "softib/bridge/reply_fds.h"
 
@@ -38,33 +39,70 @@ Status Answer(Irp* irp, int fd, AlObject* object) {
 
 }  // namespace
 
-Status ServeMapCqRing(const kernel::CallContext&, const abi::MapCqRingIn&,
+// The CI's ring maps are PASSIVE verbs: sent from the caller's thread (the verb is
+// PASSIVE too); the HCA driver may still complete them later, on another thread.
+kernel::VerbTask MapCqRingTask(Instance* instance, kernel::ObjectRef cq_ref, abi::MapCqRingOut* out,
+                               Irp* irp) {
+  constexpr uint64_t kLength = sizeof(abi::MapCqRingOut);
+  CqObj* cq = As<CqObj>(cq_ref);
+  AlCa* ca = cq->ca_obj->ca.get();
+  if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+  const CiRequestor who = RequestorOf(instance);
+  CiIrp ci(ca, kernel::BuildCiMapCqRingIrp(ca->lower, who.file, who.mode, {cq->number}, nullptr));
+  if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+  if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, kLength};
+  const auto* answer = ci.Output<abi::CiMapCqRingOut>();
+  out->ring = answer->ring;
+  out->shm_id = answer->shm_id;
+  co_return {Answer(irp, answer->fd, cq), kLength};
+}
+
+Status ServeMapCqRing(const kernel::CallContext& ctx, const abi::MapCqRingIn&,
                       kernel::MapCqRingRefs& refs, abi::MapCqRingOut& out, Irp* irp) {
-  CqObj* cq = As<CqObj>(refs.cq);
-  int fd = -1;
-  const Status status = cq->ca_obj->ca->ci->MapCqRing(cq->number, &out.ring, &out.shm_id, &fd);
-  if (status != Status::SUCCESS) return status;
-  return Answer(irp, fd, cq);
+  return MapCqRingTask(InstanceOf(ctx), std::move(refs.cq), &out, irp).Start(irp);
 }
 
-Status ServeMapQpRings(const kernel::CallContext&, const abi::MapQpRingsIn&,
+kernel::VerbTask MapQpRingsTask(Instance* instance, kernel::ObjectRef qp_ref,
+                                abi::MapQpRingsOut* out, Irp* irp) {
+  constexpr uint64_t kLength = sizeof(abi::MapQpRingsOut);
+  QpObj* qp = As<QpObj>(qp_ref);
+  AlCa* ca = qp->pd_obj->ca_obj->ca.get();
+  if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+  const CiRequestor who = RequestorOf(instance);
+  CiIrp ci(ca, kernel::BuildCiMapQpRingsIrp(ca->lower, who.file, who.mode, {qp->qpn}, nullptr));
+  if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+  if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, kLength};
+  const auto* answer = ci.Output<abi::CiMapQpRingsOut>();
+  out->send_ring = answer->send_ring;
+  out->recv_ring = answer->recv_ring;
+  out->shm_id = answer->shm_id;
+  co_return {Answer(irp, answer->fd, qp), kLength};
+}
+
+Status ServeMapQpRings(const kernel::CallContext& ctx, const abi::MapQpRingsIn&,
                        kernel::MapQpRingsRefs& refs, abi::MapQpRingsOut& out, Irp* irp) {
-  QpObj* qp = As<QpObj>(refs.qp);
-  int fd = -1;
-  const Status status = qp->pd_obj->ca_obj->ca->ci->MapQpRings(qp->qpn, &out.send_ring,
-                                                               &out.recv_ring, &out.shm_id, &fd);
-  if (status != Status::SUCCESS) return status;
-  return Answer(irp, fd, qp);
+  return MapQpRingsTask(InstanceOf(ctx), std::move(refs.qp), &out, irp).Start(irp);
 }
 
-Status ServeMapSrqRing(const kernel::CallContext&, const abi::MapSrqRingIn&,
+kernel::VerbTask MapSrqRingTask(Instance* instance, kernel::ObjectRef srq_ref,
+                                abi::MapSrqRingOut* out, Irp* irp) {
+  constexpr uint64_t kLength = sizeof(abi::MapSrqRingOut);
+  SrqObj* srq = As<SrqObj>(srq_ref);
+  AlCa* ca = srq->pd_obj->ca_obj->ca.get();
+  if (ca->removed.load()) co_return {Status::CA_REMOVED, kLength};
+  const CiRequestor who = RequestorOf(instance);
+  CiIrp ci(ca, kernel::BuildCiMapSrqRingIrp(ca->lower, who.file, who.mode, {srq->number}, nullptr));
+  if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, kLength};
+  if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, kLength};
+  const auto* answer = ci.Output<abi::CiMapSrqRingOut>();
+  out->ring = answer->ring;
+  out->shm_id = answer->shm_id;
+  co_return {Answer(irp, answer->fd, srq), kLength};
+}
+
+Status ServeMapSrqRing(const kernel::CallContext& ctx, const abi::MapSrqRingIn&,
                        kernel::MapSrqRingRefs& refs, abi::MapSrqRingOut& out, Irp* irp) {
-  SrqObj* srq = As<SrqObj>(refs.srq);
-  int fd = -1;
-  const Status status =
-      srq->pd_obj->ca_obj->ca->ci->MapSrqRing(srq->number, &out.ring, &out.shm_id, &fd);
-  if (status != Status::SUCCESS) return status;
-  return Answer(irp, fd, srq);
+  return MapSrqRingTask(InstanceOf(ctx), std::move(refs.srq), &out, irp).Start(irp);
 }
 
 }  // namespace softib::al

@@ -135,6 +135,8 @@ class RuntimeVerbs final : public kernel::RuntimeIoctlsVerbHandlers {
     if (out.al.value == 0) return Status::INVALID_AL_HANDLE;
     // Only the stating process's own transfers can go astray (ProcessVmDma targets its pid).
     instance->dma_address_offset.store(in.dma_address_offset);
+    // The HCA driver reads a user-mode CI request's memory at its file's offset.
+    if (instance->file != nullptr) instance->file->DmaAddressOffset = in.dma_address_offset;
     return Status::SUCCESS;
   }
 };

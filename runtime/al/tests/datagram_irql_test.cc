@@ -114,6 +114,20 @@ TEST(Datagram, CqOverflowReachesTheAlAsAnAsyncEventWithTheCqsContext) {
   EXPECT_EQ(event.record.context, 0xBEEFu);
 }
 
+// Issues `call(irp)` at DISPATCH with an IRP and returns the verb's final status, waiting
+// for it at PASSIVE when it pended.
+template <typename Call>
+Status AtDispatch(Call call) {
+  PendingCall pending;
+  Status s;
+  {
+    kernel::ScopedIrql dispatch(kernel::Irql::kDispatch);
+    s = call(pending.irp);
+  }
+  if (s != Status::PENDING) return s;
+  return pending.WaitDone() ? pending.status.load() : Status::TIMEOUT;
+}
+
 TEST(Irql, DispatchLevelVerbsRunAtDispatchWithoutBlocking) {
   auto node = BootDefault("irql-dispatch");
   ASSERT_TRUE(node);
@@ -123,11 +137,19 @@ TEST(Irql, DispatchLevelVerbsRunAtDispatchWithoutBlocking) {
   abi::OpenCaOut ca{};
   ASSERT_EQ(client.OpenCa({{client.al_handle()}, htobe64(node->ca_guids()[0]), 0}, &ca),
             Status::SUCCESS);  // OpenCa is PASSIVE
-  kernel::ScopedIrql dispatch(kernel::Irql::kDispatch);
+  // Each verb is issued at DISPATCH with an IRP: a direct call whose CI work may pend (the
+  // HCA driver's pend mode pends every CI IRP) must bring one; its result is awaited at
+  // PASSIVE, as a DPC's caller would learn it from the completion routine.
   abi::AllocPdOut pd{};
-  ASSERT_EQ(kernel::IbAllocPd(client.al(), {ca.ca, abi::PdType{}, 0, 0}, pd), Status::SUCCESS);
+  ASSERT_EQ(AtDispatch([&](kernel::Irp* irp) {
+              return kernel::IbAllocPd(client.al(), {ca.ca, abi::PdType{}, 0, 0}, pd, irp);
+            }),
+            Status::SUCCESS);
   abi::CreateCqOut cq{};
-  ASSERT_EQ(kernel::IbCreateCq(client.al(), {ca.ca, 8, 0, 0}, cq), Status::SUCCESS);
+  ASSERT_EQ(AtDispatch([&](kernel::Irp* irp) {
+              return kernel::IbCreateCq(client.al(), {ca.ca, 8, 0, 0}, cq, irp);
+            }),
+            Status::SUCCESS);
   abi::CreateQpIn qp_in{};
   qp_in.pd = pd.pd;
   qp_in.send_cq = cq.cq;
@@ -135,24 +157,42 @@ TEST(Irql, DispatchLevelVerbsRunAtDispatchWithoutBlocking) {
   qp_in.params.qp_type = abi::QpType::RC;
   qp_in.params.caps = {8, 8, 1, 1, 0, 0};
   abi::CreateQpOut qp{};
-  ASSERT_EQ(kernel::IbCreateQp(client.al(), qp_in, qp), Status::SUCCESS);
+  ASSERT_EQ(
+      AtDispatch([&](kernel::Irp* irp) { return kernel::IbCreateQp(client.al(), qp_in, qp, irp); }),
+      Status::SUCCESS);
   abi::ModifyQpIn modify{};
   modify.qp = qp.qp;
   modify.attributes.mask = abi::QpAttrMask::STATE | abi::QpAttrMask::PKEY_INDEX |
                            abi::QpAttrMask::PORT | abi::QpAttrMask::ACCESS_FLAGS;
   modify.attributes.state = abi::QpState::INIT;
   modify.attributes.port_num = 1;
-  ASSERT_EQ(kernel::IbModifyQp(client.al(), modify), Status::SUCCESS);
-  abi::WorkCompletion wc;
-  uint32_t n;
-  EXPECT_EQ(kernel::IbPollCq(client.al(), cq.cq.value, {&wc, 1}, &n), Status::NOT_FOUND);
-  EXPECT_EQ(kernel::IbRearmCq(client.al(), cq.cq.value, abi::CqNotify::NEXT), Status::SUCCESS);
+  ASSERT_EQ(
+      AtDispatch([&](kernel::Irp* irp) { return kernel::IbModifyQp(client.al(), modify, irp); }),
+      Status::SUCCESS);
+  {
+    // The speed path is direct and never pends.
+    kernel::ScopedIrql dispatch(kernel::Irql::kDispatch);
+    abi::WorkCompletion wc;
+    uint32_t n;
+    EXPECT_EQ(kernel::IbPollCq(client.al(), cq.cq.value, {&wc, 1}, &n), Status::NOT_FOUND);
+    EXPECT_EQ(kernel::IbRearmCq(client.al(), cq.cq.value, abi::CqNotify::NEXT), Status::SUCCESS);
+  }
   std::vector<abi::PortAttributes> ports(1);
   abi::QueryCaOut query{};
-  EXPECT_EQ(kernel::IbQueryCa(client.al(), {ca.ca}, query, ports), Status::SUCCESS);
-  EXPECT_EQ(kernel::IbDestroyQp(client.al(), {qp.qp}), Status::SUCCESS);
-  EXPECT_EQ(kernel::IbDestroyCq(client.al(), {cq.cq}), Status::SUCCESS);
-  EXPECT_EQ(kernel::IbDeallocPd(client.al(), {pd.pd}), Status::SUCCESS);
+  EXPECT_EQ(AtDispatch([&](kernel::Irp* irp) {
+              return kernel::IbQueryCa(client.al(), {ca.ca}, query, ports, irp);
+            }),
+            Status::SUCCESS);
+  EXPECT_EQ(query.num_ports, 1u);
+  EXPECT_EQ(
+      AtDispatch([&](kernel::Irp* irp) { return kernel::IbDestroyQp(client.al(), {qp.qp}, irp); }),
+      Status::SUCCESS);
+  EXPECT_EQ(
+      AtDispatch([&](kernel::Irp* irp) { return kernel::IbDestroyCq(client.al(), {cq.cq}, irp); }),
+      Status::SUCCESS);
+  EXPECT_EQ(
+      AtDispatch([&](kernel::Irp* irp) { return kernel::IbDeallocPd(client.al(), {pd.pd}, irp); }),
+      Status::SUCCESS);
 }
 
 // A MAD QP's destroy at DISPATCH (issue 17's "fewer threads" kept ReleaseMadQp's work item:

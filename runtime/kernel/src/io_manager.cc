@@ -15,8 +15,72 @@ namespace {
 
 constexpr int8_t kMaxStackSize = 126;  // CurrentLocation (StackCount + 1) fits int8_t
 
+// A small IRP (few stack locations, a small system buffer: every CI verb's) is one block:
+// the IRP, its runtime, its stack and its system buffer, taken from and given back to a
+// per-thread lookaside list (a freed block joins the freeing thread's list, bounded), so the
+// AL's IRPs to the HCA driver cost no heap traffic in the steady state.
+constexpr std::size_t kBlockAlign = 16;
+constexpr std::size_t Align(std::size_t n) { return (n + kBlockAlign - 1) & ~(kBlockAlign - 1); }
+constexpr std::size_t kSmallBlock = 2048;
+constexpr std::size_t kLookasideDepth = 32;
+constexpr std::size_t kRuntimeOffset = Align(sizeof(Irp));
+constexpr std::size_t kStackOffset = kRuntimeOffset + Align(sizeof(IrpRuntime));
+
+struct Lookaside {
+  void* blocks[kLookasideDepth];
+  std::size_t count = 0;
+  ~Lookaside() {
+    while (count > 0) ::operator delete (blocks[--count], std::align_val_t{kBlockAlign});
+  }
+};
+thread_local Lookaside t_lookaside;
+
+void* TakeSmallBlock() {
+  Lookaside& l = t_lookaside;
+  if (l.count > 0) return l.blocks[--l.count];
+  return ::operator new (kSmallBlock, std::align_val_t{kBlockAlign});
+}
+
+void GiveSmallBlock(void* block) {
+  Lookaside& l = t_lookaside;
+  if (l.count < kLookasideDepth) {
+    l.blocks[l.count++] = block;
+    return;
+  }
+  ::operator delete (block, std::align_val_t{kBlockAlign});
+}
+
+std::size_t BufferOffset(int8_t stack_size) {
+  return kStackOffset + Align(sizeof(IoStackLocation) * static_cast<std::size_t>(stack_size));
+}
+
+// One block for the IRP and `buffer` bytes of system buffer, or null when it would not fit.
+Irp* AllocateSmallIrp(int8_t stack_size, std::size_t buffer) {
+  if (BufferOffset(stack_size) + buffer > kSmallBlock) return nullptr;
+  auto* block = static_cast<uint8_t*>(TakeSmallBlock());
+  std::memset(block, 0, BufferOffset(stack_size));
+  auto* irp = reinterpret_cast<Irp*>(block);
+  irp->StackCount = stack_size;
+  irp->CurrentLocation = static_cast<int8_t>(stack_size + 1);
+  irp->Stack = reinterpret_cast<IoStackLocation*>(block + kStackOffset);  // zeroed above
+  auto* runtime = new (block + kRuntimeOffset) IrpRuntime{};
+  runtime->pooled = true;
+  if (buffer > 0) {
+    runtime->system_buffer = block + BufferOffset(stack_size);
+    std::memset(runtime->system_buffer, 0, buffer);
+  }
+  irp->Runtime = runtime;
+  irp->IoStatus.Status = Status::SUCCESS;
+  return irp;
+}
+
 void FreeIrpMemory(Irp* irp) {
   IrpRuntime* runtime = RuntimeOf(irp);
+  if (runtime->pooled) {
+    runtime->~IrpRuntime();
+    GiveSmallBlock(irp);
+    return;
+  }
   std::free(runtime->system_buffer);
   delete runtime;
   delete[] irp->Stack;
@@ -186,12 +250,18 @@ void IoCompleteRequest(Irp* irp, int8_t /*priority_boost*/) {
 Irp* IoBuildDeviceIoControlRequest(uint32_t io_control_code, DeviceObject* device,
                                    const void* input, uint32_t input_length, void* output,
                                    uint32_t output_length, bool internal_device_control) {
-  Irp* irp = IoAllocateIrp(device->StackSize);
+  const uint32_t size = std::max(input_length, output_length);
+  Irp* irp = AllocateSmallIrp(device->StackSize, size);
+  const bool small = irp != nullptr;
+  if (!small) irp = IoAllocateIrp(device->StackSize);
   IrpRuntime* runtime = RuntimeOf(irp);
   runtime->owned_by_io_manager = true;
   runtime->output_length = output_length;
-  const uint32_t size = std::max(input_length, output_length);
-  if (size > 0) {
+  if (small) {
+    if (input != nullptr && input_length > 0) {
+      std::memcpy(runtime->system_buffer, input, input_length);
+    }
+  } else if (size > 0) {
     runtime->system_buffer = std::calloc(1, size);  // malloc alignment: >= 16 bytes
     if (runtime->system_buffer == nullptr) {
       FreeIrpMemory(irp);

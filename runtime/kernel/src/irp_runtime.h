@@ -16,6 +16,7 @@ struct IrpRuntime {
   std::atomic<Node*> node{nullptr};  // set by the first IoCallDriver; read by cancellers
   State state = State::kActive;
   bool owned_by_io_manager = false;  // built by IoBuildDeviceIoControlRequest
+  bool pooled = false;               // one lookaside block with the IRP (io_manager.cc)
   void* system_buffer = nullptr;     // allocated here (freed with the IRP)
   uint32_t output_length = 0;        // bytes UserBuffer can take
   KEvent* done = nullptr;            // IoCallDriverAndWait: set after final completion

@@ -467,7 +467,7 @@ struct MapCqRingVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE304;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kPassive;
   static constexpr uint32_t kPaths = kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = MapCqRingIn;
   using Out = MapCqRingOut;
   static constexpr uint32_t kInSize = 8;
@@ -493,7 +493,7 @@ struct MapQpRingsVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE308;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kPassive;
   static constexpr uint32_t kPaths = kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = MapQpRingsIn;
   using Out = MapQpRingsOut;
   static constexpr uint32_t kInSize = 8;
@@ -519,7 +519,7 @@ struct MapSrqRingVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE30C;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kPassive;
   static constexpr uint32_t kPaths = kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = MapSrqRingIn;
   using Out = MapSrqRingOut;
   static constexpr uint32_t kInSize = 8;

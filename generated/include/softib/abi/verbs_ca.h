@@ -378,7 +378,7 @@ struct QueryCaVerb {
   static constexpr uint32_t kIoctlCode = 0x003B6048;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = QueryCaIn;
   using Out = QueryCaOut;
   static constexpr uint32_t kInSize = 8;
@@ -404,7 +404,7 @@ struct QueryGidTableVerb {
   static constexpr uint32_t kIoctlCode = 0x003B604C;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = QueryGidTableIn;
   using Out = QueryGidTableOut;
   static constexpr uint32_t kInSize = 16;
@@ -430,7 +430,7 @@ struct QueryPkeyTableVerb {
   static constexpr uint32_t kIoctlCode = 0x003B6050;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = QueryPkeyTableIn;
   using Out = QueryPkeyTableOut;
   static constexpr uint32_t kInSize = 16;

@@ -221,7 +221,7 @@ struct CreateCqVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE100;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = CreateCqIn;
   using Out = CreateCqOut;
   static constexpr uint32_t kInSize = 24;
@@ -246,7 +246,7 @@ struct QueryCqVerb {
   static constexpr uint32_t kIoctlCode = 0x003B6104;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = QueryCqIn;
   using Out = QueryCqOut;
   static constexpr uint32_t kInSize = 8;
@@ -273,7 +273,7 @@ struct ModifyCqVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE108;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = ModifyCqIn;
   using Out = ModifyCqOut;
   static constexpr uint32_t kInSize = 16;

@@ -74,7 +74,7 @@ struct AttachMcastVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE160;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = AttachMcastIn;
   using Out = AttachMcastOut;
   static constexpr uint32_t kInSize = 32;

@@ -379,7 +379,7 @@ struct RegMemVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE120;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kPassive;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = RegMemIn;
   using Out = RegMemOut;
   static constexpr uint32_t kInSize = 32;
@@ -405,7 +405,7 @@ struct RegPhysVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE134;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = RegPhysIn;
   using Out = RegPhysOut;
   static constexpr uint32_t kInSize = 40;
@@ -457,7 +457,7 @@ struct ReregMemVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE128;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kPassive;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = ReregMemIn;
   using Out = ReregMemOut;
   static constexpr uint32_t kInSize = 48;
@@ -483,7 +483,7 @@ struct ReregPhysVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE138;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = ReregPhysIn;
   using Out = ReregPhysOut;
   static constexpr uint32_t kInSize = 56;
@@ -510,7 +510,7 @@ struct RegSharedVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE12C;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = RegSharedIn;
   using Out = RegSharedOut;
   static constexpr uint32_t kInSize = 32;
@@ -561,7 +561,7 @@ struct CreateMwVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE140;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = CreateMwIn;
   using Out = CreateMwOut;
   static constexpr uint32_t kInSize = 16;
@@ -586,7 +586,7 @@ struct QueryMwVerb {
   static constexpr uint32_t kIoctlCode = 0x003B6144;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = QueryMwIn;
   using Out = QueryMwOut;
   static constexpr uint32_t kInSize = 8;

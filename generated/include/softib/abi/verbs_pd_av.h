@@ -149,7 +149,7 @@ struct AllocPdVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE080;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = AllocPdIn;
   using Out = AllocPdOut;
   static constexpr uint32_t kInSize = 24;
@@ -201,7 +201,7 @@ struct CreateAvVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0A0;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = CreateAvIn;
   using Out = CreateAvOut;
   static constexpr uint32_t kInSize = 40;
@@ -252,7 +252,7 @@ struct ModifyAvVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0A8;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = ModifyAvIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 40;

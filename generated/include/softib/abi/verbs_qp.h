@@ -258,7 +258,7 @@ struct CreateQpVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0C0;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = CreateQpIn;
   using Out = CreateQpOut;
   static constexpr uint32_t kInSize = 72;
@@ -286,7 +286,7 @@ struct GetSpecialQpVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0C4;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = GetSpecialQpIn;
   using Out = GetSpecialQpOut;
   static constexpr uint32_t kInSize = 72;
@@ -311,7 +311,7 @@ struct QueryQpVerb {
   static constexpr uint32_t kIoctlCode = 0x003B60C8;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = QueryQpIn;
   using Out = QueryQpOut;
   static constexpr uint32_t kInSize = 8;
@@ -340,7 +340,7 @@ struct ModifyQpVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0CC;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = ModifyQpIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 152;

@@ -159,7 +159,7 @@ struct CreateSrqVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0E0;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = CreateSrqIn;
   using Out = CreateSrqOut;
   static constexpr uint32_t kInSize = 32;
@@ -185,7 +185,7 @@ struct QuerySrqVerb {
   static constexpr uint32_t kIoctlCode = 0x003B60E4;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = QuerySrqIn;
   using Out = QuerySrqOut;
   static constexpr uint32_t kInSize = 8;
@@ -211,7 +211,7 @@ struct ModifySrqVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0E8;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = ModifySrqIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 32;
