@@ -15,11 +15,13 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 
 #include "softib/kernel/io.h"
 #include "softib/kernel/irp.h"
 #include "softib/kernel/status.h"
+#include "softib/kernel/task_frame.h"
 
 namespace softib::kernel {
 
@@ -29,6 +31,12 @@ namespace softib::kernel {
 class IrpTask {
  public:
   struct promise_type {
+    // The frame from the thread's free list, not the heap (task_frame.h: the AL starts one
+    // of these per CI call).
+    static void* operator new(std::size_t size) { return AllocateTaskFrame(size); }
+    static void operator delete(void* frame, std::size_t size) noexcept {
+      FreeTaskFrame(frame, size);
+    }
     IrpTask get_return_object() noexcept { return {}; }
     std::suspend_never initial_suspend() noexcept { return {}; }
     std::suspend_never final_suspend() noexcept { return {}; }

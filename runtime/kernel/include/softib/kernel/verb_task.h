@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "softib/kernel/event.h"
 #include "softib/kernel/irp.h"
 #include "softib/kernel/status.h"
+#include "softib/kernel/task_frame.h"
 #include "softib/kernel/verb_support.h"
 
 namespace softib::kernel {
@@ -53,6 +55,12 @@ class VerbTask {
     // and is marking the verb IRP pending / has marked it: the task completes the verb.
     enum State : int { kRunning, kDone, kDetaching, kDetached };
 
+    // The frame from the thread's free list, not the heap (task_frame.h: every AL verb that
+    // reaches the HCA driver runs in one of these).
+    static void* operator new(std::size_t size) { return AllocateTaskFrame(size); }
+    static void operator delete(void* frame, std::size_t size) noexcept {
+      FreeTaskFrame(frame, size);
+    }
     VerbTask get_return_object() noexcept { return VerbTask(Handle::from_promise(*this)); }
     std::suspend_never initial_suspend() noexcept { return {}; }
 
