@@ -58,17 +58,16 @@ std::size_t BufferOffset(int8_t stack_size) {
 Irp* AllocateSmallIrp(int8_t stack_size, std::size_t buffer) {
   if (BufferOffset(stack_size) + buffer > kSmallBlock) return nullptr;
   auto* block = static_cast<uint8_t*>(TakeSmallBlock());
-  std::memset(block, 0, BufferOffset(stack_size));
+  // The header and the system buffer that follows it zeroed at once (one memset per CI IRP,
+  // not two: this is on every AL verb's path to the HCA driver).
+  std::memset(block, 0, BufferOffset(stack_size) + buffer);
   auto* irp = reinterpret_cast<Irp*>(block);
   irp->StackCount = stack_size;
   irp->CurrentLocation = static_cast<int8_t>(stack_size + 1);
   irp->Stack = reinterpret_cast<IoStackLocation*>(block + kStackOffset);  // zeroed above
   auto* runtime = new (block + kRuntimeOffset) IrpRuntime{};
   runtime->pooled = true;
-  if (buffer > 0) {
-    runtime->system_buffer = block + BufferOffset(stack_size);
-    std::memset(runtime->system_buffer, 0, buffer);
-  }
+  if (buffer > 0) runtime->system_buffer = block + BufferOffset(stack_size);  // zeroed above
   irp->Runtime = runtime;
   irp->IoStatus.Status = Status::SUCCESS;
   return irp;
@@ -173,8 +172,11 @@ Status IoCallDriver(DeviceObject* device, Irp* irp) {
                  irp, irp->CurrentLocation - 1, device, device->DriverObject->DriverName,
                  device->StackSize);
   }
-  Node* expected = nullptr;
-  runtime->node.compare_exchange_strong(expected, IoGetDeviceNode(device));
+  // The first send records the node. Only the IRP's owner sends it (one thread at a time),
+  // cancellers only read: a load and a store, not a locked compare-exchange per IRP.
+  if (runtime->node.load(std::memory_order_relaxed) == nullptr) {
+    runtime->node.store(IoGetDeviceNode(device), std::memory_order_release);
+  }
   --irp->CurrentLocation;
   IoStackLocation* location = IoGetCurrentIrpStackLocation(irp);
   location->DeviceObject = device;
