@@ -5,6 +5,9 @@
 #include <endian.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "kernel_client.h"
 #include "softib/abi/runtime_ioctls.h"
 #include "softib/abi/verbs_al.h"
@@ -86,8 +89,10 @@ class ProcessFile {
   template <typename In, typename Out>
   Status IoctlWithFds(const In& in, Out* out, std::vector<int>* fds) {
     Call call;
-    kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(kCode<In>, file_->DeviceObject, &in,
-                                                             sizeof in, out, sizeof *out, false);
+    call.out = out;
+    call.out_size = sizeof *out;
+    kernel::Irp* irp = kernel::IoBuildDeviceIoControlRequest(
+        kCode<In>, file_->DeviceObject, &in, sizeof in, nullptr, sizeof *out, false);
     irp->RequestorMode = kernel::ProcessorMode::kUserMode;
     kernel::IoGetNextIrpStackLocation(irp)->FileObject = file_;
     kernel::IoSetCompletionRoutine(irp, &Call::Done, &call, true, true, true);
@@ -111,13 +116,21 @@ class ProcessFile {
 
  private:
   struct Call {
+    // Takes the answer here and claims the IRP back: the I/O manager would copy the output
+    // only after this routine returns, which the waiting thread (woken by the event) could
+    // overtake when the IRP completes on another thread (the HCA driver's pend mode).
     static kernel::CompletionAction Done(kernel::DeviceObject*, kernel::Irp* irp, void* context) {
       auto* self = static_cast<Call*>(context);
       bridge::TakeReplyFds(irp, self->fds, &self->count);
       self->status = irp->IoStatus.Status;
-      kernel::KeSetEvent(&self->done);
-      return kernel::CompletionAction::kContinueCompletion;  // the I/O manager copies and frees
+      std::memcpy(self->out, irp->AssociatedIrp.SystemBuffer,
+                  std::min<uint64_t>(irp->IoStatus.Information, self->out_size));
+      kernel::IoFreeIrp(irp);
+      kernel::KeSetEvent(&self->done);  // the waiter may return at once: touch nothing after
+      return kernel::CompletionAction::kMoreProcessingRequired;
     }
+    void* out = nullptr;
+    std::size_t out_size = 0;
     int fds[bridge::kMaxReplyFds] = {};
     std::size_t count = 0;
     Status status = Status::PENDING;
