@@ -106,8 +106,12 @@ std::vector<bool> CiQueryPended(const char* pend) {
       auto* s = static_cast<Seen*>(context);
       s->status = irp->IoStatus.Status;
       s->pended = irp->PendingReturned;
+      // Claimed back and freed here: the I/O manager would copy the output into `out` after
+      // this routine returns, racing the woken thread that frees `out` (a pended IRP
+      // completes on the DPC thread).
+      kernel::IoFreeIrp(irp);
       s->done.Set();
-      return kernel::CompletionAction::kContinueCompletion;
+      return kernel::CompletionAction::kMoreProcessingRequired;
     };
     kernel::SendCiQueryCaIrp(device, nullptr, kernel::ProcessorMode::kKernelMode, out.data(),
                              static_cast<uint32_t>(out.size()), routine, &seen);
