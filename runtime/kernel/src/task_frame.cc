@@ -40,7 +40,7 @@ std::size_t ClassOf(std::size_t size) { return size == 0 ? 0 : (size - 1) / kTas
 std::size_t ClassBytes(std::size_t c) { return (c + 1) * kTaskFrameGranule; }
 
 void HeapFree(void* block, std::size_t c) {
-  ::operator delete(block, ClassBytes(c));
+  ::operator delete(block);  // unsized: clang does not declare sized delete by default
   g_heap_blocks.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -82,7 +82,7 @@ void* AllocateTaskFrame(std::size_t size) {
 void FreeTaskFrame(void* frame, std::size_t size) noexcept {
   const std::size_t c = ClassOf(size);
   if (c >= kFrameClasses) {
-    ::operator delete(frame, size);
+    ::operator delete(frame);
     return;
   }
   FrameLists& lists = t_frames;
