@@ -39,7 +39,7 @@ std::atomic<int64_t> g_heap_blocks{0};
 std::size_t ClassOf(std::size_t size) { return size == 0 ? 0 : (size - 1) / kTaskFrameGranule; }
 std::size_t ClassBytes(std::size_t c) { return (c + 1) * kTaskFrameGranule; }
 
-void HeapFree(void* block, std::size_t c) {
+void HeapFree(void* block) {
   ::operator delete(block);  // unsized: clang does not declare sized delete by default
   g_heap_blocks.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -53,7 +53,7 @@ struct FrameReaper {
       while (CachedFrame* block = lists.head[c]) {
         SOFTIB_UNPOISON_FRAME(block, ClassBytes(c));
         lists.head[c] = block->next;
-        HeapFree(block, c);
+        HeapFree(block);
       }
       lists.count[c] = 0;
     }
@@ -87,7 +87,7 @@ void FreeTaskFrame(void* frame, std::size_t size) noexcept {
   }
   FrameLists& lists = t_frames;
   if (lists.closed || lists.count[c] >= kTaskFrameDepth) {
-    HeapFree(frame, c);
+    HeapFree(frame);
     return;
   }
   if (!lists.reaper_armed) {  // the first block this thread keeps: free it at thread exit
