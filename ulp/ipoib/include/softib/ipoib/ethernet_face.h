@@ -1,0 +1,22 @@
+// The Ethernet face of an IPoIB interface: what the host's network stack sees (a TAP device
+// in softibd, a recorder in tests). The driver calls it; it never calls back into the driver
+// from these calls. CONTRACT written by the lead.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace softib::ipoib {
+
+class EthernetFace {
+ public:
+  virtual ~EthernetFace() = default;
+  // A frame for the host (Ethernet II, no FCS). IRQL <= DISPATCH (the driver's receive
+  // DPC): it must not block; a face that cannot take the frame now drops it and counts.
+  virtual void DeliverToHost(std::span<const uint8_t> frame) = 0;
+  // Carrier: up once the interface can send (the broadcast group joined), down while it
+  // cannot (port down, SM change being redone, CA removed). IRQL <= DISPATCH.
+  virtual void SetCarrier(bool up) = 0;
+};
+
+}  // namespace softib::ipoib

@@ -1,0 +1,81 @@
+// The IPoIB driver (RFC 4391/4755): a kernel ULP of a node that attaches to the bus
+// driver's IPoIB PDO of each port and, per interface, speaks IPoIB on the fabric through
+// the AL (verbs sent to its PDO) while presenting an Ethernet face to the host. CONTRACT
+// written by the lead; ulp/ipoib/driver implements it and may add to it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "softib/ipoib/ethernet_face.h"
+#include "softib/ipoib/translate.h"
+#include "softib/kernel/node.h"
+#include "softib/kernel/status.h"
+
+namespace softib::ipoib {
+
+enum class Mode : uint8_t { kDatagram, kConnected };
+
+struct InterfaceConfig {
+  std::string name;                  // shown by Query (the TAP's name)
+  uint64_t ca_guid = 0;              // host order; 0: the node's first CA
+  std::vector<uint8_t> ports = {1};  // two ports: one interface over both (LBFO)
+  uint16_t pkey = 0xFFFF;            // the partition (full-membership bit set)
+  Mode mode = Mode::kDatagram;
+};
+
+struct Counters {
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  uint64_t tx_dropped = 0, rx_dropped = 0;
+  std::array<uint64_t, static_cast<size_t>(Drop::kCount)> drops{};  // by cause, both ways
+};
+
+struct GroupInfo {
+  Gid mgid{};
+  bool send_only = false;  // a send-only non-member join
+  uint16_t mlid = 0;
+};
+
+struct InterfaceInfo {
+  std::string name;
+  Mode mode = Mode::kDatagram;
+  uint32_t mtu = 0;  // what the Ethernet face must carry (IP datagram bytes)
+  LocalIdentity local;
+  uint16_t lid = 0;
+  uint8_t active_port = 0;
+  bool carrier = false;
+  std::vector<GroupInfo> groups;
+  std::vector<Neighbour> neighbours;
+  Counters counters;
+};
+
+class Driver;
+class Interface;
+
+// Loads the driver on a booted node (after the bus driver): it attaches to every IPoIB PDO
+// the bus enumerates, now and later. PASSIVE.
+kernel::Status LoadDriver(kernel::Node* node, Driver** driver);
+// Destroys every interface, detaches and unloads. PASSIVE.
+void UnloadDriver(Driver* driver);
+
+// Creates an interface on the config's port(s) and partition. Returns once its QP and
+// buffers exist and the face may use Mac()/Mtu(); the carrier comes up later (SetCarrier)
+// when the broadcast group is joined. PASSIVE.
+kernel::Status CreateInterface(Driver* driver, const InterfaceConfig& config, EthernetFace* face,
+                               Interface** interface);
+// After return no call reaches the face any more. PASSIVE.
+void DestroyInterface(Interface* interface);
+
+// A frame from the host (Ethernet II, no FCS). The driver copies it and never blocks on the
+// fabric: a frame that cannot go now is queued briefly (address resolution) or dropped and
+// counted. IRQL <= DISPATCH.
+void Transmit(Interface* interface, std::span<const uint8_t> frame);
+
+Mac InterfaceMac(Interface* interface);
+uint32_t InterfaceMtu(Interface* interface);
+kernel::Status Query(Interface* interface, InterfaceInfo* info);
+
+}  // namespace softib::ipoib

@@ -1,0 +1,156 @@
+// Ethernet ↔ IPoIB translation (RFC 4391 IPoIB over UD, RFC 4755 connected mode): what the
+// IPoIB driver does between the host's Ethernet face and the fabric, as WinOFED's IPoIB
+// miniport does for NDIS. Pure code: no kernel, no AL, no locks (the driver serialises the
+// neighbour table). CONTRACT written by the lead; ulp/ipoib/translate implements it and may
+// add to it.
+//
+// Frames are Ethernet II without FCS. An IPoIB packet is the 4-byte encapsulation header
+// followed by the payload (RFC 4391 §6). Translation works in place in a buffer the caller
+// owns, so the driver's registered buffers are written once: transmit reads the frame at
+// an offset with room after it (ARP and ND options grow); receive finds the packet after
+// the 40 bytes the GRH occupied, whose space the Ethernet header reuses.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace softib::ipoib {
+
+using Mac = std::array<uint8_t, 6>;
+using Gid = std::array<uint8_t, 16>;  // network order
+
+inline constexpr size_t kEncapBytes = 4;    // RFC 4391 §6: type, reserved
+inline constexpr size_t kHwAddrBytes = 20;  // RFC 4391 §9.1.1: flags/QPN, GID
+inline constexpr size_t kEthHeaderBytes = 14;
+inline constexpr size_t kGrhBytes = 40;
+inline constexpr uint32_t kBroadcastQpn = 0xFFFFFF;
+inline constexpr uint16_t kEthertypeIpv4 = 0x0800;
+inline constexpr uint16_t kEthertypeArp = 0x0806;
+inline constexpr uint16_t kEthertypeIpv6 = 0x86DD;
+// Bytes a transmit buffer must have free after the frame (the ARP and ND growth).
+inline constexpr size_t kTxTailroom = 64;
+
+// The 20-byte IPoIB hardware address.
+struct HwAddr {
+  static constexpr uint8_t kConnectedFlag = 0x80;  // 'C' (RFC 4755): connected mode offered
+  uint8_t flags = 0;                               // reserved bits 0 on send
+  uint32_t qpn = 0;                                // 24 bits
+  Gid gid{};
+  bool connected() const { return (flags & kConnectedFlag) != 0; }
+  friend bool operator==(const HwAddr&, const HwAddr&) = default;
+};
+void EncodeHwAddr(const HwAddr& address, std::span<uint8_t, kHwAddrBytes> out);
+HwAddr DecodeHwAddr(std::span<const uint8_t, kHwAddrBytes> in);
+
+// Multicast GIDs (RFC 4391 §4): FF1s:401B:PPPP::FFFF:FFFF for the broadcast group, the IPv4
+// group's 28 bits and the IPv6 group's low 80 bits (with its own scope) otherwise. `pkey`
+// with the full-membership bit set, as the MGID carries it.
+Gid BroadcastMgid(uint16_t pkey, uint8_t scope = 2);
+Gid Ipv4MulticastMgid(uint32_t group_host_order, uint16_t pkey, uint8_t scope = 2);
+Gid Ipv6MulticastMgid(std::span<const uint8_t, 16> group, uint16_t pkey);
+
+// What the interface is on the link.
+struct LocalIdentity {
+  HwAddr hw;             // own QPN, port GID, 'C' when connected mode is on
+  Mac mac{};             // the Ethernet face's MAC
+  uint16_t pkey = 0;     // full-membership bit set
+  uint8_t mcast_scope = 2;
+  uint32_t mtu = 0;      // the interface MTU (IP datagram bytes)
+};
+
+// Why a frame or a packet was dropped (the driver counts them; `ip -s link` shows the sums).
+enum class Drop : uint8_t {
+  kNone = 0,
+  kRunt,              // shorter than its headers say
+  kOversize,          // longer than the MTU
+  kUnknownEthertype,  // neither IPv4, ARP nor IPv6
+  kBadArp,            // not an Ethernet/IPv4 ARP (host) or IPoIB ARP (wire), or inconsistent
+  kBadNd,             // a neighbour-discovery option that cannot be translated
+  kNoNeighbour,       // unicast to / from an address the table does not know
+  kBadEncap,          // wire: encapsulation type unknown or reserved bits set
+  kLoopedBack,        // wire: our own multicast coming back (not an error)
+  kCount
+};
+const char* DropName(Drop drop);
+
+// Neighbours: the MACs the host sees for the link's hardware addresses. A remote's MAC is
+// derived from its hardware address (locally administered, unicast); a collision with a
+// different address that already holds it is resolved by the table, so a MAC always names
+// one address. `context` is the driver's (its address vector, path state ...).
+struct Neighbour {
+  Mac mac{};
+  HwAddr hw;
+  uint16_t lid = 0;  // 0: not known
+  uint64_t context = 0;
+};
+class NeighbourTable {
+ public:
+  // Learns or refreshes `hw` (with its LID when known): the entry, whose MAC the host sees.
+  Neighbour* Learn(const HwAddr& hw, uint16_t lid);
+  Neighbour* FindByMac(const Mac& mac);
+  Neighbour* FindByHw(const HwAddr& hw);
+  // The receive side of a packet without a GRH: the source LID and QPN.
+  Neighbour* FindBySource(uint16_t slid, uint32_t qpn);
+  void Forget(const Mac& mac);
+  void Clear();
+  std::vector<Neighbour> Snapshot() const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<Neighbour> entries_;  // small: a link's peers; linear scans are fine here
+};
+
+// Host → fabric. The frame is at buffer[offset, offset + length), with kTxTailroom bytes
+// free after it; on success the IPoIB packet (encapsulation header first) is at
+// buffer[result.offset, result.offset + result.length). ARP becomes IPoIB ARP (hardware
+// type 32, 20-byte addresses), ND's link-layer address options the IPoIB ones (checksum
+// fixed), the Ethernet destination a neighbour (unicast), a multicast group (from the IP
+// destination: all the group's bits, which a multicast MAC does not keep) or the broadcast
+// group (Ethernet broadcast, ARP requests).
+struct TxResult {
+  Drop drop = Drop::kNone;
+  bool multicast = false;
+  Neighbour* neighbour = nullptr;  // unicast: the destination
+  Gid mgid{};                      // multicast: the group
+  size_t offset = 0;
+  size_t length = 0;
+};
+TxResult TranslateFromHost(std::span<uint8_t> buffer, size_t offset, size_t length,
+                           const LocalIdentity& local, NeighbourTable& neighbours);
+
+// Fabric → host. The packet (encapsulation header first) is at buffer[offset, offset +
+// length) with at least kEthHeaderBytes - kEncapBytes bytes before it (the GRH's space); on
+// success the Ethernet frame is at buffer[result.offset, result.offset + result.length).
+// The source comes from the work completion (and the GRH when present). IPoIB ARP and ND
+// teach the table the sender's address.
+struct RxSource {
+  uint32_t qpn = 0;
+  uint16_t slid = 0;
+  bool has_grh = false;
+  Gid sgid{};  // has_grh
+  Gid dgid{};  // has_grh: a multicast group when the packet came to one
+};
+struct RxResult {
+  Drop drop = Drop::kNone;
+  Neighbour* neighbour = nullptr;  // the sender, when known
+  size_t offset = 0;
+  size_t length = 0;
+};
+RxResult TranslateToHost(std::span<uint8_t> buffer, size_t offset, size_t length,
+                         const RxSource& source, const LocalIdentity& local,
+                         NeighbourTable& neighbours);
+
+// IGMP (v1/v2/v3) and MLD (v1/v2) from the host: the groups it now listens to or left, as
+// MGIDs with the group's full address, so the driver joins them as a full member (and
+// leaves them). Any other frame: nothing.
+struct GroupChange {
+  bool join = true;
+  Gid mgid{};
+};
+std::vector<GroupChange> SnoopHostMembership(std::span<const uint8_t> frame,
+                                             const LocalIdentity& local);
+
+}  // namespace softib::ipoib
