@@ -54,11 +54,11 @@ Gid Ipv6MulticastMgid(std::span<const uint8_t, 16> group, uint16_t pkey);
 
 // What the interface is on the link.
 struct LocalIdentity {
-  HwAddr hw;             // own QPN, port GID, 'C' when connected mode is on
-  Mac mac{};             // the Ethernet face's MAC
-  uint16_t pkey = 0;     // full-membership bit set
+  HwAddr hw;          // own QPN, port GID, 'C' when connected mode is on
+  Mac mac{};          // the Ethernet face's MAC
+  uint16_t pkey = 0;  // full-membership bit set
   uint8_t mcast_scope = 2;
-  uint32_t mtu = 0;      // the interface MTU (IP datagram bytes)
+  uint32_t mtu = 0;  // the interface MTU (IP datagram bytes)
 };
 
 // Why a frame or a packet was dropped (the driver counts them; `ip -s link` shows the sums).
