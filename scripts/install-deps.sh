@@ -24,6 +24,10 @@ packages=(
   # the issue-4 interop oracles: OpenSM, ibsim (ibsim, ibsim-run, umad2sim),
   # infiniband-diags (ibnetdiscover, smpquery, saquery, ...) and libibumad
   opensm ibsim-utils infiniband-diags libibumad-dev
+  # IPoIB (issue 18): network namespaces and TAP set-up (iproute2), and the unmodified
+  # programs of the ipoib tests: ping, iperf3, socat, the DHCP server (dnsmasq-base: the
+  # program without the system service) and clients (busybox udhcpc, isc-dhcp-client), ethtool
+  iproute2 iputils-ping iperf3 socat dnsmasq-base busybox isc-dhcp-client ethtool
 )
 
 missing=()

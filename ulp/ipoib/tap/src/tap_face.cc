@@ -1,0 +1,187 @@
+#include "softib/ipoib/tap_face.h"
+
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_arp.h>
+#include <linux/if_tun.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace softib::ipoib {
+
+namespace {
+
+std::string Errno(const std::string& what) {
+  const int e = errno;
+  std::string text = what + ": " + std::strerror(e);
+  if (e == EPERM || e == EACCES) text += " (needs root: CAP_NET_ADMIN)";
+  return text;
+}
+
+// An ioctl on the interface by name, through a datagram socket of the caller's namespace.
+bool InterfaceIoctl(unsigned long request, ifreq* ifr, std::string* error, const char* what) {
+  const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) {
+    *error = Errno("socket");
+    return false;
+  }
+  const bool ok = ioctl(s, request, ifr) == 0;
+  if (!ok) *error = Errno(std::string(ifr->ifr_name) + ": " + what);
+  close(s);
+  return ok;
+}
+
+bool AllZero(const Mac& mac) {
+  for (uint8_t b : mac) {
+    if (b != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<TapFace> TapFace::Create(const TapConfig& config, std::string* error) {
+  if (config.name.size() >= IFNAMSIZ) {
+    *error = "interface name \"" + config.name + "\" longer than " + std::to_string(IFNAMSIZ - 1) +
+             " bytes";
+    return nullptr;
+  }
+  if (config.mtu > kTapMaxMtu || (config.mtu != 0 && config.mtu < 68)) {
+    *error = "MTU " + std::to_string(config.mtu) + " out of range (68-" +
+             std::to_string(kTapMaxMtu) + ")";
+    return nullptr;
+  }
+  std::unique_ptr<TapFace> face(new TapFace);
+  face->fd_ = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  if (face->fd_ < 0) {
+    *error = Errno("/dev/net/tun");
+    return nullptr;
+  }
+  ifreq ifr{};
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+  std::memcpy(ifr.ifr_name, config.name.c_str(), config.name.size());
+  if (ioctl(face->fd_, TUNSETIFF, &ifr) != 0) {
+    *error = Errno("TUNSETIFF " + (config.name.empty() ? std::string("tap%d") : config.name));
+    if (errno == EBUSY) *error += " (an interface of that name exists)";
+    return nullptr;
+  }
+  face->name_.assign(ifr.ifr_name, strnlen(ifr.ifr_name, IFNAMSIZ));
+  // The carrier before anything else: the host's stack must not send before the driver can.
+  face->SetCarrier(config.carrier);
+  if (!AllZero(config.mac)) {
+    ifreq mac{};
+    std::memcpy(mac.ifr_name, face->name_.c_str(), face->name_.size());
+    mac.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+    std::memcpy(mac.ifr_hwaddr.sa_data, config.mac.data(), config.mac.size());
+    if (!InterfaceIoctl(SIOCSIFHWADDR, &mac, error, "set MAC")) return nullptr;
+  }
+  if (config.mtu != 0) {
+    ifreq mtu{};
+    std::memcpy(mtu.ifr_name, face->name_.c_str(), face->name_.size());
+    mtu.ifr_mtu = static_cast<int>(config.mtu);
+    if (!InterfaceIoctl(SIOCSIFMTU, &mtu, error, "set MTU")) return nullptr;
+  }
+  // What the interface has now (the kernel's MAC and MTU when the config left them).
+  ifreq now{};
+  std::memcpy(now.ifr_name, face->name_.c_str(), face->name_.size());
+  if (!InterfaceIoctl(SIOCGIFHWADDR, &now, error, "get MAC")) return nullptr;
+  std::memcpy(face->mac_.data(), now.ifr_hwaddr.sa_data, face->mac_.size());
+  if (!InterfaceIoctl(SIOCGIFMTU, &now, error, "get MTU")) return nullptr;
+  face->mtu_ = static_cast<uint32_t>(now.ifr_mtu);
+  face->stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (face->stop_fd_ < 0) {
+    *error = Errno("eventfd");
+    return nullptr;
+  }
+  return face;
+}
+
+TapFace::~TapFace() {
+  Stop();
+  if (fd_ >= 0) close(fd_);
+  if (stop_fd_ >= 0) close(stop_fd_);
+}
+
+void TapFace::Start(FrameHandler handler) {
+  if (reader_.joinable()) return;
+  handler_ = std::move(handler);
+  reader_ = std::thread([this] { ReadLoop(); });
+}
+
+void TapFace::Stop() {
+  if (!reader_.joinable()) return;
+  const uint64_t one = 1;
+  (void)!write(stop_fd_, &one, sizeof one);
+  reader_.join();
+  uint64_t drained;
+  (void)!read(stop_fd_, &drained, sizeof drained);
+}
+
+void TapFace::ReadLoop() {
+  // A TAP frame is at most the MTU plus the Ethernet header (and a VLAN tag).
+  std::vector<uint8_t> buffer(kTapMaxMtu + 32);
+  for (;;) {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      read_errors_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+      read_errors_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    // Everything queued now, then poll again (the stop request is seen between batches).
+    for (int i = 0; i < 64; ++i) {
+      const ssize_t n = read(fd_, buffer.data(), buffer.size());
+      if (n < 0) {
+        if (errno != EAGAIN && errno != EINTR) read_errors_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      from_host_frames_.fetch_add(1, std::memory_order_relaxed);
+      from_host_bytes_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      if (handler_) handler_(std::span<const uint8_t>(buffer.data(), static_cast<size_t>(n)));
+    }
+  }
+}
+
+void TapFace::DeliverToHost(std::span<const uint8_t> frame) {
+  ssize_t n;
+  do {
+    n = write(fd_, frame.data(), frame.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(frame.size())) {
+    // EAGAIN (the host's backlog is full), EIO (the interface is down): dropped.
+    to_host_dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  to_host_frames_.fetch_add(1, std::memory_order_relaxed);
+  to_host_bytes_.fetch_add(frame.size(), std::memory_order_relaxed);
+}
+
+void TapFace::SetCarrier(bool up) {
+  // TUNSETCARRIER (Linux 5.0) sets the TAP's carrier whatever namespace it is in.
+  int carrier = up ? 1 : 0;
+  if (ioctl(fd_, TUNSETCARRIER, &carrier) == 0) carrier_.store(up, std::memory_order_relaxed);
+}
+
+TapCounters TapFace::counters() const {
+  TapCounters c;
+  c.from_host_frames = from_host_frames_.load(std::memory_order_relaxed);
+  c.from_host_bytes = from_host_bytes_.load(std::memory_order_relaxed);
+  c.to_host_frames = to_host_frames_.load(std::memory_order_relaxed);
+  c.to_host_bytes = to_host_bytes_.load(std::memory_order_relaxed);
+  c.to_host_dropped = to_host_dropped_.load(std::memory_order_relaxed);
+  c.read_errors = read_errors_.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace softib::ipoib
