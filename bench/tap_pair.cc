@@ -97,13 +97,12 @@ int main(int argc, char** argv) {
   for (auto& f : face) f->Stop();
   for (auto& f : face) {
     const softib::ipoib::TapCounters c = f->counters();
-    std::printf("softib_tap_pair: %s: from host %lu frames %lu bytes, to host %lu frames %lu "
-                "bytes, %lu dropped\n",
-                f->name().c_str(), static_cast<unsigned long>(c.from_host_frames),
-                static_cast<unsigned long>(c.from_host_bytes),
-                static_cast<unsigned long>(c.to_host_frames),
-                static_cast<unsigned long>(c.to_host_bytes),
-                static_cast<unsigned long>(c.to_host_dropped));
+    std::printf(
+        "softib_tap_pair: %s: from host %lu frames %lu bytes, to host %lu frames %lu "
+        "bytes, %lu dropped\n",
+        f->name().c_str(), static_cast<unsigned long>(c.from_host_frames),
+        static_cast<unsigned long>(c.from_host_bytes), static_cast<unsigned long>(c.to_host_frames),
+        static_cast<unsigned long>(c.to_host_bytes), static_cast<unsigned long>(c.to_host_dropped));
   }
   return 0;
 }

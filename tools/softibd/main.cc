@@ -16,6 +16,7 @@
 #include "device_servers.h"
 #include "fabric_nodes.h"
 #include "internal_sm.h"
+#include "ipoib_node.h"
 #include "options.h"
 #include "run_dir.h"
 #include "softib/al/access_layer.h"
@@ -49,6 +50,32 @@ void SignalReady(const Options& options, const RunDir& run_dir) {
     } while (written < 0 && errno == EINTR);
     close(options.ready_fd);
   }
+}
+
+// softibd's IPoIB control for each node (ipoib_node.h): `<dir>/ipoib.ctl`, and with --ipoib
+// one interface each. False (with `error`) when a socket or an --ipoib interface fails.
+using IpoibNodes = std::vector<std::unique_ptr<IpoibNode>>;
+bool StartIpoib(const Options& options, kernel::Node* node, const std::string& label,
+                const std::string& dir, IpoibNodes* nodes, std::string* error) {
+  auto ipoib = std::make_unique<IpoibNode>();
+  if (!ipoib->Start(node, label, dir, error)) return false;
+  if (options.ipoib) {
+    std::string name;
+    if (std::string failed = ipoib->Up(IpoibUp{}, &name); !failed.empty()) {
+      *error = "--ipoib: " + label + ": " + failed;
+      return false;
+    }
+    std::printf("softibd: ipoib %s on %s (softib ipoib show --run-dir %s)\n", name.c_str(),
+                label.c_str(), dir.c_str());
+  }
+  nodes->push_back(std::move(ipoib));
+  return true;
+}
+
+// Every interface down (their TAPs gone), the drivers unloaded: before the nodes stop.
+void StopIpoib(IpoibNodes* nodes) {
+  for (auto& n : *nodes) n->Stop();
+  nodes->clear();
 }
 
 // Waits for SIGTERM or SIGINT (blocked in every thread, see Run).
@@ -91,6 +118,15 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   std::printf("softibd: fabric control: softib fabric --run-dir %s links\n",
               run_dir.path().c_str());
   std::printf("%s", fabric.Describe().c_str());
+  IpoibNodes ipoib;
+  for (const FabricNodes::HostNode& h : fabric.hosts()) {
+    if (!h.stack) continue;
+    if (!StartIpoib(options, h.stack->node(), h.name, run_dir.path() + "/" + h.name, &ipoib,
+                    &error)) {
+      StopIpoib(&ipoib);
+      return Fail(error);
+    }
+  }
   std::unique_ptr<InternalSm> sm;
   if (fabric.sm_host()) {
     const std::string summary = run_dir.path() + "/sm.summary";
@@ -104,6 +140,7 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   const int signal_number = WaitForStopSignal(stop_signals);
   std::printf("softibd: %s, shutting down\n", strsignal(signal_number));
   std::fflush(stdout);
+  StopIpoib(&ipoib);
   if (sm) sm->Stop();  // before the fabric: its port is a light host's
   fabric.Stop();
   std::printf("softibd: stopped\n");
@@ -146,11 +183,18 @@ int Run(const Options& options) {
       std::printf("softibd: CA %016" PRIx64 " at %s/%s\n", guid, run_dir.path().c_str(),
                   device.c_str());
     }
+    IpoibNodes ipoib;
+    if (!StartIpoib(options, node->node(), "node", run_dir.path(), &ipoib, &error)) {
+      StopIpoib(&ipoib);
+      servers.Stop();
+      return Fail(error);
+    }
     SignalReady(options, run_dir);
 
     const int signal_number = WaitForStopSignal(stop_signals);
     std::printf("softibd: %s, shutting down\n", strsignal(signal_number));
     std::fflush(stdout);
+    StopIpoib(&ipoib);
     servers.Stop();
   }
   node.reset();

@@ -75,6 +75,9 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
                  "with light hosts: these hosts (NAME,...) stay full nodes served in "
                  "<run-dir>/<NAME>")
       ->delimiter(',');
+  app.add_flag("--ipoib", options.ipoib,
+               "an IPoIB interface (TAP ib<N>, default partition, datagram mode) per node: the "
+               "node, or each full host of --fabric; more with softib ipoib up --run-dir DIR");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -39,6 +39,9 @@ struct Options {
   // kAutoLightHosts hosts. `full_hosts` keeps the hosts named there full nodes.
   bool light_hosts = false;
   std::vector<std::string> full_hosts;
+  // An IPoIB interface (ib<N>, the default partition, datagram mode, in softibd's network
+  // namespace) per node: the node, or each full host of --fabric (ipoib_node.h).
+  bool ipoib = false;
 };
 
 // Fabrics with more hosts than this get light hosts without --light-hosts: a full node

@@ -68,39 +68,49 @@ std::unique_ptr<TapFace> TapFace::Create(const TapConfig& config, std::string* e
   ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
   std::memcpy(ifr.ifr_name, config.name.c_str(), config.name.size());
   if (ioctl(face->fd_, TUNSETIFF, &ifr) != 0) {
+    const bool busy = errno == EBUSY;
     *error = Errno("TUNSETIFF " + (config.name.empty() ? std::string("tap%d") : config.name));
-    if (errno == EBUSY) *error += " (an interface of that name exists)";
+    if (busy) *error += " (an interface of that name exists)";
     return nullptr;
   }
   face->name_.assign(ifr.ifr_name, strnlen(ifr.ifr_name, IFNAMSIZ));
   // The carrier before anything else: the host's stack must not send before the driver can.
   face->SetCarrier(config.carrier);
-  if (!AllZero(config.mac)) {
-    ifreq mac{};
-    std::memcpy(mac.ifr_name, face->name_.c_str(), face->name_.size());
-    mac.ifr_hwaddr.sa_family = ARPHRD_ETHER;
-    std::memcpy(mac.ifr_hwaddr.sa_data, config.mac.data(), config.mac.size());
-    if (!InterfaceIoctl(SIOCSIFHWADDR, &mac, error, "set MAC")) return nullptr;
-  }
-  if (config.mtu != 0) {
-    ifreq mtu{};
-    std::memcpy(mtu.ifr_name, face->name_.c_str(), face->name_.size());
-    mtu.ifr_mtu = static_cast<int>(config.mtu);
-    if (!InterfaceIoctl(SIOCSIFMTU, &mtu, error, "set MTU")) return nullptr;
-  }
-  // What the interface has now (the kernel's MAC and MTU when the config left them).
-  ifreq now{};
-  std::memcpy(now.ifr_name, face->name_.c_str(), face->name_.size());
-  if (!InterfaceIoctl(SIOCGIFHWADDR, &now, error, "get MAC")) return nullptr;
-  std::memcpy(face->mac_.data(), now.ifr_hwaddr.sa_data, face->mac_.size());
-  if (!InterfaceIoctl(SIOCGIFMTU, &now, error, "get MTU")) return nullptr;
-  face->mtu_ = static_cast<uint32_t>(now.ifr_mtu);
+  if (!face->Configure(config.mac, config.mtu, error)) return nullptr;
   face->stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (face->stop_fd_ < 0) {
     *error = Errno("eventfd");
     return nullptr;
   }
   return face;
+}
+
+bool TapFace::Configure(const Mac& mac, uint32_t mtu, std::string* error) {
+  if (mtu > kTapMaxMtu || (mtu != 0 && mtu < 68)) {
+    *error = "MTU " + std::to_string(mtu) + " out of range (68-" + std::to_string(kTapMaxMtu) + ")";
+    return false;
+  }
+  if (!AllZero(mac)) {
+    ifreq ifr{};
+    std::memcpy(ifr.ifr_name, name_.c_str(), name_.size());
+    ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+    std::memcpy(ifr.ifr_hwaddr.sa_data, mac.data(), mac.size());
+    if (!InterfaceIoctl(SIOCSIFHWADDR, &ifr, error, "set MAC")) return false;
+  }
+  if (mtu != 0) {
+    ifreq ifr{};
+    std::memcpy(ifr.ifr_name, name_.c_str(), name_.size());
+    ifr.ifr_mtu = static_cast<int>(mtu);
+    if (!InterfaceIoctl(SIOCSIFMTU, &ifr, error, "set MTU")) return false;
+  }
+  // What the interface has now (the kernel's MAC and MTU where these left them).
+  ifreq now{};
+  std::memcpy(now.ifr_name, name_.c_str(), name_.size());
+  if (!InterfaceIoctl(SIOCGIFHWADDR, &now, error, "get MAC")) return false;
+  std::memcpy(mac_.data(), now.ifr_hwaddr.sa_data, mac_.size());
+  if (!InterfaceIoctl(SIOCGIFMTU, &now, error, "get MTU")) return false;
+  mtu_ = static_cast<uint32_t>(now.ifr_mtu);
+  return true;
 }
 
 TapFace::~TapFace() {

@@ -51,6 +51,10 @@ class TapFace final : public EthernetFace {
   TapFace(const TapFace&) = delete;
   TapFace& operator=(const TapFace&) = delete;
 
+  // Sets the MAC and the MTU (0: leave it) — what the driver's interface says, known only
+  // once the face exists. In the caller's namespace (before the TAP moves to another).
+  bool Configure(const Mac& mac, uint32_t mtu, std::string* error);
+
   // Starts the reader thread: each frame the host sends goes to `handler`. Once.
   void Start(FrameHandler handler);
   // Stops the reader thread (no handler call after return). Idempotent.
