@@ -5,6 +5,7 @@
 //   softib mad list
 //   softib topology gen|default|preset|check ...   (topology_cmd.h)
 //   softib fabric --run-dir D links|set|down|up|capture|capture-stop ...   (fabric_cmd.h)
+//   softib ipoib up|down|show --run-dir D ...   (ipoib_cmd.h)
 // Bad input gets one line on stderr ("softib: error: ...") and exit code 2.
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "fabric_cmd.h"
+#include "ipoib_cmd.h"
 #include "mad_text.h"
 #include "packet_walk.h"
 #include "softib/wire/capture_file.h"
@@ -164,6 +166,8 @@ int main(int argc, char** argv) {
   softib::topotool::AddTopologyCommands(app, topology);
   softib::fabrictool::FabricCli fabric;
   softib::fabrictool::AddFabricCommand(app, fabric);
+  softib::ipoibtool::IpoibCli ipoib;
+  softib::ipoibtool::AddIpoibCommand(app, ipoib);
 
   try {
     app.parse(argc, argv);
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
   }
   if (topology.topology->parsed()) return softib::topotool::RunTopologyCommand(topology);
   if (fabric.fabric->parsed()) return softib::fabrictool::RunFabricCommand(fabric);
+  if (ipoib.ipoib->parsed()) return softib::ipoibtool::RunIpoibCommand(ipoib);
   if (dec->parsed()) return RunDecode(decode);
   if (enc->parsed()) return RunEncode(encode);
   if (list->parsed()) {
