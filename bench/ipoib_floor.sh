@@ -3,7 +3,7 @@
 #   tap_pair  two TAP devices joined by a trivial forwarder (softib_tap_pair: each frame read
 #             from one TAP is written to the other, same MTU) — the ceiling of any TAP face;
 #   veth      a veth pair (the kernel alone);
-#   ipoib     (with SOFTIBD and SOFTIB given) softib ipoib up on host-0001 and host-0003 of
+#   ipoib     (with SOFTIBD and SOFTIB given) softib ipoib up on host-0002 and host-0004 of
 #             softibd --fabric default --sm internal: IPoIB UD across leaf, spine, leaf.
 # at each MTU given (default 2044 65520; IPoIB UD only at 2044), same run, and the ratios.
 # Every figure must be > 0 (exit 1 otherwise).
@@ -94,10 +94,10 @@ if [[ -n "$softibd" ]]; then
     3>"$work/ready" >"$work/softibd.log" 2>&1 &
   pids+=($!)
   timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd: $(cat "$work/softibd.log")"
-  "$softib" ipoib up --run-dir "$run/host-0001" --name sibi0 --netns "$ns_a" --addr 198.18.2.1/24 ||
-    fail "softib ipoib up host-0001"
-  "$softib" ipoib up --run-dir "$run/host-0003" --name sibi0 --netns "$ns_b" --addr 198.18.2.2/24 ||
-    fail "softib ipoib up host-0003"
+  "$softib" ipoib up --run-dir "$run/host-0002" --name sibi0 --netns "$ns_a" --addr 198.18.2.1/24 ||
+    fail "softib ipoib up host-0002"
+  "$softib" ipoib up --run-dir "$run/host-0004" --name sibi0 --netns "$ns_b" --addr 198.18.2.2/24 ||
+    fail "softib ipoib up host-0004"
   for _ in $(seq 100); do
     ip netns exec "$ns_a" ping -c 1 -W 1 198.18.2.2 >/dev/null 2>&1 && break
   done

@@ -87,6 +87,8 @@ std::string IpoibNode::Execute(const std::vector<std::string>& args) {
       return IpoibError(bad);
     std::string name;
     if (std::string failed = Up(up, &name); !failed.empty()) return IpoibError(failed);
+    std::lock_guard lock(mutex_);
+    if (held_.count(name) == 0) return IpoibError(name + " went down meanwhile");
     return "ok\n" + Show(name);
   }
   if (verb == "down") {
