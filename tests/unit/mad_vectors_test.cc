@@ -1,5 +1,6 @@
-// The generated MAD/header codecs against tests/data/mad_vectors.txt: byte
-// vectors written by hand from the IBTA tables, independent of idl/.
+// The generated MAD/header codecs against tests/data/mad_vectors.txt and
+// tests/data/ipoib_vectors.txt: byte vectors written by hand from the IBTA tables and the
+// IPoIB RFCs, independent of idl/.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,10 +22,14 @@
 #include "softib/mad/mad_perf.h"
 #include "softib/mad/mad_sa.h"
 #include "softib/mad/mad_sm.h"
+#include "softib/wire/ipoib.h"
 #include "softib/wire/wire.h"
 
 #ifndef SOFTIB_MAD_VECTORS_FILE
 #error "SOFTIB_MAD_VECTORS_FILE must name tests/data/mad_vectors.txt"
+#endif
+#ifndef SOFTIB_IPOIB_VECTORS_FILE
+#error "SOFTIB_IPOIB_VECTORS_FILE must name tests/data/ipoib_vectors.txt"
 #endif
 
 namespace softib {
@@ -38,9 +43,14 @@ const std::vector<MadVector>& AllVectors() {
   static const std::vector<MadVector> vectors = [] {
     std::vector<MadVector> v;
     std::string error;
-    if (!testing::ReadMadVectors(SOFTIB_MAD_VECTORS_FILE, &v, &error)) {
-      ADD_FAILURE() << error;
-      v.clear();
+    // The MAD and IBA header vectors, then those of the IPoIB formats (idl/ipoib.idl).
+    for (const char* path : {SOFTIB_MAD_VECTORS_FILE, SOFTIB_IPOIB_VECTORS_FILE}) {
+      std::vector<MadVector> file;
+      if (!testing::ReadMadVectors(path, &file, &error)) {
+        ADD_FAILURE() << error;
+        return std::vector<MadVector>{};
+      }
+      v.insert(v.end(), file.begin(), file.end());
     }
     return v;
   }();
@@ -450,6 +460,19 @@ TEST(TypedCodecs, CmMessages) {
   CheckTyped<mad::ReadyToUse>({SOFTIB_MEMBER(LocalCommunicationID)});
   CheckTyped<mad::DisconnectReply>({SOFTIB_MEMBER(RemoteCommunicationID)});
   CheckTyped<wire::RDETH>({SOFTIB_MEMBER(EECnxt)});
+}
+
+TEST(TypedCodecs, IpoibFormats) {
+  CheckTyped<wire::IpoibEncapHeader>({SOFTIB_MEMBER(Type)});
+  CheckTyped<wire::IpoibHwAddr>({SOFTIB_MEMBER(C), SOFTIB_MEMBER(QPN)});
+  CheckTyped<wire::IpoibArp>({SOFTIB_MEMBER(HardwareType), SOFTIB_MEMBER(ProtocolType),
+                              SOFTIB_MEMBER(HardwareLength), SOFTIB_MEMBER(Operation),
+                              SOFTIB_MEMBER(SenderProtocolAddress),
+                              SOFTIB_MEMBER(TargetProtocolAddress)});
+  CheckTyped<wire::IpoibNdLinkLayerOption>({SOFTIB_MEMBER(Type), SOFTIB_MEMBER(Length)});
+  CheckTyped<wire::IpoibCmPrivateData>({SOFTIB_MEMBER(QPN), SOFTIB_MEMBER(ReceiveMTU)});
+  CheckTyped<wire::EthernetHeader>({SOFTIB_MEMBER(EtherType)});
+  CheckTyped<wire::EthernetArp>({SOFTIB_MEMBER(Operation), SOFTIB_MEMBER(SenderProtocolAddress)});
 }
 
 // Every layout the codec registry knows (the generated list, so a layout added
