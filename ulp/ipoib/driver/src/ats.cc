@@ -80,8 +80,8 @@ void Register(Interface* i, const std::vector<uint8_t>& key) {
   in.retry_count = 3;
   const auto bytes = record.Pack();
   std::memcpy(in.record, bytes.data(), bytes.size());
-  SendVerb(i, kernel::BuildRegisterServiceIrp(i->pdo, i->file, in, &r->out), &r->out,
-           sizeof r->out, [r](Status status, uint64_t) {
+  SendVerb(i, kernel::BuildRegisterServiceIrp(i->pdo, i->file, in, &r->out), &r->out, sizeof r->out,
+           [r](Status status, uint64_t) {
              Interface* i = r->interface;
              uint64_t unwanted = 0;
              {

@@ -81,11 +81,11 @@ void OnArrival(const kernel::PnpNotification& notification, void* context) {
   auto* driver = static_cast<Driver*>(context);
   if (notification.event != kernel::PnpEvent::kArrival) return;
   bus::PdoIdentity identity{};
-  Irp* query = kernel::IoBuildDeviceIoControlRequest(bus::kIoctlBusQueryIdentity,
-                                                     notification.device, nullptr, 0, &identity,
-                                                     sizeof identity, true);
-  if (query == nullptr || kernel::IoCallDriverAndWait(notification.device, query) !=
-                              Status::SUCCESS ||
+  Irp* query =
+      kernel::IoBuildDeviceIoControlRequest(bus::kIoctlBusQueryIdentity, notification.device,
+                                            nullptr, 0, &identity, sizeof identity, true);
+  if (query == nullptr ||
+      kernel::IoCallDriverAndWait(notification.device, query) != Status::SUCCESS ||
       identity.kind != bus::PdoKind::kIpoibPort) {
     return;
   }
@@ -127,8 +127,8 @@ Status LoadDriver(kernel::Node* node, Driver** out) {
     delete driver;
     return status;
   }
-  status = kernel::IoRegisterPlugPlayNotification(node, bus::kIpoibInterfaceClass, true,
-                                                  &OnArrival, driver, &driver->registration);
+  status = kernel::IoRegisterPlugPlayNotification(node, bus::kIpoibInterfaceClass, true, &OnArrival,
+                                                  driver, &driver->registration);
   if (status != Status::SUCCESS) {
     kernel::IoUnloadDriver(driver->object);
     delete driver;

@@ -53,15 +53,14 @@ void OnPortEvent(Interface* i, const abi::PnpEventRecord& record) {
 
 void IssuePnpEvent(Interface* i) {
   if (Stopping(i)) return;
-  kernel::Irp* irp =
-      kernel::BuildGetPnpEventIrp(i->pdo, i->file, {{i->pnp_reg}}, &i->pnp_event);
+  kernel::Irp* irp = kernel::BuildGetPnpEventIrp(i->pdo, i->file, {{i->pnp_reg}}, &i->pnp_event);
   SendVerb(i, irp, &i->pnp_event, sizeof i->pnp_event, [i](Status status, uint64_t) {
     if (status != Status::SUCCESS) return;  // CANCELED: the interface stops
     const abi::PnpEventRecord record = i->pnp_event.record;
     if (record.event == abi::PnpEvent::REG_COMPLETE) {
       i->pnp_settled = true;  // what came before is the state set-up already read
-    } else if (i->pnp_settled && i->port != nullptr && be64toh(record.ca_guid) == i->port->ca_guid &&
-        record.port_num == i->port->port) {
+    } else if (i->pnp_settled && i->port != nullptr &&
+               be64toh(record.ca_guid) == i->port->ca_guid && record.port_num == i->port->port) {
       OnPortEvent(i, record);
     }
     IssuePnpEvent(i);

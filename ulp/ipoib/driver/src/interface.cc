@@ -64,7 +64,7 @@ Status FindPkeyIndex(Interface* i, uint16_t pkey, uint16_t* index) {
   return Status::INVALID_PKEY;
 }
 
-Status ModifyQp(Interface* i, const abi::QpAttributes& attributes) {
+Status ModifyQp(Interface* i, const abi::QpModifyAttributes& attributes) {
   abi::ModifyQpIn in{};
   in.qp.value = i->qp;
   in.attributes = attributes;
@@ -78,8 +78,8 @@ Status SetUp(Interface* i) {
   i->al_handle = kernel::IbGetAlHandle(i->al);
 
   abi::OpenCaOut ca{};
-  status = kernel::CallOpenCaIrp(i->pdo, i->file, {{i->al_handle}, htobe64(i->port->ca_guid), 0},
-                                 &ca);
+  status =
+      kernel::CallOpenCaIrp(i->pdo, i->file, {{i->al_handle}, htobe64(i->port->ca_guid), 0}, &ca);
   if (status != Status::SUCCESS) return status;
   i->ca = ca.ca.value;
 
@@ -91,10 +91,10 @@ Status SetUp(Interface* i) {
   std::memcpy(&ca_out, query.data(), sizeof ca_out);
   if (i->port->port == 0 || i->port->port > ca_out.num_ports) return Status::INVALID_PORT;
   abi::PortAttributes port{};
-  std::memcpy(&port,
-              query.data() + sizeof(abi::QueryCaOut) +
-                  (i->port->port - 1) * sizeof(abi::PortAttributes),
-              sizeof port);
+  std::memcpy(
+      &port,
+      query.data() + sizeof(abi::QueryCaOut) + (i->port->port - 1) * sizeof(abi::PortAttributes),
+      sizeof port);
 
   if (i->config.pkey != 0xFFFF) {
     status = FindPkeyIndex(i, i->config.pkey, &i->pkey_index);
@@ -122,10 +122,8 @@ Status SetUp(Interface* i) {
   i->lkey = mr.lkey;
 
   abi::CreateCqOut cq{};
-  status = kernel::CallCreateCqIrp(i->pdo, i->file,
-                                   {{i->ca}, 2 * (kRxSlots + kTxSlots), 0,
-                                    reinterpret_cast<uint64_t>(i)},
-                                   &cq);
+  status = kernel::CallCreateCqIrp(
+      i->pdo, i->file, {{i->ca}, 2 * (kRxSlots + kTxSlots), 0, reinterpret_cast<uint64_t>(i)}, &cq);
   if (status != Status::SUCCESS) return status;
   i->cq = cq.cq.value;
 
@@ -146,7 +144,7 @@ Status SetUp(Interface* i) {
   if (status != Status::SUCCESS) return status;
 
   using M = abi::QpAttrMask;
-  abi::QpAttributes attributes{};
+  abi::QpModifyAttributes attributes{};
   attributes.mask = M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY;
   attributes.state = abi::QpState::INIT;
   attributes.port_num = i->port->port;
@@ -178,8 +176,12 @@ Status SetUp(Interface* i) {
     std::memcpy(i->local.hw.gid.data() + 8, &port.port_guid, 8);
     // The face's MAC, from the port GUID (locally administered, unicast): 02 and the
     // GUID's low five bytes.
-    i->local.mac = {0x02, i->local.hw.gid[11], i->local.hw.gid[12], i->local.hw.gid[13],
-                    i->local.hw.gid[14], i->local.hw.gid[15]};
+    i->local.mac = {0x02,
+                    i->local.hw.gid[11],
+                    i->local.hw.gid[12],
+                    i->local.hw.gid[13],
+                    i->local.hw.gid[14],
+                    i->local.hw.gid[15]};
     i->local.pkey = static_cast<uint16_t>(i->config.pkey | 0x8000);
     i->local.mcast_scope = 2;
     i->local.mtu = i->ib_mtu - static_cast<uint32_t>(kEncapBytes);
@@ -242,6 +244,7 @@ void ShutdownInterface(Interface* i) {
     if (i->shut_down) return;
     i->shut_down = true;
     i->stopping = true;
+    i->stop = true;
   }
   {
     bool was_up;
@@ -274,9 +277,8 @@ void DestroyInterface(Interface* i) {
   Driver* driver = i->driver;
   {
     std::lock_guard guard(driver->mutex);
-    driver->interfaces.erase(
-        std::remove(driver->interfaces.begin(), driver->interfaces.end(), i),
-        driver->interfaces.end());
+    driver->interfaces.erase(std::remove(driver->interfaces.begin(), driver->interfaces.end(), i),
+                             driver->interfaces.end());
   }
   delete i;
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "softib/abi/runtime_ioctls.h"
 #include "softib/abi/types.h"
 #include "softib/abi/verbs_al.h"
 #include "softib/ipoib/ipoib.h"
@@ -43,7 +44,7 @@ inline constexpr uint32_t kDefaultQkey = 0x00000B1B;  // the broadcast group's w
 inline constexpr uint32_t kSlotBytes = 4352;          // GRH + a 4 KiB IB MTU + room
 inline constexpr uint32_t kRxSlots = 64;
 inline constexpr uint32_t kTxSlots = 64;
-inline constexpr uint32_t kTxFrameOffset = 64;  // where a host frame is copied in its slot
+inline constexpr uint32_t kTxFrameOffset = 64;     // where a host frame is copied in its slot
 inline constexpr size_t kMaxQueuedPerTarget = 16;  // frames waiting for a path or a join
 inline constexpr uint64_t kSendWrBit = uint64_t{1} << 63;
 inline constexpr uint64_t kAtsPending = ~uint64_t{0};
@@ -123,18 +124,19 @@ class Interface {
   uint32_t bcast_qkey = kDefaultQkey;
   bool carrier = false;
   bool port_up = true;
-  bool stopping = false;  // shut down (destroy, CA removal): no new IRPs, frames dropped
+  bool stopping = false;          // shut down (destroy, CA removal): no new IRPs, frames dropped
+  std::atomic<bool> stop{false};  // `stopping`, readable without the lock (Stopping())
   bool shut_down = false;
   NeighbourTable neighbours;
   std::map<Gid, Path> paths;
   std::map<Gid, Group> groups;
   std::vector<uint32_t> tx_free;
   Counters counters;
-  std::vector<IpAddr> addresses;             // SetAddresses
+  std::vector<IpAddr> addresses;  // SetAddresses
   // ATS: address (17 bytes: v6 flag, address) → SaReg handle; 0 not registered (yet),
   // kAtsPending while the SA is asked.
   std::map<std::vector<uint8_t>, uint64_t> ats;
-  uint32_t generation = 0;                   // bumped at each port change
+  uint32_t generation = 0;  // bumped at each port change
 
   // IRPs in flight and work queued (completion routines, DPCs): Shutdown waits for 0.
   std::atomic<int64_t> outstanding{0};
@@ -163,8 +165,7 @@ class Interface {
 // `output_length` bytes of the answer to `output`. The IRP is freed there. The interface
 // is held until `done` returned. A null `irp` calls done(INSUFFICIENT_RESOURCES) at once.
 using VerbDone = std::function<void(kernel::Status status, uint64_t information)>;
-void SendVerb(Interface* i, kernel::Irp* irp, void* output, uint32_t output_length,
-              VerbDone done);
+void SendVerb(Interface* i, kernel::Irp* irp, void* output, uint32_t output_length, VerbDone done);
 // True when no new control-path IRP may be sent (shutting down).
 bool Stopping(Interface* i);
 

@@ -38,13 +38,11 @@ kernel::CompletionAction OnVerbComplete(kernel::DeviceObject*, kernel::Irp* irp,
 
 }  // namespace
 
-bool Stopping(Interface* i) {
-  kernel::SpinLockGuard guard(i->lock);
-  return i->stopping;
-}
+// Without the lock: a completion routine may run inline inside a call made under it (a
+// post whose completion event IRP completes at once).
+bool Stopping(Interface* i) { return i->stop.load(); }
 
-void SendVerb(Interface* i, kernel::Irp* irp, void* output, uint32_t output_length,
-              VerbDone done) {
+void SendVerb(Interface* i, kernel::Irp* irp, void* output, uint32_t output_length, VerbDone done) {
   if (irp == nullptr) {
     done(kernel::Status::INSUFFICIENT_RESOURCES, 0);
     return;

@@ -44,7 +44,8 @@ void OnReceive(Interface* i, const abi::WorkCompletion& wc) {
       RxSource source{};
       source.qpn = wc.src_qp & 0xFFFFFF;
       source.slid = wc.slid;
-      source.has_grh = (static_cast<uint32_t>(wc.flags) & static_cast<uint32_t>(abi::WcFlags::GRH)) != 0;
+      source.has_grh =
+          (static_cast<uint32_t>(wc.flags) & static_cast<uint32_t>(abi::WcFlags::GRH)) != 0;
       if (source.has_grh) {
         std::memcpy(source.sgid.data(), buffer + 8, 16);
         std::memcpy(source.dgid.data(), buffer + 24, 16);

@@ -33,9 +33,9 @@ void PostSlotLocked(Interface* i, uint32_t slot, size_t offset, size_t length, u
   wr.wr_type = abi::WrType::SEND;
   wr.send_flags = abi::SendFlags::SIGNALED;
   wr.num_sge = 1;
-  wr.sge[0] = {reinterpret_cast<uint64_t>(i->tx_base + static_cast<size_t>(slot) * kSlotBytes +
-                                          offset),
-               static_cast<uint32_t>(length), i->lkey};
+  wr.sge[0] = {
+      reinterpret_cast<uint64_t>(i->tx_base + static_cast<size_t>(slot) * kSlotBytes + offset),
+      static_cast<uint32_t>(length), i->lkey};
   wr.av.value = av;
   wr.remote_qpn = qpn & 0xFFFFFF;
   wr.remote_qkey = qkey;
@@ -257,8 +257,7 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
         target = r.mgid;
       } else if (it->second.state == Group::State::kJoined) {
         it->second.last_used = std::chrono::steady_clock::now();
-        PostSlotLocked(i, slot, r.offset, r.length, it->second.av, kBroadcastQpn,
-                       it->second.qkey);
+        PostSlotLocked(i, slot, r.offset, r.length, it->second.av, kBroadcastQpn, it->second.qkey);
       } else if (it->second.state == Group::State::kJoining &&
                  it->second.queued.size() < kMaxQueuedPerTarget) {
         it->second.queued.emplace_back(packet.begin(), packet.end());
@@ -267,6 +266,9 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
         i->tx_free.push_back(slot);
         CountDropLocked(i, Drop::kNoNeighbour, true);
       }
+    } else if (r.neighbour == nullptr) {
+      i->tx_free.push_back(slot);
+      CountDropLocked(i, Drop::kNoNeighbour, true);
     } else {
       const Neighbour* n = r.neighbour;
       Path& path = i->paths[n->hw.gid];

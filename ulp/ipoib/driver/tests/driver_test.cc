@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "softib/al/access_layer.h"
@@ -52,9 +53,8 @@ class RecordingFace : public EthernetFace {
   // The first frame received (and removed) that `match` accepts.
   bool WaitFrame(const std::function<bool(const Frame&)>& match, Frame* out) {
     std::unique_lock lock(mutex_);
-    bool found = cv_.wait_for(lock, kWait, [&] {
-      return std::any_of(frames_.begin(), frames_.end(), match);
-    });
+    bool found = cv_.wait_for(lock, kWait,
+                              [&] { return std::any_of(frames_.begin(), frames_.end(), match); });
     if (!found) return false;
     auto it = std::find_if(frames_.begin(), frames_.end(), match);
     *out = *it;
@@ -106,8 +106,8 @@ void PutIp(uint8_t* p, uint32_t ip) {
   p[3] = static_cast<uint8_t>(ip);
 }
 
-Frame Arp(uint16_t op, const Mac& src, const Mac& dst, const Mac& sha, uint32_t spa,
-          const Mac& tha, uint32_t tpa) {
+Frame Arp(uint16_t op, const Mac& src, const Mac& dst, const Mac& sha, uint32_t spa, const Mac& tha,
+          uint32_t tpa) {
   Frame f = EthHeader(dst, src, kEthertypeArp);
   f.resize(14 + 28);
   uint8_t* a = f.data() + 14;
@@ -154,8 +154,20 @@ bool IsArp(const Frame& f, uint16_t op) {
   return f.size() >= 42 && Be16(f.data() + 12) == kEthertypeArp && Be16(f.data() + 20) == op;
 }
 
-bool SameCounts(const abi::ObjectCounts& a, const abi::ObjectCounts& b) {
-  return std::memcmp(&a, &b, sizeof a) == 0;
+// `b` with the test SA still running: its threads' GetMadEvent IRPs come and go, so the
+// pending requests are not compared then.
+bool SameCounts(abi::ObjectCounts a, abi::ObjectCounts b, bool sa_running = false) {
+  if (sa_running) a.pending_requests = b.pending_requests = 0;
+  const uint32_t* x = reinterpret_cast<const uint32_t*>(&a);
+  const uint32_t* y = reinterpret_cast<const uint32_t*>(&b);
+  bool same = true;
+  for (size_t n = 0; n < sizeof a / sizeof(uint32_t); ++n) {
+    if (x[n] != y[n]) {
+      ADD_FAILURE() << "object count field " << n << ": " << x[n] << " != " << y[n];
+      same = false;
+    }
+  }
+  return same;
 }
 
 class IpoibDriverTest : public ::testing::Test {
@@ -257,7 +269,7 @@ TEST_F(IpoibDriverTest, CarrierComesUpWhenTheBroadcastGroupIsJoined) {
   DestroyInterface(a_);
   DestroyInterface(b_);
   EXPECT_FALSE(face_a_.carrier());
-  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_));
+  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_, true));
 }
 
 TEST_F(IpoibDriverTest, ArpAndIcmpEchoCrossBothWays) {
@@ -276,8 +288,8 @@ TEST_F(IpoibDriverTest, ArpAndIcmpEchoCrossBothWays) {
   EXPECT_TRUE(std::equal(expected_request.begin() + 28, expected_request.begin() + 32,
                          request.begin() + 28))
       << "spa";
-  EXPECT_TRUE(std::equal(expected_request.begin() + 38, expected_request.end(),
-                         request.begin() + 38))
+  EXPECT_TRUE(
+      std::equal(expected_request.begin() + 38, expected_request.end(), request.begin() + 38))
       << "tpa";
   // B's reply (unicast to A's MAC) reaches A with B's MAC.
   Transmit(b_, Arp(2, mac_b_, mac_a_, mac_b_, kIpB, mac_a_, kIpA));
@@ -344,7 +356,7 @@ TEST_F(IpoibDriverTest, MulticastReachesAListenerAfterItsIgmpReport) {
     InterfaceInfo info;
     Query(b_, &info);
     for (const GroupInfo& g : info.groups) joined = joined || (g.mgid == mgid && !g.send_only);
-    if (!joined) kernel::KeDelayExecutionThread(std::chrono::milliseconds(10));
+    if (!joined) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_TRUE(joined);
   // A's host sends to the group without listening: a send-only join, then the datagram
@@ -353,8 +365,7 @@ TEST_F(IpoibDriverTest, MulticastReachesAListenerAfterItsIgmpReport) {
   const Frame datagram = Ipv4(mac_a_, group_mac, kIpA, kGroup, 17, udp, 1);
   Transmit(a_, datagram);
   Frame got;
-  ASSERT_TRUE(face_b_.WaitFrame(
-      [](const Frame& f) { return f.size() > 34 && f[23] == 17; }, &got));
+  ASSERT_TRUE(face_b_.WaitFrame([](const Frame& f) { return f.size() > 34 && f[23] == 17; }, &got));
   EXPECT_TRUE(std::equal(group_mac.begin(), group_mac.end(), got.begin()));
   EXPECT_TRUE(std::equal(datagram.begin() + 12, datagram.end(), got.begin() + 12));
   const auto groups = sa_->groups();
@@ -373,7 +384,7 @@ TEST_F(IpoibDriverTest, MulticastReachesAListenerAfterItsIgmpReport) {
   for (int n = 0; n < 200 && !left; ++n) {
     const auto now = sa_->groups();
     left = now.count(mgid) == 1 && now.at(mgid).members.count(info_b.local.hw.gid) == 0;
-    if (!left) kernel::KeDelayExecutionThread(std::chrono::milliseconds(10));
+    if (!left) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(left);
 }
@@ -415,7 +426,7 @@ TEST_F(IpoibDriverTest, AtsRecordsFollowTheHostsAddresses) {
   bool registered = false;
   for (int n = 0; n < 200 && !registered; ++n) {
     registered = RegisteredAtsRecords(a_) == 2;
-    if (!registered) kernel::KeDelayExecutionThread(std::chrono::milliseconds(10));
+    if (!registered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_TRUE(registered);
   EXPECT_EQ(sa_->services(), 2u);
@@ -423,7 +434,7 @@ TEST_F(IpoibDriverTest, AtsRecordsFollowTheHostsAddresses) {
   bool removed = false;
   for (int n = 0; n < 200 && !removed; ++n) {
     removed = sa_->services() == 1;
-    if (!removed) kernel::KeDelayExecutionThread(std::chrono::milliseconds(10));
+    if (!removed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(removed);
   EXPECT_EQ(RegisteredAtsRecords(a_), 1u);
@@ -453,7 +464,7 @@ TEST_F(IpoibDriverTest, UnloadDestroysItsInterfaces) {
   UnloadDriver(std::exchange(driver_, nullptr));
   EXPECT_FALSE(face_a_.carrier());
   EXPECT_FALSE(face_b_.carrier());
-  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_));
+  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_, true));
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ Status Call(kernel::Node* node, const std::function<Status(kernel::Irp*)>& call)
 }
 
 bool Ok(Status status, const char* what) {
-  if (status != Status::SUCCESS) std::fprintf(stderr, "test SA: %s answered %d\n", what, static_cast<int>(status));
+  if (status != Status::SUCCESS)
+    std::fprintf(stderr, "test SA: %s answered %d\n", what, static_cast<int>(status));
   return status == Status::SUCCESS;
 }
 
@@ -80,9 +81,10 @@ bool TestSa::OpenPort(Port& port) {
   if (!Ok(kernel::IbAllocPd(al_, {{port.ca}, abi::PdType{}, 0, 0}, pd), "AllocPd")) return false;
   port.pd = pd.pd.value;
   abi::CreateCqOut cq{};
-  if (!Ok(Call(node_, [&](kernel::Irp* irp) {
-            return kernel::IbCreateCq(al_, {{port.ca}, 64, 0, 0}, cq, irp);
-          }),
+  if (!Ok(Call(node_,
+               [&](kernel::Irp* irp) {
+                 return kernel::IbCreateCq(al_, {{port.ca}, 64, 0, 0}, cq, irp);
+               }),
           "CreateCq")) {
     return false;
   }

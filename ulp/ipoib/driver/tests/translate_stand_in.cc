@@ -12,22 +12,24 @@ namespace softib::ipoib {
 
 namespace {
 
-uint16_t Be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-void PutBe16(uint8_t* p, uint16_t v) {
+uint16_t StandInBe16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+void StandInPutBe16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v >> 8);
   p[1] = static_cast<uint8_t>(v);
 }
-uint32_t Be32(const uint8_t* p) {
+uint32_t StandInBe32(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
-Mac MacOf(const HwAddr& hw) { return {0x02, hw.gid[11], hw.gid[12], hw.gid[13], hw.gid[14], hw.gid[15]}; }
+Mac MacOf(const HwAddr& hw) {
+  return {0x02, hw.gid[11], hw.gid[12], hw.gid[13], hw.gid[14], hw.gid[15]};
+}
 Gid GroupMgid(uint16_t pkey, uint8_t scope, uint8_t b2, uint8_t b3) {
   Gid g{};
   g[0] = 0xFF;
   g[1] = static_cast<uint8_t>(0x10 | (scope & 0x0F));
   g[2] = b2;
   g[3] = b3;
-  PutBe16(&g[4], pkey);
+  StandInPutBe16(&g[4], pkey);
   return g;
 }
 
@@ -72,8 +74,8 @@ Gid Ipv6MulticastMgid(std::span<const uint8_t, 16> group, uint16_t pkey) {
 }
 
 const char* DropName(Drop drop) {
-  static const char* const kNames[] = {"none",     "runt",   "oversize",     "unknown_ethertype",
-                                       "bad_arp",  "bad_nd", "no_neighbour", "bad_encap",
+  static const char* const kNames[] = {"none",       "runt",   "oversize",     "unknown_ethertype",
+                                       "bad_arp",    "bad_nd", "no_neighbour", "bad_encap",
                                        "looped_back"};
   return drop < Drop::kCount ? kNames[static_cast<size_t>(drop)] : "?";
 }
@@ -122,7 +124,7 @@ TxResult TranslateFromHost(std::span<uint8_t> buffer, size_t offset, size_t leng
   uint8_t* frame = buffer.data() + offset;
   Mac dst;
   std::memcpy(dst.data(), frame, 6);
-  const uint16_t type = Be16(frame + 12);
+  const uint16_t type = StandInBe16(frame + 12);
   const bool broadcast = dst == Mac{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
   uint8_t* packet = frame + kEthHeaderBytes - kEncapBytes;
   size_t payload = length - kEthHeaderBytes;
@@ -134,20 +136,22 @@ TxResult TranslateFromHost(std::span<uint8_t> buffer, size_t offset, size_t leng
       r.mgid = BroadcastMgid(local.pkey, local.mcast_scope);
     } else if (dst[0] & 1) {
       r.multicast = true;
-      r.mgid = Ipv4MulticastMgid(Be32(frame + kEthHeaderBytes + 16), local.pkey, local.mcast_scope);
+      r.mgid = Ipv4MulticastMgid(StandInBe32(frame + kEthHeaderBytes + 16), local.pkey,
+                                 local.mcast_scope);
     }
   } else if (type == kEthertypeArp) {
     const uint8_t* arp = frame + kEthHeaderBytes;
     if (payload < 28) return {Drop::kRunt};
-    if (Be16(arp) != 1 || Be16(arp + 2) != kEthertypeIpv4 || arp[4] != 6 || arp[5] != 4) {
+    if (StandInBe16(arp) != 1 || StandInBe16(arp + 2) != kEthertypeIpv4 || arp[4] != 6 ||
+        arp[5] != 4) {
       return {Drop::kBadArp};
     }
     uint8_t out[8 + 2 * (kHwAddrBytes + 4)] = {};
-    PutBe16(out, 32);
-    PutBe16(out + 2, kEthertypeIpv4);
+    StandInPutBe16(out, 32);
+    StandInPutBe16(out + 2, kEthertypeIpv4);
     out[4] = kHwAddrBytes;
     out[5] = 4;
-    PutBe16(out + 6, Be16(arp + 6));
+    StandInPutBe16(out + 6, StandInBe16(arp + 6));
     EncodeHwAddr(local.hw, std::span<uint8_t, kHwAddrBytes>(out + 8, kHwAddrBytes));
     std::memcpy(out + 28, arp + 14, 4);
     Mac tha;
@@ -169,8 +173,8 @@ TxResult TranslateFromHost(std::span<uint8_t> buffer, size_t offset, size_t leng
     r.neighbour = neighbours.FindByMac(dst);
     if (r.neighbour == nullptr) return {Drop::kNoNeighbour};
   }
-  PutBe16(packet, type);
-  PutBe16(packet + 2, 0);
+  StandInPutBe16(packet, type);
+  StandInPutBe16(packet + 2, 0);
   r.offset = static_cast<size_t>(packet - buffer.data());
   r.length = kEncapBytes + payload;
   return r;
@@ -182,8 +186,8 @@ RxResult TranslateToHost(std::span<uint8_t> buffer, size_t offset, size_t length
   RxResult r;
   if (length < kEncapBytes) return {Drop::kRunt};
   uint8_t* packet = buffer.data() + offset;
-  const uint16_t type = Be16(packet);
-  if (Be16(packet + 2) != 0) return {Drop::kBadEncap};
+  const uint16_t type = StandInBe16(packet);
+  if (StandInBe16(packet + 2) != 0) return {Drop::kBadEncap};
   if (source.has_grh && source.sgid == local.hw.gid && source.qpn == local.hw.qpn) {
     return {Drop::kLoopedBack};
   }
@@ -195,13 +199,13 @@ RxResult TranslateToHost(std::span<uint8_t> buffer, size_t offset, size_t length
   if (type == kEthertypeArp) {
     const uint8_t* arp = packet + kEncapBytes;
     if (payload < 56) return {Drop::kRunt};
-    if (Be16(arp) != 32 || arp[4] != kHwAddrBytes || arp[5] != 4) return {Drop::kBadArp};
+    if (StandInBe16(arp) != 32 || arp[4] != kHwAddrBytes || arp[5] != 4) return {Drop::kBadArp};
     uint8_t out[28];
-    PutBe16(out, 1);
-    PutBe16(out + 2, kEthertypeIpv4);
+    StandInPutBe16(out, 1);
+    StandInPutBe16(out + 2, kEthertypeIpv4);
     out[4] = 6;
     out[5] = 4;
-    PutBe16(out + 6, Be16(arp + 6));
+    StandInPutBe16(out + 6, StandInBe16(arp + 6));
     const HwAddr sha = DecodeHwAddr(std::span<const uint8_t, kHwAddrBytes>(arp + 8, kHwAddrBytes));
     Neighbour* sender = neighbours.Learn(sha, source.has_grh ? source.slid : source.slid);
     std::memcpy(out + 8, sender->mac.data(), 6);
@@ -224,13 +228,14 @@ RxResult TranslateToHost(std::span<uint8_t> buffer, size_t offset, size_t length
         source.dgid[15] == 0xFF) {
       dst = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
     } else {
-      dst = {0x01, 0x00, 0x5E, static_cast<uint8_t>(source.dgid[13] & 0x7F), source.dgid[14],
-             source.dgid[15]};
+      dst = {
+          0x01,           0x00, 0x5E, static_cast<uint8_t>(source.dgid[13] & 0x7F), source.dgid[14],
+          source.dgid[15]};
     }
   }
   std::memcpy(frame, dst.data(), 6);
   std::memcpy(frame + 6, from->mac.data(), 6);
-  PutBe16(frame + 12, type);
+  StandInPutBe16(frame + 12, type);
   r.neighbour = from;
   r.offset = static_cast<size_t>(frame - buffer.data());
   r.length = kEthHeaderBytes + payload;
@@ -240,14 +245,14 @@ RxResult TranslateToHost(std::span<uint8_t> buffer, size_t offset, size_t length
 std::vector<GroupChange> SnoopHostMembership(std::span<const uint8_t> frame,
                                              const LocalIdentity& local) {
   std::vector<GroupChange> changes;
-  if (frame.size() < kEthHeaderBytes + 20 || Be16(frame.data() + 12) != kEthertypeIpv4) {
+  if (frame.size() < kEthHeaderBytes + 20 || StandInBe16(frame.data() + 12) != kEthertypeIpv4) {
     return changes;
   }
   const uint8_t* ip = frame.data() + kEthHeaderBytes;
   const size_t header = size_t{ip[0] & 0x0Fu} * 4;
   if (ip[9] != 2 || frame.size() < kEthHeaderBytes + header + 8) return changes;
   const uint8_t* igmp = ip + header;
-  const uint32_t group = Be32(igmp + 4);
+  const uint32_t group = StandInBe32(igmp + 4);
   if (igmp[0] == 0x16 || igmp[0] == 0x12) {
     changes.push_back({true, Ipv4MulticastMgid(group, local.pkey, local.mcast_scope)});
   } else if (igmp[0] == 0x17) {
