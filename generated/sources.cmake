@@ -5,6 +5,7 @@ set(SOFTIB_GEN_ABI_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/qp_state/qp_state_table.cc
 )
 set(SOFTIB_GEN_CODEC_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/codec/ipoib.cc
     ${CMAKE_CURRENT_LIST_DIR}/codec/mad_cm.cc
     ${CMAKE_CURRENT_LIST_DIR}/codec/mad_common.cc
     ${CMAKE_CURRENT_LIST_DIR}/codec/mad_devmgt.cc
@@ -13,6 +14,7 @@ set(SOFTIB_GEN_CODEC_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/codec/mad_sm.cc
     ${CMAKE_CURRENT_LIST_DIR}/codec/registry.cc
     ${CMAKE_CURRENT_LIST_DIR}/codec/wire.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/ipoib_roundtrip.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/mad_cm_roundtrip.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/mad_common_roundtrip.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/mad_devmgt_roundtrip.cc

@@ -3,7 +3,9 @@ format/attribute and wire header, their round-trip conformance tests, and the
 MAD reference.
 
 Outputs (relative to generated/):
-  include/softib/mad/<module>.h, include/softib/wire/wire.h   structs, views, enums
+  include/softib/mad/<module>.h, include/softib/wire/<module>.h
+                                                               structs, views, enums (the
+                                                               WIRE_MODULES in softib::wire)
   codec/<module>.cc                                            pack/unpack, descriptors
   codec/registry.cc                                            AllFormats/...; enum, class
                                                                and opcode descriptors
@@ -24,6 +26,9 @@ from .. import model as m
 from ..errors import ErrorCollector, IdlErrors
 
 WIRE_MODULE = "wire"
+# Modules whose layouts are wire formats rather than MADs: namespace softib::wire, header
+# softib/wire/<module>.h (the IBA headers; the IPoIB encapsulation, ARP and ND formats).
+WIRE_MODULES = {WIRE_MODULE, "ipoib"}
 
 _CPP_KEYWORDS = set(
     """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
@@ -343,7 +348,7 @@ class _Builder:
         classes = [d for d in mod.decls if isinstance(d, m.MadClass)]
         extern = sorted({f.enum.name for lay in layouts for f in lay.fields
                          if f.enum is not None})
-        ns = "wire" if mod.name == WIRE_MODULE else "mad"
+        ns = "wire" if mod.name in WIRE_MODULES else "mad"
         return ModuleView(name=mod.name, source=self.source_name(mod), namespace=ns,
                           header=f"softib/{ns}/{mod.name}.h", layouts=layouts, enums=enums,
                           mad_classes=classes, extern_enums=extern)

@@ -174,14 +174,9 @@ Status SetUp(Interface* i) {
     i->local.hw.qpn = query_qp.attributes.qp_num;
     std::memcpy(i->local.hw.gid.data(), &port.subnet_prefix, 8);
     std::memcpy(i->local.hw.gid.data() + 8, &port.port_guid, 8);
-    // The face's MAC, from the port GUID (locally administered, unicast): 02 and the
-    // GUID's low five bytes.
-    i->local.mac = {0x02,
-                    i->local.hw.gid[11],
-                    i->local.hw.gid[12],
-                    i->local.hw.gid[13],
-                    i->local.hw.gid[14],
-                    i->local.hw.gid[15]};
+    // The face's MAC: derived from the port GUID (the GID's interface ID) and the QPN as
+    // every peer's neighbour table derives it (locally administered, unicast).
+    i->local.mac = DeriveMac(i->local.hw);
     i->local.pkey = static_cast<uint16_t>(i->config.pkey | 0x8000);
     i->local.mcast_scope = 2;
     i->local.mtu = i->ib_mtu - static_cast<uint32_t>(kEncapBytes);

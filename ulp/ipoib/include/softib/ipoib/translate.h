@@ -51,6 +51,14 @@ HwAddr DecodeHwAddr(std::span<const uint8_t, kHwAddrBytes> in);
 Gid BroadcastMgid(uint16_t pkey, uint8_t scope = 2);
 Gid Ipv4MulticastMgid(uint32_t group_host_order, uint16_t pkey, uint8_t scope = 2);
 Gid Ipv6MulticastMgid(std::span<const uint8_t, 16> group, uint16_t pkey);
+// (Added by ulp/ipoib/translate.) Whether `mgid` is the broadcast group of `pkey`, in any
+// scope.
+bool IsBroadcastMgid(const Gid& mgid, uint16_t pkey);
+// (Added by ulp/ipoib/translate.) The MAC the Ethernet face sees for `hw`: locally
+// administered, unicast, derived from the GID's interface ID (bytes 8..15) and the QPN by
+// FNV-1a; `attempt` > 0 gives the next candidate when a MAC is taken. The table uses it for
+// neighbours; the driver may use it for its own MAC (attempt 0 of its own address).
+Mac DeriveMac(const HwAddr& hw, uint32_t attempt = 0);
 
 // What the interface is on the link.
 struct LocalIdentity {
@@ -79,7 +87,9 @@ const char* DropName(Drop drop);
 // Neighbours: the MACs the host sees for the link's hardware addresses. A remote's MAC is
 // derived from its hardware address (locally administered, unicast); a collision with a
 // different address that already holds it is resolved by the table, so a MAC always names
-// one address. `context` is the driver's (its address vector, path state ...).
+// one address. `context` is the driver's (its address vector, path state ...). Entries are
+// keyed by QPN + GID (the flags, 'C', are refreshed by Learn). A Neighbour* stays valid until
+// the next Learn of a new address, Forget or Clear (the entries live in a vector).
 struct Neighbour {
   Mac mac{};
   HwAddr hw;
@@ -88,11 +98,15 @@ struct Neighbour {
 };
 class NeighbourTable {
  public:
-  // Learns or refreshes `hw` (with its LID when known): the entry, whose MAC the host sees.
+  // (Added by ulp/ipoib/translate.) How a new entry's MAC is made: DeriveMac, or a test's.
+  using MacDeriver = Mac (*)(const HwAddr& hw, uint32_t attempt);
+  explicit NeighbourTable(MacDeriver derive = &DeriveMac) : derive_(derive) {}
+  // Learns or refreshes `hw` (with its LID when known): the entry, whose MAC the host sees
+  // (nullptr only when 64 candidate MACs are all taken).
   Neighbour* Learn(const HwAddr& hw, uint16_t lid);
   Neighbour* FindByMac(const Mac& mac);
   Neighbour* FindByHw(const HwAddr& hw);
-  // The receive side of a packet without a GRH: the source LID and QPN.
+  // The receive side of a packet without a GRH: the source LID and QPN (slid 0: none).
   Neighbour* FindBySource(uint16_t slid, uint32_t qpn);
   void Forget(const Mac& mac);
   void Clear();
@@ -101,6 +115,7 @@ class NeighbourTable {
 
  private:
   std::vector<Neighbour> entries_;  // small: a link's peers; linear scans are fine here
+  MacDeriver derive_;
 };
 
 // Host → fabric. The frame is at buffer[offset, offset + length), with kTxTailroom bytes
@@ -109,7 +124,12 @@ class NeighbourTable {
 // type 32, 20-byte addresses), ND's link-layer address options the IPoIB ones (checksum
 // fixed), the Ethernet destination a neighbour (unicast), a multicast group (from the IP
 // destination: all the group's bits, which a multicast MAC does not keep) or the broadcast
-// group (Ethernet broadcast, ARP requests).
+// group (Ethernet broadcast, ARP requests). Drops: kRunt (shorter than the Ethernet header or
+// an IP header's length, or the frame outside the buffer), kOversize (an IP datagram over the
+// MTU, or ARP/ND growth past the buffer), kUnknownEthertype, kBadArp (not Ethernet/IPv4 ARP,
+// or a sender other than our MAC: forged), kBadNd (a malformed option, or a link-layer
+// address the table does not know), kNoNeighbour (unicast to an unknown MAC, or an ARP reply
+// to one). A multicast MAC whose IP destination is no group goes to the broadcast group.
 struct TxResult {
   Drop drop = Drop::kNone;
   bool multicast = false;
@@ -125,7 +145,10 @@ TxResult TranslateFromHost(std::span<uint8_t> buffer, size_t offset, size_t leng
 // length) with at least kEthHeaderBytes - kEncapBytes bytes before it (the GRH's space); on
 // success the Ethernet frame is at buffer[result.offset, result.offset + result.length).
 // The source comes from the work completion (and the GRH when present). IPoIB ARP and ND
-// teach the table the sender's address.
+// teach the table the sender's address; a packet with a GRH names its sender (QPN + SGID), so
+// an unknown one is learnt (multicast from a host that never ARPed us); without a GRH an
+// unknown (SLID, QPN) is kNoNeighbour. An IPoIB ARP whose sender address is not the packet's
+// source QPN (and SGID) is kBadArp. No headroom before the packet: kRunt.
 struct RxSource {
   uint32_t qpn = 0;
   uint16_t slid = 0;
