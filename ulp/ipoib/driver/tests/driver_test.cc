@@ -440,6 +440,34 @@ TEST_F(IpoibDriverTest, AtsRecordsFollowTheHostsAddresses) {
   EXPECT_EQ(RegisteredAtsRecords(a_), 1u);
 }
 
+TEST_F(IpoibDriverTest, ALinkFlapTakesTheCarrierDownAndBackWithTrafficResuming) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  ASSERT_EQ(node_->UncablePort(guids_[0], 1), Status::SUCCESS);
+  EXPECT_TRUE(face_a_.WaitCarrier(false));
+  EXPECT_TRUE(face_b_.WaitCarrier(false));
+  // Down: frames are dropped and counted.
+  InterfaceInfo before;
+  ASSERT_EQ(Query(a_, &before), Status::SUCCESS);
+  Transmit(a_, Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
+  InterfaceInfo after;
+  ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
+  EXPECT_EQ(after.counters.tx_dropped, before.counters.tx_dropped + 1);
+  // Up again: the groups are joined again, the carrier returns, the path is resolved anew.
+  ASSERT_EQ(node_->CablePorts(guids_[0], 1, guids_[1], 1), Status::SUCCESS);
+  ASSERT_TRUE(sa_->ActivatePorts());
+  ASSERT_TRUE(face_a_.WaitCarrier(true));
+  ASSERT_TRUE(face_b_.WaitCarrier(true));
+  const uint64_t queries = sa_->path_queries();
+  const Frame echo = Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 2, 100));
+  Transmit(a_, echo);
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(
+      [](const Frame& f) { return f.size() > 34 && f[23] == 1 && f[34] == 8; }, &got));
+  EXPECT_TRUE(std::equal(echo.begin() + 12, echo.end(), got.begin() + 12));
+  EXPECT_GT(sa_->path_queries(), queries) << "the path was resolved again";
+}
+
 TEST_F(IpoibDriverTest, CaRemovalTakesTheCarrierDownAndLeavesNothing) {
   ASSERT_NO_FATAL_FAILURE(CreateBoth());
   ASSERT_NO_FATAL_FAILURE(ResolveBothWays());

@@ -142,6 +142,33 @@ bool TestSa::SetMasterSm(Port& port, uint16_t sm_lid) {
   return Ok(kernel::IbLocalMad(al_, in, got), "LocalMad Set");
 }
 
+bool TestSa::SetPortState(Port& port, uint8_t state) {
+  abi::LocalMadIn in{};
+  in.ca.value = port.ca;
+  in.port_num = 1;
+  in.request[0] = 1;
+  in.request[1] = 0x01;
+  in.request[2] = 1;
+  in.request[3] = kGet;
+  in.request[17] = 0x15;  // PortInfo
+  abi::LocalMadOut got{};
+  if (!Ok(kernel::IbLocalMad(al_, in, got), "LocalMad Get")) return false;
+  in.request[3] = kSet;
+  std::copy(got.response + 64, got.response + 128, in.request + 64);
+  in.request[64 + 32] = static_cast<uint8_t>((in.request[64 + 32] & 0xF0) | state);
+  in.request[64 + 33] &= 0x0F;
+  return Ok(kernel::IbLocalMad(al_, in, got), "LocalMad Set(PortState)");
+}
+
+bool TestSa::ActivatePorts() {
+  for (uint8_t state : {uint8_t{3}, uint8_t{4}}) {  // Armed, Active
+    for (Port& port : ports_) {
+      if (!SetPortState(port, state)) return false;
+    }
+  }
+  return true;
+}
+
 bool TestSa::Start(uint64_t ca_a, uint64_t ca_b) {
   if (kernel::IoCreateDriver(
           node_, "ipoib_test_sa",

@@ -41,6 +41,9 @@ class TestSa {
   // Opens both CAs, registers the services, points each port's MasterSMLID at the other.
   bool Start(uint64_t ca_a, uint64_t ca_b);
   void Stop();
+  // The SM's part after a link came back: both ports (handed to the SM by the MasterSMLID
+  // Set, so back in Init) set Armed, then Active.
+  bool ActivatePorts();
 
   std::map<Gid, SaGroup> groups() const;
   size_t services() const;
@@ -57,6 +60,7 @@ class TestSa {
   };
   bool OpenPort(Port& port);
   bool SetMasterSm(Port& port, uint16_t sm_lid);
+  bool SetPortState(Port& port, uint8_t state);
   void Run(Port* port);
   void Answer(Port* port, const abi::MadEventRecord& from, std::vector<uint8_t> mad);
 
