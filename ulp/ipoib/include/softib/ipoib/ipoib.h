@@ -78,4 +78,22 @@ Mac InterfaceMac(Interface* interface);
 uint32_t InterfaceMtu(Interface* interface);
 kernel::Status Query(Interface* interface, InterfaceInfo* info);
 
+// ---- added by ulp/ipoib/driver ----
+// An address the host assigned to the interface (IPv4: the first 4 bytes).
+struct IpAddr {
+  bool v6 = false;
+  std::array<uint8_t, 16> bytes{};
+  friend bool operator==(const IpAddr&, const IpAddr&) = default;
+};
+// The host's addresses on the interface now (softibd calls it after `ip addr add/del`):
+// each gets an ATS ServiceRecord registered with the SA (service ID 0x10000CE100415453,
+// "DAPL Address Translation Service", the address in ServiceData8 — IPv4 at byte 12, as
+// the AL's ATS lookups read it), and a record whose address went is deregistered. The
+// records are registered again after a port change. IRQL <= DISPATCH; returns at once.
+void SetAddresses(Interface* interface, std::span<const IpAddr> addresses);
+// The ATS records currently registered (accepted by the SA), for tests and `show`.
+size_t RegisteredAtsRecords(Interface* interface);
+// The IPoIB PDOs the driver is attached to (tests, diagnostics).
+size_t AttachedPorts(Driver* driver);
+
 }  // namespace softib::ipoib

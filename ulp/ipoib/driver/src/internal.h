@@ -1,0 +1,214 @@
+// The IPoIB driver's internals (ulp/ipoib/driver): the driver and its FDOs (driver.cc), an
+// interface's set-up and teardown (interface.cc), the verb IRPs it sends to its PDO
+// (pdo_call.cc), transmit (transmit.cc), receive (receive.cc), multicast groups
+// (multicast.cc), port events (events.cc) and ATS records (ats.cc).
+//
+// Locking: one spin lock per interface (Interface::lock) guards everything that changes
+// after set-up (neighbours, paths, groups, buffers' free list, counters, state). The face
+// is called only with the lock released. Control-path verbs are IRPs sent to the
+// interface's PDO with completion routines (never waited for once the interface is up);
+// the speed path (post, poll, rearm) calls the AL directly.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "softib/abi/runtime_ioctls.h"
+#include "softib/abi/types.h"
+#include "softib/abi/verbs_al.h"
+#include "softib/ipoib/ipoib.h"
+#include "softib/kernel/device.h"
+#include "softib/kernel/dpc.h"
+#include "softib/kernel/event.h"
+#include "softib/kernel/irp.h"
+#include "softib/kernel/spin_lock.h"
+#include "softib/kernel/timer.h"
+
+namespace softib::kernel {
+class IbAl;
+struct PnpRegistration;
+}  // namespace softib::kernel
+
+namespace softib::ipoib {
+
+inline constexpr uint32_t kDefaultQkey = 0x00000B1B;  // the broadcast group's when we create it
+inline constexpr uint32_t kSlotBytes = 4352;          // GRH + a 4 KiB IB MTU + room
+inline constexpr uint32_t kRxSlots = 64;
+inline constexpr uint32_t kTxSlots = 64;
+inline constexpr uint32_t kTxFrameOffset = 64;     // where a host frame is copied in its slot
+inline constexpr size_t kMaxQueuedPerTarget = 16;  // frames waiting for a path or a join
+inline constexpr uint64_t kSendWrBit = uint64_t{1} << 63;
+inline constexpr uint64_t kAtsPending = ~uint64_t{0};
+inline constexpr auto kSendOnlyIdle = std::chrono::seconds(60);
+
+// One IPoIB PDO the driver attached to (an FDO over it).
+struct PortFdo {
+  Driver* driver = nullptr;
+  kernel::DeviceObject* fdo = nullptr;
+  kernel::DeviceObject* pdo = nullptr;  // referenced
+  uint64_t ca_guid = 0;                 // host order
+  uint8_t port = 0;
+  bool removed = false;  // its REMOVE came (interfaces on it are shut down)
+};
+
+class Driver {
+ public:
+  kernel::Node* node = nullptr;
+  kernel::DriverObject* object = nullptr;
+  kernel::PnpRegistration* registration = nullptr;
+  std::mutex mutex;  // ports, interfaces (PASSIVE only)
+  std::vector<PortFdo*> ports;
+  std::vector<Interface*> interfaces;
+};
+
+// A path to a unicast GID: its address vector once resolved, the frames waiting for it.
+struct Path {
+  enum class State { kIdle, kResolving, kReady, kFailed } state = State::kIdle;
+  uint64_t av = 0;
+  uint16_t dlid = 0;
+  std::deque<std::pair<uint32_t, std::vector<uint8_t>>> queued;  // (QPN, IPoIB packet)
+};
+
+// A multicast group the interface joined or is joining.
+struct Group {
+  enum class State { kJoining, kJoined, kFailed, kLeaving } state = State::kJoining;
+  Gid mgid{};
+  bool full = false;       // the host listens (or the broadcast group): full member
+  bool broadcast = false;  // the interface's broadcast group
+  uint8_t join_state = 0;  // what the join asked (1 full, 4 send-only non-member)
+  uint64_t join = 0;       // McastJoin handle
+  uint64_t av = 0;
+  uint16_t mlid = 0;
+  uint32_t qkey = 0;
+  uint32_t generation = 0;  // bumped at each (re)join: stale answers are ignored
+  std::chrono::steady_clock::time_point last_used{};
+  std::deque<std::vector<uint8_t>> queued;  // IPoIB packets waiting for the join
+};
+
+class Interface {
+ public:
+  Driver* driver = nullptr;
+  PortFdo* port = nullptr;
+  EthernetFace* face = nullptr;
+  InterfaceConfig config;
+  kernel::Node* node = nullptr;
+  kernel::DeviceObject* pdo = nullptr;
+  kernel::IbAl* al = nullptr;
+  kernel::FileObject* file = nullptr;
+  uint64_t al_handle = 0;
+
+  // Verb handles (set-up; constant afterwards).
+  uint64_t ca = 0, pd = 0, cq = 0, qp = 0, mr = 0;
+  uint32_t lkey = 0;
+  uint16_t pkey_index = 0;
+  std::vector<uint8_t> memory;  // every buffer: kRxSlots receive then kTxSlots send slots
+  uint8_t* rx_base = nullptr;
+  uint8_t* tx_base = nullptr;
+
+  kernel::KSpinLock lock;
+  // ---- under `lock` ----
+  LocalIdentity local;
+  uint64_t port_guid_be = 0;
+  uint64_t subnet_prefix_be = 0;
+  uint16_t lid = 0;
+  uint32_t ib_mtu = 0;  // bytes
+  uint32_t bcast_qkey = kDefaultQkey;
+  bool carrier = false;
+  bool port_up = true;
+  bool stopping = false;          // shut down (destroy, CA removal): no new IRPs, frames dropped
+  std::atomic<bool> stop{false};  // `stopping`, readable without the lock (Stopping())
+  bool shut_down = false;
+  NeighbourTable neighbours;
+  std::map<Gid, Path> paths;
+  std::map<Gid, Group> groups;
+  std::vector<uint32_t> tx_free;
+  Counters counters;
+  std::vector<IpAddr> addresses;  // SetAddresses
+  // ATS: address (17 bytes: v6 flag, address) → SaReg handle; 0 not registered (yet),
+  // kAtsPending while the SA is asked.
+  std::map<std::vector<uint8_t>, uint64_t> ats;
+  uint32_t generation = 0;  // bumped at each port change
+
+  // IRPs in flight and work queued (completion routines, DPCs): Shutdown waits for 0.
+  std::atomic<int64_t> outstanding{0};
+  kernel::KEvent idle{kernel::EventType::kNotification};
+
+  // Receive: the CQ's event IRP and the DPC that polls.
+  kernel::Kdpc cq_dpc{};
+  abi::GetCompletionEventOut cq_event{};
+  // Port events: the PnP registration and its event IRP.
+  uint64_t pnp_reg = 0;
+  bool pnp_settled = false;  // REG_COMPLETE seen: events from then on are news
+  abi::GetPnpEventOut pnp_event{};
+  // Ageing of send-only groups.
+  kernel::Ktimer age_timer{};
+  kernel::Kdpc age_dpc{};
+
+  void Hold() { outstanding.fetch_add(1); }
+  void Release() {
+    if (outstanding.fetch_sub(1) == 1) kernel::KeSetEvent(&idle);
+  }
+};
+
+// ---- pdo_call.cc: verb IRPs sent to the interface's PDO ----
+// Sends `irp` (built for the PDO with the interface's file) and calls `done(status,
+// information)` from its completion routine (<= DISPATCH) after copying up to
+// `output_length` bytes of the answer to `output`. The IRP is freed there. The interface
+// is held until `done` returned. A null `irp` calls done(INSUFFICIENT_RESOURCES) at once.
+using VerbDone = std::function<void(kernel::Status status, uint64_t information)>;
+void SendVerb(Interface* i, kernel::Irp* irp, void* output, uint32_t output_length, VerbDone done);
+// True when no new control-path IRP may be sent (shutting down).
+bool Stopping(Interface* i);
+
+// ---- interface.cc ----
+void ShutdownInterface(Interface* i);  // PASSIVE; idempotent
+void SetCarrier(Interface* i, bool up);
+uint32_t MtuBytes(abi::PathMtu mtu);
+
+// ---- transmit.cc ----
+// Posts an IPoIB packet (already translated) on the UD QP. Under `lock`.
+void PostPacketLocked(Interface* i, std::span<const uint8_t> packet, uint64_t av, uint32_t qpn,
+                      uint32_t qkey);
+// Posts from a slot already holding the packet at [offset, offset + length). Under `lock`.
+void PostSlotLocked(Interface* i, uint32_t slot, size_t offset, size_t length, uint64_t av,
+                    uint32_t qpn, uint32_t qkey);
+void CountDropLocked(Interface* i, Drop drop, bool transmit);
+// Path resolution for a unicast GID (SA PathRecord, then an AV); frames queued meanwhile are
+// sent when it is ready. Under `lock`: starts the IRPs after the caller unlocks via the
+// returned flag (true: call StartResolve).
+void StartResolve(Interface* i, const Gid& gid);
+// Drops every path (their AVs destroyed): they are resolved again on demand.
+void FlushPathsLocked(Interface* i, std::vector<uint64_t>* avs_to_destroy);
+void DestroyAvs(Interface* i, const std::vector<uint64_t>& avs);
+
+// ---- receive.cc ----
+void StartReceive(Interface* i);  // arms the CQ and sends the event IRP
+void PostReceiveSlot(Interface* i, uint32_t slot);
+
+// ---- multicast.cc ----
+// Joins `mgid` (full member or send-only non-member) unless joined/joining; the broadcast
+// group brings the carrier up when joined. Takes `lock` itself.
+void JoinGroup(Interface* i, const Gid& mgid, bool full, bool broadcast);
+void LeaveGroup(Interface* i, const Gid& mgid);
+// Re-joins every group (after a port change). Takes `lock`.
+void RejoinAll(Interface* i);
+void StartAgeing(Interface* i);
+void StopAgeing(Interface* i);
+
+// ---- events.cc ----
+kernel::Status StartPortEvents(Interface* i);  // PASSIVE, at set-up
+
+// ---- ats.cc ----
+void UpdateAtsRecords(Interface* i);  // register/deregister per `addresses`
+void ReRegisterAts(Interface* i);     // after a port change
+
+}  // namespace softib::ipoib

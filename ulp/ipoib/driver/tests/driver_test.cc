@@ -1,0 +1,499 @@
+// The IPoIB driver on a booted node: two CAs cabled back to back (NodeConfig's default), the
+// test SA answering both ports (test_sa.h), the driver loaded on the bus's IPoIB PDOs, an
+// interface on each CA with a recording Ethernet face. Frames the test hands to one face's
+// Transmit must reach the other face translated back to Ethernet, byte for byte.
+#include <endian.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "softib/al/access_layer.h"
+#include "softib/ipoib/ipoib.h"
+#include "softib/kernel/io.h"
+#include "softib/kernel/work_item.h"
+#include "softib/stack/node_stack.h"
+#include "test_sa.h"
+
+namespace softib::ipoib {
+namespace {
+
+using kernel::Status;
+using Frame = std::vector<uint8_t>;
+constexpr auto kWait = std::chrono::seconds(10);
+
+class RecordingFace : public EthernetFace {
+ public:
+  void DeliverToHost(std::span<const uint8_t> frame) override {
+    std::lock_guard guard(mutex_);
+    frames_.emplace_back(frame.begin(), frame.end());
+    cv_.notify_all();
+  }
+  void SetCarrier(bool up) override {
+    std::lock_guard guard(mutex_);
+    carrier_ = up;
+    ++carrier_changes_;
+    cv_.notify_all();
+  }
+  bool WaitCarrier(bool up) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, kWait, [&] { return carrier_ == up; });
+  }
+  bool carrier() {
+    std::lock_guard guard(mutex_);
+    return carrier_;
+  }
+  // The first frame received (and removed) that `match` accepts.
+  bool WaitFrame(const std::function<bool(const Frame&)>& match, Frame* out) {
+    std::unique_lock lock(mutex_);
+    bool found = cv_.wait_for(lock, kWait,
+                              [&] { return std::any_of(frames_.begin(), frames_.end(), match); });
+    if (!found) return false;
+    auto it = std::find_if(frames_.begin(), frames_.end(), match);
+    *out = *it;
+    frames_.erase(it);
+    return true;
+  }
+  size_t count(const std::function<bool(const Frame&)>& match) {
+    std::lock_guard guard(mutex_);
+    return static_cast<size_t>(std::count_if(frames_.begin(), frames_.end(), match));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Frame> frames_;
+  bool carrier_ = false;
+  int carrier_changes_ = 0;
+};
+
+void PutBe16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+uint16_t Be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+uint16_t IpChecksum(const uint8_t* p, size_t n) {
+  uint32_t sum = 0;
+  for (size_t k = 0; k + 1 < n; k += 2) sum += Be16(p + k);
+  if (n % 2) sum += uint32_t{p[n - 1]} << 8;
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
+Frame EthHeader(const Mac& dst, const Mac& src, uint16_t type) {
+  Frame f(14);
+  std::memcpy(f.data(), dst.data(), 6);
+  std::memcpy(f.data() + 6, src.data(), 6);
+  PutBe16(f.data() + 12, type);
+  return f;
+}
+
+constexpr Mac kBroadcast = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+constexpr uint32_t kIpA = 0xC6120001, kIpB = 0xC6120002;  // 198.18.0.1, 198.18.0.2
+
+void PutIp(uint8_t* p, uint32_t ip) {
+  p[0] = static_cast<uint8_t>(ip >> 24);
+  p[1] = static_cast<uint8_t>(ip >> 16);
+  p[2] = static_cast<uint8_t>(ip >> 8);
+  p[3] = static_cast<uint8_t>(ip);
+}
+
+Frame Arp(uint16_t op, const Mac& src, const Mac& dst, const Mac& sha, uint32_t spa, const Mac& tha,
+          uint32_t tpa) {
+  Frame f = EthHeader(dst, src, kEthertypeArp);
+  f.resize(14 + 28);
+  uint8_t* a = f.data() + 14;
+  PutBe16(a, 1);
+  PutBe16(a + 2, kEthertypeIpv4);
+  a[4] = 6;
+  a[5] = 4;
+  PutBe16(a + 6, op);
+  std::memcpy(a + 8, sha.data(), 6);
+  PutIp(a + 14, spa);
+  std::memcpy(a + 18, tha.data(), 6);
+  PutIp(a + 24, tpa);
+  return f;
+}
+
+Frame Ipv4(const Mac& src, const Mac& dst, uint32_t from, uint32_t to, uint8_t protocol,
+           const std::vector<uint8_t>& payload, uint8_t ttl = 64) {
+  Frame f = EthHeader(dst, src, kEthertypeIpv4);
+  f.resize(14 + 20);
+  uint8_t* ip = f.data() + 14;
+  ip[0] = 0x45;
+  PutBe16(ip + 2, static_cast<uint16_t>(20 + payload.size()));
+  PutBe16(ip + 4, 0x1234);
+  ip[8] = ttl;
+  ip[9] = protocol;
+  PutIp(ip + 12, from);
+  PutIp(ip + 16, to);
+  PutBe16(ip + 10, IpChecksum(ip, 20));
+  f.insert(f.end(), payload.begin(), payload.end());
+  return f;
+}
+
+std::vector<uint8_t> IcmpEcho(uint8_t type, uint16_t sequence, size_t data_bytes) {
+  std::vector<uint8_t> m(8 + data_bytes);
+  m[0] = type;
+  PutBe16(m.data() + 4, 0x4242);
+  PutBe16(m.data() + 6, sequence);
+  for (size_t k = 0; k < data_bytes; ++k) m[8 + k] = static_cast<uint8_t>(k * 7 + sequence);
+  PutBe16(m.data() + 2, IpChecksum(m.data(), m.size()));
+  return m;
+}
+
+bool IsArp(const Frame& f, uint16_t op) {
+  return f.size() >= 42 && Be16(f.data() + 12) == kEthertypeArp && Be16(f.data() + 20) == op;
+}
+
+// `b` with the test SA still running: its threads' GetMadEvent IRPs come and go, so the
+// pending requests are not compared then.
+bool SameCounts(abi::ObjectCounts a, abi::ObjectCounts b, bool sa_running = false) {
+  if (sa_running) a.pending_requests = b.pending_requests = 0;
+  const uint32_t* x = reinterpret_cast<const uint32_t*>(&a);
+  const uint32_t* y = reinterpret_cast<const uint32_t*>(&b);
+  bool same = true;
+  for (size_t n = 0; n < sizeof a / sizeof(uint32_t); ++n) {
+    if (x[n] != y[n]) {
+      ADD_FAILURE() << "object count field " << n << ": " << x[n] << " != " << y[n];
+      same = false;
+    }
+  }
+  return same;
+}
+
+class IpoibDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status status = Status::ERROR;
+    stack::NodeConfig config;
+    config.name = "ipoib-driver";
+    node_ = stack::NodeStack::Boot(config, &status);
+    ASSERT_EQ(status, Status::SUCCESS);
+    guids_ = node_->ca_guids();
+    ASSERT_EQ(guids_.size(), 2u);
+    baseline_ = al::QueryNodeObjectCounts(node_->access_layer());
+    sa_ = std::make_unique<test::TestSa>(node_->node());
+    ASSERT_TRUE(sa_->Start(guids_[0], guids_[1]));
+    sa_baseline_ = al::QueryNodeObjectCounts(node_->access_layer());
+    ASSERT_EQ(LoadDriver(node_->node(), &driver_), Status::SUCCESS);
+    kernel::IoFlushQueuedWorkItems(node_->node());  // the PDOs' arrivals
+    ASSERT_EQ(AttachedPorts(driver_), 2u);
+  }
+  void TearDown() override {
+    if (driver_ != nullptr) UnloadDriver(driver_);
+    if (sa_ != nullptr) sa_->Stop();
+    if (node_ != nullptr) {
+      EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), baseline_));
+    }
+  }
+
+  // Interfaces on both CAs, carrier up on both.
+  void CreateBoth() {
+    InterfaceConfig config;
+    config.name = "ib0";
+    config.ca_guid = guids_[0];
+    ASSERT_EQ(CreateInterface(driver_, config, &face_a_, &a_), Status::SUCCESS);
+    config.name = "ib1";
+    config.ca_guid = guids_[1];
+    ASSERT_EQ(CreateInterface(driver_, config, &face_b_, &b_), Status::SUCCESS);
+    ASSERT_TRUE(face_a_.WaitCarrier(true));
+    ASSERT_TRUE(face_b_.WaitCarrier(true));
+    mac_a_ = InterfaceMac(a_);
+    mac_b_ = InterfaceMac(b_);
+  }
+
+  // A resolves B by ARP; B answers; both sides then know each other's MAC.
+  void ResolveBothWays() {
+    Transmit(a_, Arp(1, mac_a_, kBroadcast, mac_a_, kIpA, Mac{}, kIpB));
+    Frame request;
+    ASSERT_TRUE(face_b_.WaitFrame([](const Frame& f) { return IsArp(f, 1); }, &request));
+    Mac sha;
+    std::memcpy(sha.data(), request.data() + 22, 6);
+    Transmit(b_, Arp(2, mac_b_, sha, mac_b_, kIpB, sha, kIpA));
+    Frame reply;
+    ASSERT_TRUE(face_a_.WaitFrame([](const Frame& f) { return IsArp(f, 2); }, &reply));
+    std::memcpy(peer_b_.data(), reply.data() + 22, 6);
+    peer_a_ = sha;
+  }
+
+  std::unique_ptr<stack::NodeStack> node_;
+  std::vector<uint64_t> guids_;
+  abi::ObjectCounts baseline_{}, sa_baseline_{};
+  std::unique_ptr<test::TestSa> sa_;
+  Driver* driver_ = nullptr;
+  RecordingFace face_a_, face_b_;
+  Interface* a_ = nullptr;
+  Interface* b_ = nullptr;
+  Mac mac_a_{}, mac_b_{}, peer_a_{}, peer_b_{};
+};
+
+TEST_F(IpoibDriverTest, CarrierComesUpWhenTheBroadcastGroupIsJoined) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  InterfaceInfo info;
+  ASSERT_EQ(Query(a_, &info), Status::SUCCESS);
+  EXPECT_TRUE(info.carrier);
+  EXPECT_EQ(info.name, "ib0");
+  const Gid bcast = BroadcastMgid(0xFFFF);
+  // The SA did not know the group: the first join was refused, the create made it, with
+  // the default Q_Key; both ports are full members of the one group.
+  EXPECT_GE(sa_->refused_joins(), 1u);
+  const auto groups = sa_->groups();
+  ASSERT_EQ(groups.count(bcast), 1u);
+  const test::SaGroup& group = groups.at(bcast);
+  EXPECT_EQ(group.qkey, 0x0B1Bu);
+  EXPECT_EQ(group.members.size(), 2u);
+  for (const auto& [gid, state] : group.members) EXPECT_EQ(state, 1) << "full member";
+  // The interface's MTU is the group's IB MTU less the encapsulation header.
+  const uint32_t ib_mtu = 128u << group.mtu;
+  EXPECT_EQ(info.mtu, ib_mtu - 4);
+  EXPECT_EQ(InterfaceMtu(a_), ib_mtu - 4);
+  ASSERT_EQ(info.groups.size(), 1u);
+  EXPECT_EQ(info.groups[0].mgid, bcast);
+  EXPECT_EQ(info.groups[0].mlid, group.mlid);
+  EXPECT_FALSE(info.groups[0].send_only);
+  // Own address: the port's GID, a locally administered unicast MAC.
+  EXPECT_EQ(info.local.hw.gid[0], 0xFE);
+  EXPECT_EQ(info.local.hw.gid[1], 0x80);
+  EXPECT_NE(info.local.hw.qpn, 0u);
+  EXPECT_EQ(mac_a_[0] & 0x03, 0x02);
+  EXPECT_NE(mac_a_, mac_b_);
+  DestroyInterface(a_);
+  DestroyInterface(b_);
+  EXPECT_FALSE(face_a_.carrier());
+  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_, true));
+}
+
+TEST_F(IpoibDriverTest, ArpAndIcmpEchoCrossBothWays) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  // A's request arrives at B as an Ethernet ARP from A's MAC.
+  Transmit(a_, Arp(1, mac_a_, kBroadcast, mac_a_, kIpA, Mac{}, kIpB));
+  Frame request;
+  ASSERT_TRUE(face_b_.WaitFrame([](const Frame& f) { return IsArp(f, 1); }, &request));
+  ASSERT_EQ(request.size(), 42u);
+  EXPECT_TRUE(std::equal(kBroadcast.begin(), kBroadcast.end(), request.begin()));
+  EXPECT_TRUE(std::equal(mac_a_.begin(), mac_a_.end(), request.begin() + 6)) << "A's MAC";
+  EXPECT_TRUE(std::equal(mac_a_.begin(), mac_a_.end(), request.begin() + 22)) << "sha";
+  EXPECT_EQ(Be16(request.data() + 14), 1);       // Ethernet
+  EXPECT_EQ(Be16(request.data() + 16), 0x0800);  // IPv4
+  const Frame expected_request = Arp(1, mac_a_, kBroadcast, mac_a_, kIpA, Mac{}, kIpB);
+  EXPECT_TRUE(std::equal(expected_request.begin() + 28, expected_request.begin() + 32,
+                         request.begin() + 28))
+      << "spa";
+  EXPECT_TRUE(
+      std::equal(expected_request.begin() + 38, expected_request.end(), request.begin() + 38))
+      << "tpa";
+  // B's reply (unicast to A's MAC) reaches A with B's MAC.
+  Transmit(b_, Arp(2, mac_b_, mac_a_, mac_b_, kIpB, mac_a_, kIpA));
+  Frame reply;
+  ASSERT_TRUE(face_a_.WaitFrame([](const Frame& f) { return IsArp(f, 2); }, &reply));
+  EXPECT_TRUE(std::equal(mac_a_.begin(), mac_a_.end(), reply.begin())) << "to A";
+  EXPECT_TRUE(std::equal(mac_b_.begin(), mac_b_.end(), reply.begin() + 6)) << "B's MAC";
+  EXPECT_TRUE(std::equal(mac_b_.begin(), mac_b_.end(), reply.begin() + 22)) << "sha";
+  EXPECT_TRUE(std::equal(mac_a_.begin(), mac_a_.end(), reply.begin() + 32)) << "tha";
+  EXPECT_GE(sa_->path_queries(), 1u);
+
+  // ICMP echo both ways, bytes intact (the Ethernet header names the peer's MAC).
+  const auto is_icmp = [](uint8_t type) {
+    return [type](const Frame& f) {
+      return f.size() > 34 && Be16(f.data() + 12) == kEthertypeIpv4 && f[23] == 1 && f[34] == type;
+    };
+  };
+  for (uint16_t sequence = 1; sequence <= 3; ++sequence) {
+    const Frame echo = Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, sequence, 56 * sequence));
+    Transmit(a_, echo);
+    Frame got;
+    ASSERT_TRUE(face_b_.WaitFrame(is_icmp(8), &got)) << sequence;
+    EXPECT_EQ(got, echo) << sequence;
+    const Frame answer = Ipv4(mac_b_, mac_a_, kIpB, kIpA, 1, IcmpEcho(0, sequence, 56 * sequence));
+    Transmit(b_, answer);
+    ASSERT_TRUE(face_a_.WaitFrame(is_icmp(0), &got)) << sequence;
+    EXPECT_EQ(got, answer) << sequence;
+  }
+  // The largest datagram the MTU carries passes; one byte more is dropped as oversize.
+  const uint32_t mtu = InterfaceMtu(a_);
+  const Frame largest = Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, 9, mtu - 28));
+  Transmit(a_, largest);
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(is_icmp(8), &got));
+  EXPECT_EQ(got, largest);
+  InterfaceInfo before;
+  ASSERT_EQ(Query(a_, &before), Status::SUCCESS);
+  Transmit(a_, Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, 10, mtu - 27)));
+  InterfaceInfo after;
+  ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
+  EXPECT_EQ(after.counters.drops[static_cast<size_t>(Drop::kOversize)],
+            before.counters.drops[static_cast<size_t>(Drop::kOversize)] + 1);
+  EXPECT_EQ(after.counters.tx_dropped, before.counters.tx_dropped + 1);
+  // Each side knows the other as a neighbour, with its LID.
+  ASSERT_EQ(after.neighbours.size(), 1u);
+  EXPECT_EQ(after.neighbours[0].mac, mac_b_);
+  EXPECT_NE(after.neighbours[0].lid, 0);
+  EXPECT_EQ(after.counters.tx_packets, 5u);  // request, 3 echoes, the largest
+  EXPECT_GE(after.counters.rx_packets, 4u);
+}
+
+TEST_F(IpoibDriverTest, MulticastReachesAListenerAfterItsIgmpReport) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  constexpr uint32_t kGroup = 0xEF010101;  // 239.1.1.1
+  const Mac group_mac = {0x01, 0x00, 0x5E, 0x01, 0x01, 0x01};
+  // B's host joins 239.1.1.1 (IGMPv2 report): B becomes a full member of the group's MGID.
+  std::vector<uint8_t> report = {0x16, 0, 0, 0, 0xEF, 0x01, 0x01, 0x01};
+  PutBe16(report.data() + 2, IpChecksum(report.data(), report.size()));
+  Transmit(b_, Ipv4(mac_b_, group_mac, kIpB, kGroup, 2, report, 1));
+  const Gid mgid = Ipv4MulticastMgid(kGroup, 0xFFFF);
+  // Wait for B's join to be answered (Query lists joined groups).
+  bool joined = false;
+  for (int n = 0; n < 200 && !joined; ++n) {
+    InterfaceInfo info;
+    Query(b_, &info);
+    for (const GroupInfo& g : info.groups) joined = joined || (g.mgid == mgid && !g.send_only);
+    if (!joined) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(joined);
+  // A's host sends to the group without listening: a send-only join, then the datagram
+  // reaches B with the group's MAC.
+  const std::vector<uint8_t> udp = {0x13, 0x88, 0x13, 0x88, 0, 12, 0, 0, 'i', 'p', 'o', 'b'};
+  const Frame datagram = Ipv4(mac_a_, group_mac, kIpA, kGroup, 17, udp, 1);
+  Transmit(a_, datagram);
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame([](const Frame& f) { return f.size() > 34 && f[23] == 17; }, &got));
+  EXPECT_TRUE(std::equal(group_mac.begin(), group_mac.end(), got.begin()));
+  EXPECT_TRUE(std::equal(datagram.begin() + 12, datagram.end(), got.begin() + 12));
+  const auto groups = sa_->groups();
+  ASSERT_EQ(groups.count(mgid), 1u);
+  InterfaceInfo info_a, info_b;
+  ASSERT_EQ(Query(a_, &info_a), Status::SUCCESS);
+  ASSERT_EQ(Query(b_, &info_b), Status::SUCCESS);
+  ASSERT_EQ(groups.at(mgid).members.count(info_a.local.hw.gid), 1u);
+  EXPECT_EQ(groups.at(mgid).members.at(info_a.local.hw.gid), 4) << "send-only non-member";
+  EXPECT_EQ(groups.at(mgid).members.at(info_b.local.hw.gid), 1) << "full member";
+  // B's host leaves (IGMPv2 leave): the driver leaves the group at the SA.
+  std::vector<uint8_t> leave = {0x17, 0, 0, 0, 0xEF, 0x01, 0x01, 0x01};
+  PutBe16(leave.data() + 2, IpChecksum(leave.data(), leave.size()));
+  Transmit(b_, Ipv4(mac_b_, {0x01, 0x00, 0x5E, 0, 0, 2}, kIpB, 0xE0000002, 2, leave, 1));
+  bool left = false;
+  for (int n = 0; n < 200 && !left; ++n) {
+    const auto now = sa_->groups();
+    left = now.count(mgid) == 1 && now.at(mgid).members.count(info_b.local.hw.gid) == 0;
+    if (!left) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(left);
+}
+
+TEST_F(IpoibDriverTest, BadFramesAreDroppedAndCountedByCause) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  InterfaceInfo before;
+  ASSERT_EQ(Query(a_, &before), Status::SUCCESS);
+  const Frame runt(10, 0xAB);
+  Transmit(a_, runt);
+  Frame unknown = EthHeader(kBroadcast, mac_a_, 0x88B5);  // local experimental ethertype
+  unknown.resize(60, 0x11);
+  Transmit(a_, unknown);
+  Transmit(a_, unknown);
+  InterfaceInfo after;
+  ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
+  const auto drops = [&](const InterfaceInfo& info, Drop drop) {
+    return info.counters.drops[static_cast<size_t>(drop)];
+  };
+  EXPECT_EQ(drops(after, Drop::kRunt), drops(before, Drop::kRunt) + 1);
+  EXPECT_EQ(drops(after, Drop::kUnknownEthertype), drops(before, Drop::kUnknownEthertype) + 2);
+  EXPECT_EQ(after.counters.tx_dropped, before.counters.tx_dropped + 3);
+  EXPECT_EQ(after.counters.tx_packets, before.counters.tx_packets);
+  // Unicast to a MAC nobody resolved: no neighbour.
+  Transmit(a_, Ipv4(mac_a_, {0x02, 9, 9, 9, 9, 9}, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
+  ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
+  EXPECT_EQ(drops(after, Drop::kNoNeighbour), drops(before, Drop::kNoNeighbour) + 1);
+}
+
+TEST_F(IpoibDriverTest, AtsRecordsFollowTheHostsAddresses) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  IpAddr v4;
+  v4.bytes = {198, 18, 0, 1};
+  IpAddr v6;
+  v6.v6 = true;
+  v6.bytes = {0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const IpAddr both[] = {v4, v6};
+  SetAddresses(a_, both);
+  bool registered = false;
+  for (int n = 0; n < 200 && !registered; ++n) {
+    registered = RegisteredAtsRecords(a_) == 2;
+    if (!registered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(registered);
+  EXPECT_EQ(sa_->services(), 2u);
+  SetAddresses(a_, std::span<const IpAddr>(both, 1));
+  bool removed = false;
+  for (int n = 0; n < 200 && !removed; ++n) {
+    removed = sa_->services() == 1;
+    if (!removed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(removed);
+  EXPECT_EQ(RegisteredAtsRecords(a_), 1u);
+}
+
+TEST_F(IpoibDriverTest, ALinkFlapTakesTheCarrierDownAndBackWithTrafficResuming) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  ASSERT_EQ(node_->UncablePort(guids_[0], 1), Status::SUCCESS);
+  EXPECT_TRUE(face_a_.WaitCarrier(false));
+  EXPECT_TRUE(face_b_.WaitCarrier(false));
+  // Down: frames are dropped and counted.
+  InterfaceInfo before;
+  ASSERT_EQ(Query(a_, &before), Status::SUCCESS);
+  Transmit(a_, Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
+  InterfaceInfo after;
+  ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
+  EXPECT_EQ(after.counters.tx_dropped, before.counters.tx_dropped + 1);
+  // Up again: the groups are joined again, the carrier returns, the path is resolved anew.
+  ASSERT_EQ(node_->CablePorts(guids_[0], 1, guids_[1], 1), Status::SUCCESS);
+  ASSERT_TRUE(sa_->ActivatePorts());
+  ASSERT_TRUE(face_a_.WaitCarrier(true));
+  ASSERT_TRUE(face_b_.WaitCarrier(true));
+  const uint64_t queries = sa_->path_queries();
+  const Frame echo = Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 2, 100));
+  Transmit(a_, echo);
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(
+      [](const Frame& f) { return f.size() > 34 && f[23] == 1 && f[34] == 8; }, &got));
+  EXPECT_TRUE(std::equal(echo.begin() + 12, echo.end(), got.begin() + 12));
+  EXPECT_GT(sa_->path_queries(), queries) << "the path was resolved again";
+}
+
+TEST_F(IpoibDriverTest, CaRemovalTakesTheCarrierDownAndLeavesNothing) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  // The test SA holds CA 0 open too; it lets go when it stops.
+  sa_->Stop();
+  ASSERT_EQ(node_->RemoveCa(guids_[0]), Status::SUCCESS);
+  EXPECT_TRUE(face_a_.WaitCarrier(false));
+  EXPECT_EQ(AttachedPorts(driver_), 1u);
+  InterfaceInfo info;
+  EXPECT_EQ(Query(a_, &info), Status::CA_REMOVED);
+  EXPECT_FALSE(info.carrier);
+  // A frame for a removed interface is dropped, not a crash.
+  Transmit(a_, Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
+  DestroyInterface(a_);
+  DestroyInterface(b_);
+  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), baseline_));
+}
+
+TEST_F(IpoibDriverTest, UnloadDestroysItsInterfaces) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  UnloadDriver(std::exchange(driver_, nullptr));
+  EXPECT_FALSE(face_a_.carrier());
+  EXPECT_FALSE(face_b_.carrier());
+  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_, true));
+}
+
+}  // namespace
+}  // namespace softib::ipoib
