@@ -139,7 +139,10 @@ std::string IpoibNode::Up(const IpoibUp& up, std::string* name) {
   ipoib::Interface* interface = held.interface;
   held.tap->Start(
       [interface](std::span<const uint8_t> frame) { ipoib::Transmit(interface, frame); });
-  if (ok && !up.netns.empty()) ok = ipoib::link::MoveToNetns(ifname, up.netns, &error);
+  if (ok && !up.netns.empty()) {
+    ok = ipoib::link::MoveToNetns(ifname, up.netns, &error);
+    if (ok) held.tap->SetNamespace(up.netns);
+  }
   for (size_t i = 0; ok && i < up.addrs.size(); ++i)
     ok = ipoib::link::AddAddress(ifname, up.netns, up.addrs[i], &error);
   if (ok) ok = ipoib::link::SetLinkUp(ifname, up.netns, true, &error);

@@ -51,6 +51,25 @@ void OnPortEvent(Interface* i, const abi::PnpEventRecord& record) {
   if (rejoin) RejoinAll(i);
 }
 
+// Before REG_COMPLETE the AL replays the port as it is at registration (PORT_ADD, then
+// PORT_ACTIVE when active). Set-up read the port a moment earlier, while an SM may still have
+// been bringing it up: what differs from that reading is news.
+void OnReplayedState(Interface* i, abi::PnpEventRecord record) {
+  bool news = false;
+  {
+    kernel::SpinLockGuard guard(i->lock);
+    if (record.event == abi::PnpEvent::PORT_ACTIVE) {
+      news = !i->port_up || record.port.lid != i->lid || record.port.port_guid != i->port_guid_be ||
+             record.port.subnet_prefix != i->subnet_prefix_be;
+    } else if (record.event == abi::PnpEvent::PORT_ADD && record.port.link_state != 4 &&
+               i->port_up) {
+      news = true;
+      record.event = abi::PnpEvent::PORT_DOWN;
+    }
+  }
+  if (news) OnPortEvent(i, record);
+}
+
 void IssuePnpEvent(Interface* i) {
   if (Stopping(i)) return;
   kernel::Irp* irp = kernel::BuildGetPnpEventIrp(i->pdo, i->file, {{i->pnp_reg}}, &i->pnp_event);
@@ -58,10 +77,14 @@ void IssuePnpEvent(Interface* i) {
     if (status != Status::SUCCESS) return;  // CANCELED: the interface stops
     const abi::PnpEventRecord record = i->pnp_event.record;
     if (record.event == abi::PnpEvent::REG_COMPLETE) {
-      i->pnp_settled = true;  // what came before is the state set-up already read
-    } else if (i->pnp_settled && i->port != nullptr &&
-               be64toh(record.ca_guid) == i->port->ca_guid && record.port_num == i->port->port) {
-      OnPortEvent(i, record);
+      i->pnp_settled = true;
+    } else if (i->port != nullptr && be64toh(record.ca_guid) == i->port->ca_guid &&
+               record.port_num == i->port->port) {
+      if (i->pnp_settled) {
+        OnPortEvent(i, record);
+      } else {
+        OnReplayedState(i, record);
+      }
     }
     IssuePnpEvent(i);
   });

@@ -30,11 +30,14 @@ uint32_t MtuBytes(abi::PathMtu mtu) {
 }
 
 void SetCarrier(Interface* i, bool up) {
+  uint32_t new_mtu = 0;
   {
     kernel::SpinLockGuard guard(i->lock);
     if (i->carrier == up || (up && i->stopping)) return;
     i->carrier = up;
+    if (up && i->face_mtu != i->local.mtu) new_mtu = i->face_mtu = i->local.mtu;
   }
+  if (new_mtu != 0) i->face->SetMtu(new_mtu);
   i->face->SetCarrier(up);
 }
 
@@ -180,6 +183,7 @@ Status SetUp(Interface* i) {
     i->local.pkey = static_cast<uint16_t>(i->config.pkey | 0x8000);
     i->local.mcast_scope = 2;
     i->local.mtu = i->ib_mtu - static_cast<uint32_t>(kEncapBytes);
+    i->face_mtu = i->local.mtu;
   }
   StartReceive(i);
   if ((status = StartPortEvents(i)) != Status::SUCCESS) return status;

@@ -123,6 +123,7 @@ class Interface {
   uint32_t ib_mtu = 0;  // bytes
   uint32_t bcast_qkey = kDefaultQkey;
   bool carrier = false;
+  uint32_t face_mtu = 0;  // the MTU the face was last told (InterfaceMtu at creation)
   bool port_up = true;
   bool stopping = false;          // shut down (destroy, CA removal): no new IRPs, frames dropped
   std::atomic<bool> stop{false};  // `stopping`, readable without the lock (Stopping())

@@ -39,8 +39,18 @@ class RecordingFace : public EthernetFace {
   void SetCarrier(bool up) override {
     std::lock_guard guard(mutex_);
     carrier_ = up;
+    if (up) mtu_at_carrier_ = mtu_;
     ++carrier_changes_;
     cv_.notify_all();
+  }
+  void SetMtu(uint32_t mtu) override {
+    std::lock_guard guard(mutex_);
+    mtu_ = mtu;
+  }
+  // What SetMtu had said when the carrier last came up (0: nothing).
+  uint32_t mtu_at_carrier() {
+    std::lock_guard guard(mutex_);
+    return mtu_at_carrier_;
   }
   bool WaitCarrier(bool up) {
     std::unique_lock lock(mutex_);
@@ -72,6 +82,8 @@ class RecordingFace : public EthernetFace {
   std::vector<Frame> frames_;
   bool carrier_ = false;
   int carrier_changes_ = 0;
+  uint32_t mtu_ = 0;  // the last SetMtu (0: never told)
+  uint32_t mtu_at_carrier_ = 0;
 };
 
 void PutBe16(uint8_t* p, uint16_t v) {
@@ -270,6 +282,22 @@ TEST_F(IpoibDriverTest, CarrierComesUpWhenTheBroadcastGroupIsJoined) {
   DestroyInterface(b_);
   EXPECT_FALSE(face_a_.carrier());
   EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_, true));
+}
+
+// The port offers 4096 bytes, the SM's broadcast group 2048 (OpenSM's default): the
+// interface's MTU is the group's less the header, and the face hears it before the carrier.
+TEST_F(IpoibDriverTest, ABroadcastGroupMtuBelowThePortsLowersTheFacesMtuBeforeTheCarrier) {
+  sa_->CapGroupMtu(4);  // 2048
+  InterfaceConfig config;
+  config.name = "ib0";
+  config.ca_guid = guids_[0];
+  ASSERT_EQ(CreateInterface(driver_, config, &face_a_, &a_), Status::SUCCESS);
+  ASSERT_TRUE(face_a_.WaitCarrier(true));
+  EXPECT_EQ(InterfaceMtu(a_), 2044u);
+  EXPECT_EQ(face_a_.mtu_at_carrier(), 2044u);
+  InterfaceInfo info;
+  ASSERT_EQ(Query(a_, &info), Status::SUCCESS);
+  EXPECT_EQ(info.mtu, 2044u);
 }
 
 TEST_F(IpoibDriverTest, ArpAndIcmpEchoCrossBothWays) {

@@ -289,7 +289,8 @@ void TestSa::Answer(Port* port, const abi::MadEventRecord& from, std::vector<uin
           SaGroup group;
           group.mlid = next_mlid_++;
           group.qkey = member.Q_Key;
-          group.mtu = member.MTU;
+          const uint8_t cap = max_group_mtu_.load();
+          group.mtu = cap != 0 && member.MTU > cap ? cap : member.MTU;
           group.pkey = member.P_Key;
           it = groups_.emplace(member.MGID, group).first;
         }

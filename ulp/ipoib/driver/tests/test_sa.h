@@ -45,6 +45,9 @@ class TestSa {
   // Set, so back in Init) set Armed, then Active.
   bool ActivatePorts();
 
+  // Groups created from then on get at most this MTU (IBTA code: 4 = 2048), as an SM whose
+  // partition configuration says so (OpenSM's default IPoIB group: 2048).
+  void CapGroupMtu(uint8_t mtu) { max_group_mtu_ = mtu; }
   std::map<Gid, SaGroup> groups() const;
   size_t services() const;
   uint64_t path_queries() const { return path_queries_.load(); }
@@ -74,6 +77,7 @@ class TestSa {
   std::map<Gid, SaGroup> groups_;
   std::vector<std::vector<uint8_t>> services_;
   uint16_t next_mlid_ = 0xC000;
+  std::atomic<uint8_t> max_group_mtu_{0};
   std::atomic<uint64_t> path_queries_{0}, refused_joins_{0};
 };
 

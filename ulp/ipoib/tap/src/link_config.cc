@@ -168,4 +168,8 @@ bool SetLinkUp(const std::string& ifname, const std::string& netns, bool up, std
   return RunIp(In(netns, {"link", "set", "dev", ifname, up ? "up" : "down"}), error);
 }
 
+bool SetMtu(const std::string& ifname, const std::string& netns, uint32_t mtu, std::string* error) {
+  return RunIp(In(netns, {"link", "set", "dev", ifname, "mtu", std::to_string(mtu)}), error);
+}
+
 }  // namespace softib::ipoib::link

@@ -1,5 +1,7 @@
 #include "softib/ipoib/tap_face.h"
 
+#include "softib/ipoib/link_config.h"
+
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_arp.h>
@@ -78,7 +80,8 @@ std::unique_ptr<TapFace> TapFace::Create(const TapConfig& config, std::string* e
   face->SetCarrier(config.carrier);
   if (!face->Configure(config.mac, config.mtu, error)) return nullptr;
   face->stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (face->stop_fd_ < 0) {
+  face->mtu_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (face->stop_fd_ < 0 || face->mtu_fd_ < 0) {
     *error = Errno("eventfd");
     return nullptr;
   }
@@ -109,7 +112,7 @@ bool TapFace::Configure(const Mac& mac, uint32_t mtu, std::string* error) {
   if (!InterfaceIoctl(SIOCGIFHWADDR, &now, error, "get MAC")) return false;
   std::memcpy(mac_.data(), now.ifr_hwaddr.sa_data, mac_.size());
   if (!InterfaceIoctl(SIOCGIFMTU, &now, error, "get MTU")) return false;
-  mtu_ = static_cast<uint32_t>(now.ifr_mtu);
+  mtu_.store(static_cast<uint32_t>(now.ifr_mtu), std::memory_order_relaxed);
   return true;
 }
 
@@ -117,6 +120,7 @@ TapFace::~TapFace() {
   Stop();
   if (fd_ >= 0) close(fd_);
   if (stop_fd_ >= 0) close(stop_fd_);
+  if (mtu_fd_ >= 0) close(mtu_fd_);
 }
 
 void TapFace::Start(FrameHandler handler) {
@@ -138,13 +142,14 @@ void TapFace::ReadLoop() {
   // A TAP frame is at most the MTU plus the Ethernet header (and a VLAN tag).
   std::vector<uint8_t> buffer(kTapMaxMtu + 32);
   for (;;) {
-    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    pollfd fds[3] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}, {mtu_fd_, POLLIN, 0}};
+    if (poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       read_errors_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     if (fds[1].revents != 0) return;
+    if (fds[2].revents != 0) ApplyPendingMtu();
     if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
       read_errors_.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -177,6 +182,40 @@ void TapFace::DeliverToHost(std::span<const uint8_t> frame) {
   to_host_bytes_.fetch_add(frame.size(), std::memory_order_relaxed);
 }
 
+void TapFace::SetMtu(uint32_t mtu) {
+  if (mtu < 68 || mtu > kTapMaxMtu) return;
+  pending_mtu_.store(mtu, std::memory_order_relaxed);
+  const uint64_t one = 1;
+  (void)!write(mtu_fd_, &one, sizeof one);
+}
+
+void TapFace::SetNamespace(const std::string& netns) {
+  {
+    std::lock_guard guard(netns_mutex_);
+    netns_ = netns;
+  }
+  const uint64_t one = 1;
+  (void)!write(mtu_fd_, &one, sizeof one);  // an MTU that failed meanwhile goes again
+}
+
+void TapFace::ApplyPendingMtu() {
+  uint64_t drained;
+  (void)!read(mtu_fd_, &drained, sizeof drained);
+  const uint32_t mtu = pending_mtu_.load(std::memory_order_relaxed);
+  if (mtu == 0 || mtu == mtu_.load(std::memory_order_relaxed)) return;
+  std::string netns;
+  {
+    std::lock_guard guard(netns_mutex_);
+    netns = netns_;
+  }
+  std::string error;
+  if (link::SetMtu(name_, netns, mtu, &error)) {
+    mtu_.store(mtu, std::memory_order_relaxed);
+  } else {
+    mtu_errors_.fetch_add(1, std::memory_order_relaxed);  // moving meanwhile: SetNamespace retries
+  }
+}
+
 void TapFace::SetCarrier(bool up) {
   // TUNSETCARRIER (Linux 5.0) sets the TAP's carrier whatever namespace it is in.
   int carrier = up ? 1 : 0;
@@ -191,6 +230,7 @@ TapCounters TapFace::counters() const {
   c.to_host_bytes = to_host_bytes_.load(std::memory_order_relaxed);
   c.to_host_dropped = to_host_dropped_.load(std::memory_order_relaxed);
   c.read_errors = read_errors_.load(std::memory_order_relaxed);
+  c.mtu_errors = mtu_errors_.load(std::memory_order_relaxed);
   return c;
 }
 

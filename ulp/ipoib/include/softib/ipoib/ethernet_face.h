@@ -17,6 +17,9 @@ class EthernetFace {
   // Carrier: up once the interface can send (the broadcast group joined), down while it
   // cannot (port down, SM change being redone, CA removed). IRQL <= DISPATCH.
   virtual void SetCarrier(bool up) = 0;
+  // The interface's MTU changed (the broadcast group's answer may lower what the port
+  // offers); told before the carrier comes up with it. IRQL <= DISPATCH, must not block.
+  virtual void SetMtu(uint32_t mtu) = 0;
 };
 
 }  // namespace softib::ipoib

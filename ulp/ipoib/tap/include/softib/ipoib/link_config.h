@@ -3,6 +3,7 @@
 // text), so nothing here enters a namespace itself. Needs CAP_NET_ADMIN (root here).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,6 @@ bool MoveToNetns(const std::string& ifname, const std::string& netns, std::strin
 bool AddAddress(const std::string& ifname, const std::string& netns, const std::string& cidr,
                 std::string* error);
 bool SetLinkUp(const std::string& ifname, const std::string& netns, bool up, std::string* error);
+bool SetMtu(const std::string& ifname, const std::string& netns, uint32_t mtu, std::string* error);
 
 }  // namespace softib::ipoib::link

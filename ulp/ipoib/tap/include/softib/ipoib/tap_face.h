@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -35,6 +36,7 @@ struct TapCounters {
   uint64_t to_host_frames = 0, to_host_bytes = 0;      // DeliverToHost, written
   uint64_t to_host_dropped = 0;  // DeliverToHost refused: queue full (EAGAIN) or interface down
   uint64_t read_errors = 0;      // a read that failed for another reason than EAGAIN
+  uint64_t mtu_errors = 0;       // an MTU the driver asked for that `ip` could not set
 };
 
 class TapFace final : public EthernetFace {
@@ -63,27 +65,37 @@ class TapFace final : public EthernetFace {
   // EthernetFace. Any thread; never blocks.
   void DeliverToHost(std::span<const uint8_t> frame) override;
   void SetCarrier(bool up) override;
+  // Taken over by the reader thread (an MTU is set from the interface's namespace, with
+  // `ip`, which a DPC must not wait for); a failure is retried after SetNamespace.
+  void SetMtu(uint32_t mtu) override;
+  // The namespace the interface was moved into ("": the caller's), where SetMtu acts.
+  void SetNamespace(const std::string& netns);
 
   const std::string& name() const { return name_; }
   Mac mac() const { return mac_; }
-  uint32_t mtu() const { return mtu_; }
+  uint32_t mtu() const { return mtu_.load(std::memory_order_relaxed); }
   bool carrier() const { return carrier_.load(std::memory_order_relaxed); }
   TapCounters counters() const;
 
  private:
   TapFace() = default;
   void ReadLoop();
+  void ApplyPendingMtu();
 
   int fd_ = -1;
   int stop_fd_ = -1;  // eventfd: wakes the reader thread to stop
   std::string name_;
   Mac mac_{};
-  uint32_t mtu_ = 0;
+  std::atomic<uint32_t> mtu_{0};
+  std::atomic<uint32_t> pending_mtu_{0};  // SetMtu's, for the reader thread (0: none)
+  int mtu_fd_ = -1;                       // eventfd: wakes the reader thread to apply it
+  std::mutex netns_mutex_;
+  std::string netns_;
   std::atomic<bool> carrier_{false};
   FrameHandler handler_;
   std::thread reader_;
   std::atomic<uint64_t> from_host_frames_{0}, from_host_bytes_{0}, to_host_frames_{0},
-      to_host_bytes_{0}, to_host_dropped_{0}, read_errors_{0};
+      to_host_bytes_{0}, to_host_dropped_{0}, read_errors_{0}, mtu_errors_{0};
 };
 
 }  // namespace softib::ipoib
