@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the IPoIB fault tests (label ipoib): a work directory, two namespaces of this
 # test's own (sibi-<pid>-a/-b), softibd --fabric default (SOFTIBD_ARGS, default --sm
 # internal) tied to the test, `softib ipoib up` on host-0002 (198.18.0.1, fd00:5b18::1 in
