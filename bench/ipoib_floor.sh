@@ -3,8 +3,9 @@
 #   tap_pair  two TAP devices joined by a trivial forwarder (softib_tap_pair: each frame read
 #             from one TAP is written to the other, same MTU) — the ceiling of any TAP face;
 #   veth      a veth pair (the kernel alone);
-#   ipoib     (with SOFTIBD and SOFTIB given) softib ipoib up on host-0002 and host-0004 of
-#             softibd --fabric default --sm internal: IPoIB UD across leaf, spine, leaf.
+#   ipoib     (with SOFTIBD and SOFTIB given) softib ipoib up on two hosts of softibd --fabric
+#             default --sm internal --sm-host host-0004: IPoIB UD host-0001 -> host-0002 under
+#             one leaf (ipoib_leaf) and host-0002 -> host-0003 across leaf, spine, leaf (ipoib).
 # at each MTU given (default 2044 65520; IPoIB UD only at 2044), same run, and the ratios.
 # Every figure must be > 0 (exit 1 otherwise).
 #   ipoib_floor.sh TAP_PAIR [SECONDS] [MTUS] [SOFTIBD SOFTIB]
@@ -86,36 +87,49 @@ for mtu in $mtus; do
 done
 
 if [[ -n "$softibd" ]]; then
-  # IPoIB: the same iperf3 between two hosts of the default fabric (softibd holds the TAPs).
+  # IPoIB: the same iperf3 between two hosts of the default fabric (softibd holds the TAPs),
+  # the SM on host-0004's port (a light host): host-0001 -> host-0002 under one leaf
+  # (ipoib_leaf), then host-0002 -> host-0003 across leaf, spine, leaf (ipoib).
   run=$work/run
   rm -f "$work/ready"
   mkfifo "$work/ready"
-  "${tied[@]}" "$softibd" --run-dir "$run" --fabric default --sm internal --ready-fd 3 \
-    3>"$work/ready" >"$work/softibd.log" 2>&1 &
+  "${tied[@]}" "$softibd" --run-dir "$run" --fabric default --sm internal --sm-host host-0004 \
+    --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
   pids+=($!)
   timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd: $(cat "$work/softibd.log")"
-  "$softib" ipoib up --run-dir "$run/host-0002" --name sibi0 --netns "$ns_a" --addr 198.18.2.1/24 ||
-    fail "softib ipoib up host-0002"
-  "$softib" ipoib up --run-dir "$run/host-0004" --name sibi0 --netns "$ns_b" --addr 198.18.2.2/24 ||
-    fail "softib ipoib up host-0004"
-  for _ in $(seq 100); do
-    ip netns exec "$ns_a" ping -c 1 -W 1 198.18.2.2 >/dev/null 2>&1 && break
-  done
-  iperf3_tcp ipoib,2044 198.18.2.2
+  ipoib_pair() {  # KEY HOST_A HOST_B
+    "$softib" ipoib up --run-dir "$run/$2" --name sibi0 --netns "$ns_a" --addr 198.18.2.1/24 \
+      >/dev/null || fail "softib ipoib up $2"
+    "$softib" ipoib up --run-dir "$run/$3" --name sibi0 --netns "$ns_b" --addr 198.18.2.2/24 \
+      >/dev/null || fail "softib ipoib up $3"
+    for _ in $(seq 100); do
+      ip netns exec "$ns_a" ping -c 1 -W 1 198.18.2.2 >/dev/null 2>&1 && break
+    done
+    iperf3_tcp "$1,2044" 198.18.2.2
+    "$softib" ipoib down --run-dir "$run/$2" sibi0 || fail "softib ipoib down $2"
+    "$softib" ipoib down --run-dir "$run/$3" sibi0 || fail "softib ipoib down $3"
+  }
+  ipoib_pair ipoib_leaf host-0001 host-0002
+  ipoib_pair ipoib host-0002 host-0003
 fi
 
-printf '%-10s %6s %12s %12s %12s %10s %10s\n' floor mtu tap_pair_Gb/s veth_Gb/s ipoib_Gb/s ipoib/tap ipoib/veth
+printf '%-10s %6s %12s %12s %12s %12s %10s %10s %10s\n' floor mtu tap_pair_Gb/s veth_Gb/s \
+  ipoib_leaf_Gb/s ipoib_Gb/s leaf/tap ipoib/tap ipoib/veth
+ratio() { /usr/bin/python3 -c "print('%.2f' % ($1 / $2))"; }
 for mtu in $mtus; do
   tap=${result[tap_pair,$mtu]}
   veth=${result[veth,$mtu]}
+  leaf=${result[ipoib_leaf,$mtu]:--}
   ib=${result[ipoib,$mtu]:--}
-  ratio_tap=- ratio_veth=-
+  ratio_leaf=- ratio_tap=- ratio_veth=-
   if [[ $ib != - ]]; then
-    ratio_tap=$(/usr/bin/python3 -c "print('%.2f' % ($ib / $tap))")
-    ratio_veth=$(/usr/bin/python3 -c "print('%.2f' % ($ib / $veth))")
+    ratio_leaf=$(ratio "$leaf" "$tap")
+    ratio_tap=$(ratio "$ib" "$tap")
+    ratio_veth=$(ratio "$ib" "$veth")
   fi
-  printf '%-10s %6s %12s %12s %12s %10s %10s\n' iperf3-tcp "$mtu" "$tap" "$veth" "$ib" "$ratio_tap" "$ratio_veth"
-  for v in "$tap" "$veth" ${result[ipoib,$mtu]:+"$ib"}; do
+  printf '%-10s %6s %12s %12s %12s %12s %10s %10s %10s\n' iperf3-tcp "$mtu" "$tap" "$veth" "$leaf" "$ib" \
+    "$ratio_leaf" "$ratio_tap" "$ratio_veth"
+  for v in "$tap" "$veth" ${result[ipoib,$mtu]:+"$ib" "$leaf"}; do
     /usr/bin/python3 -c "import sys; sys.exit(0 if $v > 0 else 1)" || fail "a zero figure at MTU $mtu"
   done
 done
