@@ -21,6 +21,8 @@
 #include "softib/kernel/work_item.h"
 #include "softib/stack/node_stack.h"
 #include "test_sa.h"
+// White box: BadEncapsulationFromTheWire posts raw IPoIB packets on an interface's own QP.
+#include "../src/internal.h"
 
 namespace softib::ipoib {
 namespace {
@@ -440,6 +442,42 @@ TEST_F(IpoibDriverTest, BadFramesAreDroppedAndCountedByCause) {
   Transmit(a_, Ipv4(mac_a_, {0x02, 9, 9, 9, 9, 9}, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
   ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
   EXPECT_EQ(drops(after, Drop::kNoNeighbour), drops(before, Drop::kNoNeighbour) + 1);
+}
+
+// From the wire: IPoIB packets whose encapsulation header is wrong (reserved bits set, an
+// unknown type), posted raw on A's QP to the broadcast group, reach B: dropped and counted as
+// bad_encap, nothing delivered to B's host; B still answers ARP afterwards.
+TEST_F(IpoibDriverTest, BadEncapsulationFromTheWireIsDroppedAndCounted) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  InterfaceInfo before;
+  ASSERT_EQ(Query(b_, &before), Status::SUCCESS);
+  const auto bad_encap = [](const InterfaceInfo& info) {
+    return info.counters.drops[static_cast<size_t>(Drop::kBadEncap)];
+  };
+  // Encapsulation header (type, reserved) then an IPv4-looking payload.
+  std::vector<uint8_t> reserved_set = {0x08, 0x00, 0x12, 0x34};
+  std::vector<uint8_t> unknown_type = {0x88, 0xB5, 0x00, 0x00};
+  for (auto* packet : {&reserved_set, &unknown_type}) packet->resize(64, 0x45);
+  {
+    kernel::SpinLockGuard guard(a_->lock);
+    const Gid mgid = BroadcastMgid(a_->local.pkey, a_->local.mcast_scope);
+    auto it = a_->groups.find(mgid);
+    ASSERT_NE(it, a_->groups.end());
+    ASSERT_EQ(it->second.state, Group::State::kJoined);
+    for (auto* packet : {&reserved_set, &unknown_type, &unknown_type})
+      PostPacketLocked(a_, *packet, it->second.av, 0xFFFFFF, it->second.qkey);
+  }
+  InterfaceInfo after;
+  for (int n = 0; n < 200; ++n) {
+    ASSERT_EQ(Query(b_, &after), Status::SUCCESS);
+    if (bad_encap(after) >= bad_encap(before) + 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(bad_encap(after), bad_encap(before) + 3);
+  EXPECT_EQ(after.counters.rx_dropped, before.counters.rx_dropped + 3);
+  EXPECT_EQ(after.counters.rx_packets, before.counters.rx_packets);
+  EXPECT_EQ(face_b_.count([](const Frame&) { return true; }), 0u);
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
 }
 
 TEST_F(IpoibDriverTest, AtsRecordsFollowTheHostsAddresses) {
