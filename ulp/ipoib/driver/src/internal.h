@@ -84,7 +84,7 @@ struct Group {
   Gid mgid{};
   bool full = false;       // the host listens (or the broadcast group): full member
   bool broadcast = false;  // the interface's broadcast group
-  uint8_t join_state = 0;  // what the join asked (1 full, 4 send-only non-member)
+  uint8_t join_state = 0;  // what the join asked (1 full, 8 send-only full, 4 send-only non-member)
   uint64_t join = 0;       // McastJoin handle
   uint64_t av = 0;
   uint16_t mlid = 0;

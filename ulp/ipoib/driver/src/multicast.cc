@@ -5,7 +5,10 @@
 // SA does not know it, as Linux's ipoib does — and its answer gives the interface its Q_Key
 // and MTU and brings the carrier up. Groups the host listens to (IGMP/MLD snooped on
 // transmit) are joined as full members with the broadcast group's parameters; groups it
-// only sends to, as send-only non-members, left when idle for kSendOnlyIdle. A timer
+// only sends to, as send-only full members (IBA 1.3's JoinState bit 3: OpenSM creates a group
+// only for a full or send-only full member, so a send-only non-member join of a group nobody
+// listens to yet fails there; an SA that refuses bit 3 gets the send-only non-member join
+// instead), left when idle for kSendOnlyIdle. A timer
 // (every second) ages them and retries a broadcast join that failed.
 #include <endian.h>
 
@@ -24,7 +27,7 @@ using kernel::Status;
 
 namespace {
 
-constexpr uint8_t kFullMember = 1, kSendOnlyNonMember = 4;
+constexpr uint8_t kFullMember = 1, kSendOnlyNonMember = 4, kSendOnlyFullMember = 8;
 
 // ComponentMask bits of MCMemberRecord (IBA 15.2.5.17).
 constexpr uint64_t kMgid = 1ull << 0, kPortGid = 1ull << 1, kQkey = 1ull << 2,
@@ -147,6 +150,18 @@ void BroadcastAnswered(const std::shared_ptr<Join>& j) {
            });
 }
 
+// A send-only full-member join the SA refused: asked again as a send-only non-member (an SA
+// before IBA 1.3). False when the group's join was something else or is gone.
+bool FallBackToSendOnlyNonMember(Interface* i, const Gid& mgid, uint32_t generation) {
+  kernel::SpinLockGuard guard(i->lock);
+  auto it = i->groups.find(mgid);
+  if (it == i->groups.end() || it->second.generation != generation ||
+      it->second.join_state != kSendOnlyFullMember)
+    return false;
+  it->second.join_state = kSendOnlyNonMember;
+  return true;
+}
+
 void SendJoin(Interface* i, const Gid& mgid, uint32_t generation, bool create) {
   auto j = std::make_shared<Join>();
   j->interface = i;
@@ -193,6 +208,11 @@ void SendJoin(Interface* i, const Gid& mgid, uint32_t generation, bool create) {
              Interface* i = j->interface;
              if (status == Status::REMOTE_ERROR && broadcast && !j->create && !Stopping(i)) {
                SendJoin(i, j->mgid, j->generation, true);  // the SA does not know it: create
+               return;
+             }
+             if (status == Status::REMOTE_ERROR && !broadcast && !Stopping(i) &&
+                 FallBackToSendOnlyNonMember(i, j->mgid, j->generation)) {
+               SendJoin(i, j->mgid, j->generation, false);
                return;
              }
              if (status != Status::SUCCESS ||
@@ -246,7 +266,7 @@ void JoinGroup(Interface* i, const Gid& mgid, bool full, bool broadcast) {
     Group& group = it->second;
     if (inserted) {
       group.mgid = mgid;
-      group.join_state = full ? kFullMember : kSendOnlyNonMember;
+      group.join_state = full ? kFullMember : kSendOnlyFullMember;
       group.last_used = std::chrono::steady_clock::now();
     }
     group.broadcast = group.broadcast || broadcast;

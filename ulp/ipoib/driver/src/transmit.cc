@@ -249,7 +249,7 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
       if (it == i->groups.end()) {
         Group& group = i->groups[r.mgid];
         group.mgid = r.mgid;
-        group.join_state = 4;  // send-only non-member
+        group.join_state = 8;  // send-only full member (multicast.cc)
         group.last_used = std::chrono::steady_clock::now();
         group.queued.emplace_back(packet.begin(), packet.end());
         i->tx_free.push_back(slot);

@@ -178,6 +178,12 @@ TxResult TranslateFromHost(std::span<uint8_t> buffer, size_t offset, size_t leng
       result.multicast = true;
       result.mgid = Ipv6MulticastMgid(std::span<const uint8_t, 16>(ip + 24, 16), local.pkey);
     }
+    if (ethertype == kEthertypeIpv4) {
+      const Drop drop = RewriteDhcpFromHost(buffer.subspan(payload_at, room_end - payload_at),
+                                            &payload_length, local);
+      if (drop != Drop::kNone) return TxDrop(drop);
+      if (local.mtu != 0 && payload_length > local.mtu) return TxDrop(Drop::kOversize);
+    }
     if (ethertype == kEthertypeIpv6) {
       const Drop drop = RewriteNdFromHost(buffer.subspan(payload_at, room_end - payload_at),
                                           &payload_length, local, neighbours);

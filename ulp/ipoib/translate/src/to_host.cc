@@ -199,6 +199,7 @@ RxResult TranslateToHost(std::span<uint8_t> buffer, size_t offset, size_t length
   if (sender == nullptr && source.has_grh) sender = neighbours.Learn(sender_hw, source.slid);
   if (sender == nullptr) return RxDrop(Drop::kNoNeighbour);
   if (sender->lid == 0 && source.slid != 0) sender->lid = source.slid;
+  if (type == kEthertypeIpv4) RewriteDhcpToHost(payload.first(payload_length), sender->mac, local);
 
   const size_t frame_at = offset - kHeadroom;
   const wire::EthernetHeaderView eth(buffer.subspan(frame_at, kEthHeaderBytes));

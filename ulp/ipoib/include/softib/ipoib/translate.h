@@ -176,4 +176,30 @@ struct GroupChange {
 std::vector<GroupChange> SnoopHostMembership(std::span<const uint8_t> frame,
                                              const LocalIdentity& local);
 
+// (Added by ulp/ipoib/translate, DHCP over InfiniBand, RFC 4390.) A DHCPv4 message has no
+// room for a 20-byte hardware address: on the wire it carries htype 32, hlen 0, a zero
+// chaddr, and a client identifier (option 61) names the client. TranslateFromHost and
+// TranslateToHost call these on every IPv4 datagram (not a BOOTP message over UDP 67/68:
+// nothing happens), so unmodified DHCP clients and servers on the Ethernet face work:
+// - host → wire, a client message (UDP 68 → 67): htype 32, hlen 0, chaddr zeroed, the
+//   BROADCAST flag set (the server cannot address a reply to a MAC), and DhcpClientIdentifier
+//   inserted as the first option unless the message carries option 61 already;
+// - host → wire, a server reply (UDP 67 → 68): htype 32, hlen 0, chaddr zeroed;
+// - wire → host, a client message: htype 1, hlen 6, chaddr = the sender's neighbour MAC (a
+//   server behind the face sees an Ethernet client; the client identifier is kept);
+// - wire → host, a server reply: htype 1, hlen 6, chaddr = our MAC when the reply names our
+//   client identifier or none (otherwise zero: the reply is another host's).
+// The IPv4 header checksum and the UDP checksum (when not zero) are made anew.
+// The client identifier (RFC 4361 §6.1 as RFC 4390 §2.1 asks): type 0xFF, the IAID (the
+// interface's P_Key, 32 bits, big-endian: one interface per port and partition) and a DUID-LL
+// (RFC 8415 §11.4: DUID type 3, hardware type 32 = InfiniBand, then the port GUID, the GID's
+// interface ID, bytes 8..15).
+inline constexpr size_t kDhcpClientIdBytes = 1 + 4 + 2 + 2 + 8;
+std::array<uint8_t, kDhcpClientIdBytes> DhcpClientIdentifier(const LocalIdentity& local);
+// `ip` holds the IPv4 datagram of *ip_length bytes and the room after it the option may take
+// (kDhcpOptionGrowth); kOversize when that room is missing, kNone otherwise.
+inline constexpr size_t kDhcpOptionGrowth = 2 + kDhcpClientIdBytes;
+Drop RewriteDhcpFromHost(std::span<uint8_t> ip, size_t* ip_length, const LocalIdentity& local);
+void RewriteDhcpToHost(std::span<uint8_t> ip, const Mac& sender_mac, const LocalIdentity& local);
+
 }  // namespace softib::ipoib
