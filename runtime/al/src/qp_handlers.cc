@@ -2,6 +2,8 @@
 // the special QPs, query, modify, destroy.
 #include <endian.h>
 
+#include <memory>
+
 #include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/mad_service.h"
@@ -188,23 +190,37 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     co_return {Status::SUCCESS, kLength};
   }
 
+  // The CI IRP is built here, before the coroutine starts, with the attributes written
+  // straight into its system buffer: the coroutine's frame then carries the IRP and the QP's
+  // reference, not a 144-byte copy of the attributes (and no second copy into a CiModifyQpIn
+  // for the builder to copy a third time). Only a MAD QP needs them afterwards (its engine
+  // follows the state), so only it keeps a copy.
   Status ModifyQp(const kernel::CallContext& ctx, const abi::ModifyQpIn& in,
                   kernel::ModifyQpRefs& refs, Irp* irp) override {
-    if (As<QpObj>(refs.qp)->alias()) return Status::SUCCESS;  // the AL keeps its QP in RTS
-    return ModifyQpTask(InstanceOf(ctx), in.attributes, std::move(refs.qp)).Start(irp);
+    QpObj* qp = As<QpObj>(refs.qp);
+    if (qp->alias()) return Status::SUCCESS;  // the AL keeps its QP in RTS
+    AlCa* ca = qp->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) return Status::CA_REMOVED;
+    const CiRequestor who = RequestorOf(InstanceOf(ctx));
+    abi::CiModifyQpIn* ci_in = nullptr;
+    Irp* ci_irp = kernel::BuildCiModifyQpIrpInPlace(ca->lower, who.file, who.mode, &ci_in);
+    if (ci_irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+    ci_in->qpn = qp->qpn;
+    ci_in->attributes = in.attributes;
+    std::unique_ptr<abi::QpModifyAttributes> mad_attributes;
+    if (qp->mad_qp) mad_attributes = std::make_unique<abi::QpModifyAttributes>(in.attributes);
+    return ModifyQpTask(ca, ci_irp, std::move(refs.qp), std::move(mad_attributes)).Start(irp);
   }
 
-  static kernel::VerbTask ModifyQpTask(Instance* instance, abi::QpModifyAttributes attributes,
-                                       kernel::ObjectRef qp_ref) {
-    QpObj* qp = As<QpObj>(qp_ref);
-    AlCa* ca = qp->pd_obj->ca_obj->ca.get();
-    if (ca->removed.load()) co_return {Status::CA_REMOVED, 0};
-    const CiRequestor who = RequestorOf(instance);
-    CiIrp ci(ca, kernel::BuildCiModifyQpIrp(ca->lower, who.file, who.mode, {qp->qpn, attributes}));
-    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, 0};
+  // `ci_irp` (built by ModifyQp) belongs to the task from here.
+  static kernel::VerbTask ModifyQpTask(AlCa* ca, Irp* ci_irp, kernel::ObjectRef qp_ref,
+                                       std::unique_ptr<abi::QpModifyAttributes> mad_attributes) {
+    CiIrp ci(ca, ci_irp);
     const Status s = co_await ci.Send();
     // DISPATCH-safe (a spin lock): it may run in the DPC that completed the IRP.
-    if (s == Status::SUCCESS && qp->mad_qp) qp->mad_qp->OnModified(attributes);
+    if (s == Status::SUCCESS && mad_attributes) {
+      As<QpObj>(qp_ref)->mad_qp->OnModified(*mad_attributes);
+    }
     co_return {s, 0};
   }
 
