@@ -56,6 +56,8 @@ Status PublishQp(Instance* instance, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* 
 
 class QpVerbs final : public kernel::QpVerbHandlers {
  public:
+  // As ModifyQp: the CI IRP is built here, its input written straight into its system
+  // buffer, and the coroutine carries the IRP, not the verb's input.
   Status CreateQp(const kernel::CallContext& ctx, const abi::CreateQpIn& in,
                   kernel::CreateQpRefs& refs, abi::CreateQpOut& out, Irp* irp) override {
     PdObj* pd = As<PdObj>(refs.pd);
@@ -64,28 +66,36 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
     if (in.params.qp_type == abi::QpType::MAD) return CreateMadQp(ctx, in, pd, scq, rcq, srq, out);
     if (const Status s = UseQueues(pd, scq, rcq, srq); s != Status::SUCCESS) return s;
-    return CreateQpTask(InstanceOf(ctx), in, std::move(refs), &out).Start(irp);
+    AlCa* ca = pd->ca_obj->ca.get();
+    if (ca->removed.load()) {
+      UnuseQueues(scq, rcq, srq);
+      return Status::CA_REMOVED;
+    }
+    Instance* instance = InstanceOf(ctx);
+    const CiRequestor who = RequestorOf(instance);
+    abi::CiCreateQpIn* ci_in = nullptr;
+    Irp* ci_irp = kernel::BuildCiCreateQpIrpInPlace(ca->lower, who.file, who.mode, nullptr, &ci_in);
+    if (ci_irp == nullptr) {
+      UnuseQueues(scq, rcq, srq);
+      return Status::INSUFFICIENT_RESOURCES;
+    }
+    *ci_in = {pd->pd, scq->number, rcq->number, srq != nullptr ? srq->number : 0, in.params};
+    return CreateQpTask(instance, ca, ci_irp, in.params.qp_type, in.context, std::move(refs), &out)
+        .Start(irp);
   }
 
   // The queues' uses are counted: the QP object takes them over, or they are given back.
-  static kernel::VerbTask CreateQpTask(Instance* instance, abi::CreateQpIn in,
-                                       kernel::CreateQpRefs refs, abi::CreateQpOut* out) {
+  // `ci_irp` (built by CreateQp) belongs to the task from here.
+  static kernel::VerbTask CreateQpTask(Instance* instance, AlCa* ca, Irp* ci_irp, abi::QpType type,
+                                       uint64_t context, kernel::CreateQpRefs refs,
+                                       abi::CreateQpOut* out) {
     constexpr uint64_t kLength = sizeof(abi::CreateQpOut);
     PdObj* pd = As<PdObj>(refs.pd);
     CqObj* scq = As<CqObj>(refs.send_cq);
     CqObj* rcq = As<CqObj>(refs.recv_cq);
     SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
-    AlCa* ca = pd->ca_obj->ca.get();
-    if (ca->removed.load()) {
-      UnuseQueues(scq, rcq, srq);
-      co_return {Status::CA_REMOVED, kLength};
-    }
-    const CiRequestor who = RequestorOf(instance);
-    CiIrp ci(ca, kernel::BuildCiCreateQpIrp(ca->lower, who.file, who.mode,
-                                            {pd->pd, scq->number, rcq->number,
-                                             srq != nullptr ? srq->number : 0, in.params},
-                                            nullptr));
-    const Status s = ci.built() ? co_await ci.Send() : Status::INSUFFICIENT_RESOURCES;
+    CiIrp ci(ca, ci_irp);
+    const Status s = co_await ci.Send();
     if (s != Status::SUCCESS) {
       UnuseQueues(scq, rcq, srq);
       co_return {s, kLength};
@@ -93,8 +103,8 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     const auto* answer = ci.Output<abi::CiCreateQpOut>();
     out->caps = answer->caps;
     out->qp_num = answer->qpn;
-    co_return {PublishQp(instance, pd, scq, rcq, srq, answer->qpn, answer->qpn, in.params.qp_type,
-                         in.context, &out->qp.value),
+    co_return {PublishQp(instance, pd, scq, rcq, srq, answer->qpn, answer->qpn, type, context,
+                         &out->qp.value),
                kLength};
   }
 
