@@ -197,7 +197,13 @@ def _hca_build_signature(view: dict) -> dict:
     elif view["out"]:
         bparams.append(f"abi::{view['out']}* out")
         bargs.append("out")
-    return {"build_params": ", ".join(bparams), "build_args": ", ".join(bargs)}
+    result = {"build_params": ", ".join(bparams), "build_args": ", ".join(bargs), "place_params": ""}
+    if view["in"] and not view["in_var"]:
+        # Build<Verb>IrpInPlace: the same parameters but the input, which the caller writes
+        # straight into the IRP's system buffer (`in` comes back pointing there).
+        pparams = [p for p in bparams if p != f"const abi::{view['in']}& in"]
+        result["place_params"] = ", ".join(pparams + [f"abi::{view['in']}** in"])
+    return result
 
 
 def emit_hca_module(program: m.Program, module: str, render, st: str) -> dict[str, str]:

@@ -36,11 +36,22 @@ Irp* BuildCiQueryGidTableIrp(DeviceObject* target, FileObject* file, ProcessorMo
                              const abi::CiQueryGidTableIn& in, void* output,
                              uint32_t output_length) {
   Irp* irp =
+      IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryGidTable, target, &in,
+                                    sizeof(abi::CiQueryGidTableIn), output, output_length, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiQueryGidTableIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                    void* output, uint32_t output_length,
+                                    abi::CiQueryGidTableIn** in) {
+  Irp* irp =
       IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryGidTable, target, nullptr,
                                     sizeof(abi::CiQueryGidTableIn), output, output_length, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiQueryGidTableIn));
+  *in = static_cast<abi::CiQueryGidTableIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -67,11 +78,22 @@ Irp* BuildCiQueryPkeyTableIrp(DeviceObject* target, FileObject* file, ProcessorM
                               const abi::CiQueryPkeyTableIn& in, void* output,
                               uint32_t output_length) {
   Irp* irp =
+      IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryPkeyTable, target, &in,
+                                    sizeof(abi::CiQueryPkeyTableIn), output, output_length, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiQueryPkeyTableIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                     void* output, uint32_t output_length,
+                                     abi::CiQueryPkeyTableIn** in) {
+  Irp* irp =
       IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryPkeyTable, target, nullptr,
                                     sizeof(abi::CiQueryPkeyTableIn), output, output_length, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiQueryPkeyTableIn));
+  *in = static_cast<abi::CiQueryPkeyTableIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -96,11 +118,20 @@ Status CallCiQueryPkeyTableIrp(DeviceObject* target, FileObject* file, Processor
 
 Irp* BuildCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiModifyCaIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiModifyCa, target, &in,
+                                           sizeof(abi::CiModifyCaIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiModifyCaIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiModifyCaIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiModifyCa, target, nullptr,
                                            sizeof(abi::CiModifyCaIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiModifyCaIn));
+  *in = static_cast<abi::CiModifyCaIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -123,11 +154,20 @@ Status CallCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiLocalMadIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiLocalMadIn& in, abi::CiLocalMadOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiLocalMad, target, &in,
+                                           sizeof(abi::CiLocalMadIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiLocalMadIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiLocalMadOut* out, abi::CiLocalMadIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiLocalMad, target, nullptr,
                                            sizeof(abi::CiLocalMadIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiLocalMadIn));
+  *in = static_cast<abi::CiLocalMadIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -176,11 +216,20 @@ Status CallCiAllocPdIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiFreePdIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                       const abi::CiFreePdIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiFreePd, target, &in,
+                                           sizeof(abi::CiFreePdIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiFreePdIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                             abi::CiFreePdIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiFreePd, target, nullptr,
                                            sizeof(abi::CiFreePdIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiFreePdIn));
+  *in = static_cast<abi::CiFreePdIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -203,11 +252,20 @@ Status CallCiFreePdIrp(DeviceObject* target, FileObject* file, ProcessorMode mod
 
 Irp* BuildCiCreateAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiCreateAhIn& in, abi::CiCreateAhOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateAh, target, &in,
+                                           sizeof(abi::CiCreateAhIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiCreateAhIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiCreateAhOut* out, abi::CiCreateAhIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateAh, target, nullptr,
                                            sizeof(abi::CiCreateAhIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiCreateAhIn));
+  *in = static_cast<abi::CiCreateAhIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -231,11 +289,20 @@ Status CallCiCreateAhIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyAhIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyAh, target, &in,
+                                           sizeof(abi::CiDestroyAhIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiDestroyAhIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyAhIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyAh, target, nullptr,
                                            sizeof(abi::CiDestroyAhIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiDestroyAhIn));
+  *in = static_cast<abi::CiDestroyAhIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -259,11 +326,20 @@ Status CallCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiBindAhHandleIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiBindAhHandleIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiBindAhHandle, target, &in,
+                                           sizeof(abi::CiBindAhHandleIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiBindAhHandleIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::CiBindAhHandleIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiBindAhHandle, target, nullptr,
                                            sizeof(abi::CiBindAhHandleIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiBindAhHandleIn));
+  *in = static_cast<abi::CiBindAhHandleIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -287,11 +363,20 @@ Status CallCiBindAhHandleIrp(DeviceObject* target, FileObject* file, ProcessorMo
 
 Irp* BuildCiRegisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiRegisterMrIn& in, abi::CiRegisterMrOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiRegisterMr, target, &in,
+                                           sizeof(abi::CiRegisterMrIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiRegisterMrIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiRegisterMrOut* out, abi::CiRegisterMrIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiRegisterMr, target, nullptr,
                                            sizeof(abi::CiRegisterMrIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiRegisterMrIn));
+  *in = static_cast<abi::CiRegisterMrIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -355,11 +440,20 @@ Status CallCiRegisterPhysMrIrp(DeviceObject* target, FileObject* file, Processor
 
 Irp* BuildCiDeregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiDeregisterMrIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDeregisterMr, target, &in,
+                                           sizeof(abi::CiDeregisterMrIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiDeregisterMrIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::CiDeregisterMrIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDeregisterMr, target, nullptr,
                                            sizeof(abi::CiDeregisterMrIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiDeregisterMrIn));
+  *in = static_cast<abi::CiDeregisterMrIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -383,11 +477,20 @@ Status CallCiDeregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMo
 
 Irp* BuildCiReregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiReregisterMrIn& in, abi::CiReregisterMrOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiReregisterMr, target, &in,
+                                           sizeof(abi::CiReregisterMrIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiReregisterMrIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::CiReregisterMrOut* out, abi::CiReregisterMrIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiReregisterMr, target, nullptr,
                                            sizeof(abi::CiReregisterMrIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiReregisterMrIn));
+  *in = static_cast<abi::CiReregisterMrIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -411,11 +514,20 @@ Status CallCiReregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMo
 
 Irp* BuildCiCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiCreateCqIn& in, abi::CiCreateCqOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateCq, target, &in,
+                                           sizeof(abi::CiCreateCqIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiCreateCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiCreateCqOut* out, abi::CiCreateCqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateCq, target, nullptr,
                                            sizeof(abi::CiCreateCqIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiCreateCqIn));
+  *in = static_cast<abi::CiCreateCqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -439,11 +551,20 @@ Status CallCiCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiResizeCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiResizeCqIn& in, abi::CiResizeCqOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiResizeCq, target, &in,
+                                           sizeof(abi::CiResizeCqIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiResizeCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiResizeCqOut* out, abi::CiResizeCqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiResizeCq, target, nullptr,
                                            sizeof(abi::CiResizeCqIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiResizeCqIn));
+  *in = static_cast<abi::CiResizeCqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -467,11 +588,20 @@ Status CallCiResizeCqIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiQueryCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiQueryCqIn& in, abi::CiQueryCqOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryCq, target, &in,
+                                           sizeof(abi::CiQueryCqIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiQueryCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiQueryCqOut* out, abi::CiQueryCqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryCq, target, nullptr,
                                            sizeof(abi::CiQueryCqIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiQueryCqIn));
+  *in = static_cast<abi::CiQueryCqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -495,11 +625,20 @@ Status CallCiQueryCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiDestroyCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyCqIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyCq, target, &in,
+                                           sizeof(abi::CiDestroyCqIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiDestroyCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyCqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyCq, target, nullptr,
                                            sizeof(abi::CiDestroyCqIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiDestroyCqIn));
+  *in = static_cast<abi::CiDestroyCqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -523,11 +662,20 @@ Status CallCiDestroyCqIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiCreateQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiCreateQpIn& in, abi::CiCreateQpOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateQp, target, &in,
+                                           sizeof(abi::CiCreateQpIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiCreateQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiCreateQpOut* out, abi::CiCreateQpIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateQp, target, nullptr,
                                            sizeof(abi::CiCreateQpIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiCreateQpIn));
+  *in = static_cast<abi::CiCreateQpIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -552,11 +700,22 @@ Status CallCiCreateQpIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 Irp* BuildCiCreateSpecialQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                                const abi::CiCreateSpecialQpIn& in, abi::CiCreateSpecialQpOut* out) {
   Irp* irp =
+      IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateSpecialQp, target, &in,
+                                    sizeof(abi::CiCreateSpecialQpIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiCreateSpecialQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                      abi::CiCreateSpecialQpOut* out,
+                                      abi::CiCreateSpecialQpIn** in) {
+  Irp* irp =
       IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateSpecialQp, target, nullptr,
                                     sizeof(abi::CiCreateSpecialQpIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiCreateSpecialQpIn));
+  *in = static_cast<abi::CiCreateSpecialQpIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -581,11 +740,20 @@ Status CallCiCreateSpecialQpIrp(DeviceObject* target, FileObject* file, Processo
 
 Irp* BuildCiModifyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiModifyQpIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiModifyQp, target, &in,
+                                           sizeof(abi::CiModifyQpIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiModifyQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiModifyQpIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiModifyQp, target, nullptr,
                                            sizeof(abi::CiModifyQpIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiModifyQpIn));
+  *in = static_cast<abi::CiModifyQpIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -608,11 +776,20 @@ Status CallCiModifyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiQueryQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiQueryQpIn& in, abi::CiQueryQpOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryQp, target, &in,
+                                           sizeof(abi::CiQueryQpIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiQueryQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiQueryQpOut* out, abi::CiQueryQpIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryQp, target, nullptr,
                                            sizeof(abi::CiQueryQpIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiQueryQpIn));
+  *in = static_cast<abi::CiQueryQpIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -636,11 +813,20 @@ Status CallCiQueryQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiDestroyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyQpIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyQp, target, &in,
+                                           sizeof(abi::CiDestroyQpIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiDestroyQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyQpIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyQp, target, nullptr,
                                            sizeof(abi::CiDestroyQpIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiDestroyQpIn));
+  *in = static_cast<abi::CiDestroyQpIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -664,11 +850,20 @@ Status CallCiDestroyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiCreateSrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiCreateSrqIn& in, abi::CiCreateSrqOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateSrq, target, &in,
+                                           sizeof(abi::CiCreateSrqIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiCreateSrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiCreateSrqOut* out, abi::CiCreateSrqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiCreateSrq, target, nullptr,
                                            sizeof(abi::CiCreateSrqIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiCreateSrqIn));
+  *in = static_cast<abi::CiCreateSrqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -692,11 +887,20 @@ Status CallCiCreateSrqIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiModifySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiModifySrqIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiModifySrq, target, &in,
+                                           sizeof(abi::CiModifySrqIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiModifySrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiModifySrqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiModifySrq, target, nullptr,
                                            sizeof(abi::CiModifySrqIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiModifySrqIn));
+  *in = static_cast<abi::CiModifySrqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -720,11 +924,20 @@ Status CallCiModifySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiQuerySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiQuerySrqIn& in, abi::CiQuerySrqOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQuerySrq, target, &in,
+                                           sizeof(abi::CiQuerySrqIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiQuerySrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiQuerySrqOut* out, abi::CiQuerySrqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQuerySrq, target, nullptr,
                                            sizeof(abi::CiQuerySrqIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiQuerySrqIn));
+  *in = static_cast<abi::CiQuerySrqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -748,11 +961,20 @@ Status CallCiQuerySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiDestroySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiDestroySrqIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroySrq, target, &in,
+                                           sizeof(abi::CiDestroySrqIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiDestroySrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiDestroySrqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroySrq, target, nullptr,
                                            sizeof(abi::CiDestroySrqIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiDestroySrqIn));
+  *in = static_cast<abi::CiDestroySrqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -776,11 +998,20 @@ Status CallCiDestroySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode
 
 Irp* BuildCiAllocMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiAllocMwIn& in, abi::CiAllocMwOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiAllocMw, target, &in,
+                                           sizeof(abi::CiAllocMwIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiAllocMwIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiAllocMwOut* out, abi::CiAllocMwIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiAllocMw, target, nullptr,
                                            sizeof(abi::CiAllocMwIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiAllocMwIn));
+  *in = static_cast<abi::CiAllocMwIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -804,11 +1035,20 @@ Status CallCiAllocMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiQueryMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiQueryMwIn& in, abi::CiQueryMwOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryMw, target, &in,
+                                           sizeof(abi::CiQueryMwIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiQueryMwIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiQueryMwOut* out, abi::CiQueryMwIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiQueryMw, target, nullptr,
                                            sizeof(abi::CiQueryMwIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiQueryMwIn));
+  *in = static_cast<abi::CiQueryMwIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -832,11 +1072,20 @@ Status CallCiQueryMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiDestroyMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyMwIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyMw, target, &in,
+                                           sizeof(abi::CiDestroyMwIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiDestroyMwIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyMwIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDestroyMw, target, nullptr,
                                            sizeof(abi::CiDestroyMwIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiDestroyMwIn));
+  *in = static_cast<abi::CiDestroyMwIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -860,11 +1109,20 @@ Status CallCiDestroyMwIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiAttachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiAttachMcastIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiAttachMcast, target, &in,
+                                           sizeof(abi::CiAttachMcastIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiAttachMcastIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                  abi::CiAttachMcastIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiAttachMcast, target, nullptr,
                                            sizeof(abi::CiAttachMcastIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiAttachMcastIn));
+  *in = static_cast<abi::CiAttachMcastIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -888,11 +1146,20 @@ Status CallCiAttachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMod
 
 Irp* BuildCiDetachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiDetachMcastIn& in) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDetachMcast, target, &in,
+                                           sizeof(abi::CiDetachMcastIn), nullptr, 0, true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiDetachMcastIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                  abi::CiDetachMcastIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiDetachMcast, target, nullptr,
                                            sizeof(abi::CiDetachMcastIn), nullptr, 0, true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiDetachMcastIn));
+  *in = static_cast<abi::CiDetachMcastIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -916,11 +1183,20 @@ Status CallCiDetachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMod
 
 Irp* BuildCiMapCqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiMapCqRingIn& in, abi::CiMapCqRingOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiMapCqRing, target, &in,
+                                           sizeof(abi::CiMapCqRingIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiMapCqRingIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiMapCqRingOut* out, abi::CiMapCqRingIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiMapCqRing, target, nullptr,
                                            sizeof(abi::CiMapCqRingIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiMapCqRingIn));
+  *in = static_cast<abi::CiMapCqRingIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -944,11 +1220,20 @@ Status CallCiMapCqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiMapQpRingsIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiMapQpRingsIn& in, abi::CiMapQpRingsOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiMapQpRings, target, &in,
+                                           sizeof(abi::CiMapQpRingsIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiMapQpRingsIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiMapQpRingsOut* out, abi::CiMapQpRingsIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiMapQpRings, target, nullptr,
                                            sizeof(abi::CiMapQpRingsIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiMapQpRingsIn));
+  *in = static_cast<abi::CiMapQpRingsIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;
@@ -972,11 +1257,20 @@ Status CallCiMapQpRingsIrp(DeviceObject* target, FileObject* file, ProcessorMode
 
 Irp* BuildCiMapSrqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiMapSrqRingIn& in, abi::CiMapSrqRingOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiMapSrqRing, target, &in,
+                                           sizeof(abi::CiMapSrqRingIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildCiMapSrqRingIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiMapSrqRingOut* out, abi::CiMapSrqRingIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlCiMapSrqRing, target, nullptr,
                                            sizeof(abi::CiMapSrqRingIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::CiMapSrqRingIn));
+  *in = static_cast<abi::CiMapSrqRingIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;

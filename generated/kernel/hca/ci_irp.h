@@ -16,6 +16,9 @@
 // after the routines have run (only when they return kContinueCompletion). `out` (or
 // `output`) must therefore stay valid until the IRP has completed.
 // Call<Verb>Irp sends the IRP and waits for its completion (PASSIVE only: tests, setup).
+// Build<Verb>IrpInPlace (verbs with a fixed input) builds the same IRP with its input zeroed
+// in the system buffer and `*in` pointing at it, for the caller to fill there: a hot caller
+// (the AL's ModifyQp) then copies its input once, not into a structure and again into the IRP.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,9 @@ Status CallCiQueryCaIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 Irp* BuildCiQueryGidTableIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                              const abi::CiQueryGidTableIn& in, void* output,
                              uint32_t output_length);
+Irp* BuildCiQueryGidTableIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                    void* output, uint32_t output_length,
+                                    abi::CiQueryGidTableIn** in);
 Status SendCiQueryGidTableIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                               const abi::CiQueryGidTableIn& in, void* output,
                               uint32_t output_length, IoCompletionRoutine routine, void* context);
@@ -53,6 +59,9 @@ Status CallCiQueryGidTableIrp(DeviceObject* target, FileObject* file, ProcessorM
 Irp* BuildCiQueryPkeyTableIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                               const abi::CiQueryPkeyTableIn& in, void* output,
                               uint32_t output_length);
+Irp* BuildCiQueryPkeyTableIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                     void* output, uint32_t output_length,
+                                     abi::CiQueryPkeyTableIn** in);
 Status SendCiQueryPkeyTableIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                                const abi::CiQueryPkeyTableIn& in, void* output,
                                uint32_t output_length, IoCompletionRoutine routine, void* context);
@@ -63,6 +72,8 @@ Status CallCiQueryPkeyTableIrp(DeviceObject* target, FileObject* file, Processor
 /// Change a port's capabilities, InitTypeReply or the system image GUID.
 Irp* BuildCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiModifyCaIn& in);
+Irp* BuildCiModifyCaIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiModifyCaIn** in);
 Status SendCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiModifyCaIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -71,6 +82,8 @@ Status CallCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 /// A MAD answered by the port's own agents (SMA, PMA), as ci::CaInterface::LocalMad.
 Irp* BuildCiLocalMadIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiLocalMadIn& in, abi::CiLocalMadOut* out);
+Irp* BuildCiLocalMadIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiLocalMadOut* out, abi::CiLocalMadIn** in);
 Status SendCiLocalMadIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiLocalMadIn& in, abi::CiLocalMadOut* out,
                          IoCompletionRoutine routine, void* context);
@@ -87,6 +100,8 @@ Status CallCiAllocPdIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 /// RESOURCE_BUSY while objects use the PD.
 Irp* BuildCiFreePdIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                       const abi::CiFreePdIn& in);
+Irp* BuildCiFreePdIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                             abi::CiFreePdIn** in);
 Status SendCiFreePdIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiFreePdIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiFreePdIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -94,6 +109,8 @@ Status CallCiFreePdIrp(DeviceObject* target, FileObject* file, ProcessorMode mod
 
 Irp* BuildCiCreateAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiCreateAhIn& in, abi::CiCreateAhOut* out);
+Irp* BuildCiCreateAhIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiCreateAhOut* out, abi::CiCreateAhIn** in);
 Status SendCiCreateAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiCreateAhIn& in, abi::CiCreateAhOut* out,
                          IoCompletionRoutine routine, void* context);
@@ -102,6 +119,8 @@ Status CallCiCreateAhIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyAhIn& in);
+Irp* BuildCiDestroyAhIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyAhIn** in);
 Status SendCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiDestroyAhIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -110,6 +129,8 @@ Status CallCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 /// Tells the CA which AH a user process's AV handle names (ci::CaInterface::BindAhHandle).
 Irp* BuildCiBindAhHandleIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiBindAhHandleIn& in);
+Irp* BuildCiBindAhHandleIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::CiBindAhHandleIn** in);
 Status SendCiBindAhHandleIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                              const abi::CiBindAhHandleIn& in, IoCompletionRoutine routine,
                              void* context);
@@ -120,6 +141,8 @@ Status CallCiBindAhHandleIrp(DeviceObject* target, FileObject* file, ProcessorMo
 /// process's through its file, or the kernel's). `key` is both lkey and rkey.
 Irp* BuildCiRegisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiRegisterMrIn& in, abi::CiRegisterMrOut* out);
+Irp* BuildCiRegisterMrIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiRegisterMrOut* out, abi::CiRegisterMrIn** in);
 Status SendCiRegisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiRegisterMrIn& in, abi::CiRegisterMrOut* out,
                            IoCompletionRoutine routine, void* context);
@@ -145,6 +168,8 @@ Status CallCiRegisterPhysMrIrp(DeviceObject* target, FileObject* file, Processor
 
 Irp* BuildCiDeregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiDeregisterMrIn& in);
+Irp* BuildCiDeregisterMrIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::CiDeregisterMrIn** in);
 Status SendCiDeregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                              const abi::CiDeregisterMrIn& in, IoCompletionRoutine routine,
                              void* context);
@@ -155,6 +180,8 @@ Status CallCiDeregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMo
 /// of TRANSLATION is the requestor's, as CiRegisterMr.
 Irp* BuildCiReregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiReregisterMrIn& in, abi::CiReregisterMrOut* out);
+Irp* BuildCiReregisterMrIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::CiReregisterMrOut* out, abi::CiReregisterMrIn** in);
 Status SendCiReregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                              const abi::CiReregisterMrIn& in, abi::CiReregisterMrOut* out,
                              IoCompletionRoutine routine, void* context);
@@ -163,6 +190,8 @@ Status CallCiReregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMo
 
 Irp* BuildCiCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiCreateCqIn& in, abi::CiCreateCqOut* out);
+Irp* BuildCiCreateCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiCreateCqOut* out, abi::CiCreateCqIn** in);
 Status SendCiCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiCreateCqIn& in, abi::CiCreateCqOut* out,
                          IoCompletionRoutine routine, void* context);
@@ -172,6 +201,8 @@ Status CallCiCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 /// `size` returns the size granted.
 Irp* BuildCiResizeCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiResizeCqIn& in, abi::CiResizeCqOut* out);
+Irp* BuildCiResizeCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiResizeCqOut* out, abi::CiResizeCqIn** in);
 Status SendCiResizeCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiResizeCqIn& in, abi::CiResizeCqOut* out,
                          IoCompletionRoutine routine, void* context);
@@ -180,6 +211,8 @@ Status CallCiResizeCqIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiQueryCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiQueryCqIn& in, abi::CiQueryCqOut* out);
+Irp* BuildCiQueryCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiQueryCqOut* out, abi::CiQueryCqIn** in);
 Status SendCiQueryCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiQueryCqIn& in, abi::CiQueryCqOut* out,
                         IoCompletionRoutine routine, void* context);
@@ -189,6 +222,8 @@ Status CallCiQueryCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 /// Completes once no completion DPC of the CQ can still run.
 Irp* BuildCiDestroyCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyCqIn& in);
+Irp* BuildCiDestroyCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyCqIn** in);
 Status SendCiDestroyCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiDestroyCqIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiDestroyCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -197,6 +232,8 @@ Status CallCiDestroyCqIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 /// `srq` 0: the QP has its own receive queue.
 Irp* BuildCiCreateQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiCreateQpIn& in, abi::CiCreateQpOut* out);
+Irp* BuildCiCreateQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiCreateQpOut* out, abi::CiCreateQpIn** in);
 Status SendCiCreateQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiCreateQpIn& in, abi::CiCreateQpOut* out,
                          IoCompletionRoutine routine, void* context);
@@ -206,6 +243,9 @@ Status CallCiCreateQpIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 /// QP0/QP1 of a port: `qp` is the number every other verb takes, `qp_num` 0 or 1.
 Irp* BuildCiCreateSpecialQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                                const abi::CiCreateSpecialQpIn& in, abi::CiCreateSpecialQpOut* out);
+Irp* BuildCiCreateSpecialQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                      abi::CiCreateSpecialQpOut* out,
+                                      abi::CiCreateSpecialQpIn** in);
 Status SendCiCreateSpecialQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                                 const abi::CiCreateSpecialQpIn& in, abi::CiCreateSpecialQpOut* out,
                                 IoCompletionRoutine routine, void* context);
@@ -215,6 +255,8 @@ Status CallCiCreateSpecialQpIrp(DeviceObject* target, FileObject* file, Processo
 /// A modify to Error completes once the QP's outstanding work is flushed.
 Irp* BuildCiModifyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiModifyQpIn& in);
+Irp* BuildCiModifyQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiModifyQpIn** in);
 Status SendCiModifyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiModifyQpIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiModifyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -222,6 +264,8 @@ Status CallCiModifyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiQueryQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiQueryQpIn& in, abi::CiQueryQpOut* out);
+Irp* BuildCiQueryQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiQueryQpOut* out, abi::CiQueryQpIn** in);
 Status SendCiQueryQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiQueryQpIn& in, abi::CiQueryQpOut* out,
                         IoCompletionRoutine routine, void* context);
@@ -230,6 +274,8 @@ Status CallCiQueryQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiDestroyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyQpIn& in);
+Irp* BuildCiDestroyQpIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyQpIn** in);
 Status SendCiDestroyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiDestroyQpIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiDestroyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -237,6 +283,8 @@ Status CallCiDestroyQpIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiCreateSrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiCreateSrqIn& in, abi::CiCreateSrqOut* out);
+Irp* BuildCiCreateSrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiCreateSrqOut* out, abi::CiCreateSrqIn** in);
 Status SendCiCreateSrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiCreateSrqIn& in, abi::CiCreateSrqOut* out,
                           IoCompletionRoutine routine, void* context);
@@ -245,6 +293,8 @@ Status CallCiCreateSrqIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiModifySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiModifySrqIn& in);
+Irp* BuildCiModifySrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiModifySrqIn** in);
 Status SendCiModifySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiModifySrqIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiModifySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -252,6 +302,8 @@ Status CallCiModifySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiQuerySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiQuerySrqIn& in, abi::CiQuerySrqOut* out);
+Irp* BuildCiQuerySrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                               abi::CiQuerySrqOut* out, abi::CiQuerySrqIn** in);
 Status SendCiQuerySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiQuerySrqIn& in, abi::CiQuerySrqOut* out,
                          IoCompletionRoutine routine, void* context);
@@ -260,6 +312,8 @@ Status CallCiQuerySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 
 Irp* BuildCiDestroySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiDestroySrqIn& in);
+Irp* BuildCiDestroySrqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiDestroySrqIn** in);
 Status SendCiDestroySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiDestroySrqIn& in, IoCompletionRoutine routine,
                            void* context);
@@ -268,6 +322,8 @@ Status CallCiDestroySrqIrp(DeviceObject* target, FileObject* file, ProcessorMode
 
 Irp* BuildCiAllocMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiAllocMwIn& in, abi::CiAllocMwOut* out);
+Irp* BuildCiAllocMwIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiAllocMwOut* out, abi::CiAllocMwIn** in);
 Status SendCiAllocMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiAllocMwIn& in, abi::CiAllocMwOut* out,
                         IoCompletionRoutine routine, void* context);
@@ -276,6 +332,8 @@ Status CallCiAllocMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiQueryMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                        const abi::CiQueryMwIn& in, abi::CiQueryMwOut* out);
+Irp* BuildCiQueryMwIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                              abi::CiQueryMwOut* out, abi::CiQueryMwIn** in);
 Status SendCiQueryMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiQueryMwIn& in, abi::CiQueryMwOut* out,
                         IoCompletionRoutine routine, void* context);
@@ -284,6 +342,8 @@ Status CallCiQueryMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mo
 
 Irp* BuildCiDestroyMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiDestroyMwIn& in);
+Irp* BuildCiDestroyMwIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiDestroyMwIn** in);
 Status SendCiDestroyMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiDestroyMwIn& in, IoCompletionRoutine routine, void* context);
 Status CallCiDestroyMwIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -291,6 +351,8 @@ Status CallCiDestroyMwIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 
 Irp* BuildCiAttachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiAttachMcastIn& in);
+Irp* BuildCiAttachMcastIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                  abi::CiAttachMcastIn** in);
 Status SendCiAttachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiAttachMcastIn& in, IoCompletionRoutine routine,
                             void* context);
@@ -299,6 +361,8 @@ Status CallCiAttachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMod
 
 Irp* BuildCiDetachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiDetachMcastIn& in);
+Irp* BuildCiDetachMcastIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                  abi::CiDetachMcastIn** in);
 Status SendCiDetachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiDetachMcastIn& in, IoCompletionRoutine routine,
                             void* context);
@@ -310,6 +374,8 @@ Status CallCiDetachMcastIrp(DeviceObject* target, FileObject* file, ProcessorMod
 /// -1 unless SUCCESS. PASSIVE: creates memory.
 Irp* BuildCiMapCqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiMapCqRingIn& in, abi::CiMapCqRingOut* out);
+Irp* BuildCiMapCqRingIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                abi::CiMapCqRingOut* out, abi::CiMapCqRingIn** in);
 Status SendCiMapCqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiMapCqRingIn& in, abi::CiMapCqRingOut* out,
                           IoCompletionRoutine routine, void* context);
@@ -320,6 +386,8 @@ Status CallCiMapCqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 /// `recv_ring` is empty (num_entries 0) for a QP that receives from an SRQ.
 Irp* BuildCiMapQpRingsIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiMapQpRingsIn& in, abi::CiMapQpRingsOut* out);
+Irp* BuildCiMapQpRingsIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiMapQpRingsOut* out, abi::CiMapQpRingsIn** in);
 Status SendCiMapQpRingsIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiMapQpRingsIn& in, abi::CiMapQpRingsOut* out,
                            IoCompletionRoutine routine, void* context);
@@ -329,6 +397,8 @@ Status CallCiMapQpRingsIrp(DeviceObject* target, FileObject* file, ProcessorMode
 /// Map an SRQ's ring; `fd` as CiMapCqRing.
 Irp* BuildCiMapSrqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiMapSrqRingIn& in, abi::CiMapSrqRingOut* out);
+Irp* BuildCiMapSrqRingIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                 abi::CiMapSrqRingOut* out, abi::CiMapSrqRingIn** in);
 Status SendCiMapSrqRingIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                            const abi::CiMapSrqRingIn& in, abi::CiMapSrqRingOut* out,
                            IoCompletionRoutine routine, void* context);

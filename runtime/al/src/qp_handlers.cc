@@ -2,6 +2,8 @@
 // the special QPs, query, modify, destroy.
 #include <endian.h>
 
+#include <memory>
+
 #include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/mad_service.h"
@@ -54,6 +56,8 @@ Status PublishQp(Instance* instance, PdObj* pd, CqObj* scq, CqObj* rcq, SrqObj* 
 
 class QpVerbs final : public kernel::QpVerbHandlers {
  public:
+  // As ModifyQp: the CI IRP is built here, its input written straight into its system
+  // buffer, and the coroutine carries the IRP, not the verb's input.
   Status CreateQp(const kernel::CallContext& ctx, const abi::CreateQpIn& in,
                   kernel::CreateQpRefs& refs, abi::CreateQpOut& out, Irp* irp) override {
     PdObj* pd = As<PdObj>(refs.pd);
@@ -62,28 +66,36 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
     if (in.params.qp_type == abi::QpType::MAD) return CreateMadQp(ctx, in, pd, scq, rcq, srq, out);
     if (const Status s = UseQueues(pd, scq, rcq, srq); s != Status::SUCCESS) return s;
-    return CreateQpTask(InstanceOf(ctx), in, std::move(refs), &out).Start(irp);
+    AlCa* ca = pd->ca_obj->ca.get();
+    if (ca->removed.load()) {
+      UnuseQueues(scq, rcq, srq);
+      return Status::CA_REMOVED;
+    }
+    Instance* instance = InstanceOf(ctx);
+    const CiRequestor who = RequestorOf(instance);
+    abi::CiCreateQpIn* ci_in = nullptr;
+    Irp* ci_irp = kernel::BuildCiCreateQpIrpInPlace(ca->lower, who.file, who.mode, nullptr, &ci_in);
+    if (ci_irp == nullptr) {
+      UnuseQueues(scq, rcq, srq);
+      return Status::INSUFFICIENT_RESOURCES;
+    }
+    *ci_in = {pd->pd, scq->number, rcq->number, srq != nullptr ? srq->number : 0, in.params};
+    return CreateQpTask(instance, ca, ci_irp, in.params.qp_type, in.context, std::move(refs), &out)
+        .Start(irp);
   }
 
   // The queues' uses are counted: the QP object takes them over, or they are given back.
-  static kernel::VerbTask CreateQpTask(Instance* instance, abi::CreateQpIn in,
-                                       kernel::CreateQpRefs refs, abi::CreateQpOut* out) {
+  // `ci_irp` (built by CreateQp) belongs to the task from here.
+  static kernel::VerbTask CreateQpTask(Instance* instance, AlCa* ca, Irp* ci_irp, abi::QpType type,
+                                       uint64_t context, kernel::CreateQpRefs refs,
+                                       abi::CreateQpOut* out) {
     constexpr uint64_t kLength = sizeof(abi::CreateQpOut);
     PdObj* pd = As<PdObj>(refs.pd);
     CqObj* scq = As<CqObj>(refs.send_cq);
     CqObj* rcq = As<CqObj>(refs.recv_cq);
     SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
-    AlCa* ca = pd->ca_obj->ca.get();
-    if (ca->removed.load()) {
-      UnuseQueues(scq, rcq, srq);
-      co_return {Status::CA_REMOVED, kLength};
-    }
-    const CiRequestor who = RequestorOf(instance);
-    CiIrp ci(ca, kernel::BuildCiCreateQpIrp(ca->lower, who.file, who.mode,
-                                            {pd->pd, scq->number, rcq->number,
-                                             srq != nullptr ? srq->number : 0, in.params},
-                                            nullptr));
-    const Status s = ci.built() ? co_await ci.Send() : Status::INSUFFICIENT_RESOURCES;
+    CiIrp ci(ca, ci_irp);
+    const Status s = co_await ci.Send();
     if (s != Status::SUCCESS) {
       UnuseQueues(scq, rcq, srq);
       co_return {s, kLength};
@@ -91,8 +103,8 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     const auto* answer = ci.Output<abi::CiCreateQpOut>();
     out->caps = answer->caps;
     out->qp_num = answer->qpn;
-    co_return {PublishQp(instance, pd, scq, rcq, srq, answer->qpn, answer->qpn, in.params.qp_type,
-                         in.context, &out->qp.value),
+    co_return {PublishQp(instance, pd, scq, rcq, srq, answer->qpn, answer->qpn, type, context,
+                         &out->qp.value),
                kLength};
   }
 
@@ -188,23 +200,37 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     co_return {Status::SUCCESS, kLength};
   }
 
+  // The CI IRP is built here, before the coroutine starts, with the attributes written
+  // straight into its system buffer: the coroutine's frame then carries the IRP and the QP's
+  // reference, not a 144-byte copy of the attributes (and no second copy into a CiModifyQpIn
+  // for the builder to copy a third time). Only a MAD QP needs them afterwards (its engine
+  // follows the state), so only it keeps a copy.
   Status ModifyQp(const kernel::CallContext& ctx, const abi::ModifyQpIn& in,
                   kernel::ModifyQpRefs& refs, Irp* irp) override {
-    if (As<QpObj>(refs.qp)->alias()) return Status::SUCCESS;  // the AL keeps its QP in RTS
-    return ModifyQpTask(InstanceOf(ctx), in.attributes, std::move(refs.qp)).Start(irp);
+    QpObj* qp = As<QpObj>(refs.qp);
+    if (qp->alias()) return Status::SUCCESS;  // the AL keeps its QP in RTS
+    AlCa* ca = qp->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) return Status::CA_REMOVED;
+    const CiRequestor who = RequestorOf(InstanceOf(ctx));
+    abi::CiModifyQpIn* ci_in = nullptr;
+    Irp* ci_irp = kernel::BuildCiModifyQpIrpInPlace(ca->lower, who.file, who.mode, &ci_in);
+    if (ci_irp == nullptr) return Status::INSUFFICIENT_RESOURCES;
+    ci_in->qpn = qp->qpn;
+    ci_in->attributes = in.attributes;
+    std::unique_ptr<abi::QpModifyAttributes> mad_attributes;
+    if (qp->mad_qp) mad_attributes = std::make_unique<abi::QpModifyAttributes>(in.attributes);
+    return ModifyQpTask(ca, ci_irp, std::move(refs.qp), std::move(mad_attributes)).Start(irp);
   }
 
-  static kernel::VerbTask ModifyQpTask(Instance* instance, abi::QpModifyAttributes attributes,
-                                       kernel::ObjectRef qp_ref) {
-    QpObj* qp = As<QpObj>(qp_ref);
-    AlCa* ca = qp->pd_obj->ca_obj->ca.get();
-    if (ca->removed.load()) co_return {Status::CA_REMOVED, 0};
-    const CiRequestor who = RequestorOf(instance);
-    CiIrp ci(ca, kernel::BuildCiModifyQpIrp(ca->lower, who.file, who.mode, {qp->qpn, attributes}));
-    if (!ci.built()) co_return {Status::INSUFFICIENT_RESOURCES, 0};
+  // `ci_irp` (built by ModifyQp) belongs to the task from here.
+  static kernel::VerbTask ModifyQpTask(AlCa* ca, Irp* ci_irp, kernel::ObjectRef qp_ref,
+                                       std::unique_ptr<abi::QpModifyAttributes> mad_attributes) {
+    CiIrp ci(ca, ci_irp);
     const Status s = co_await ci.Send();
     // DISPATCH-safe (a spin lock): it may run in the DPC that completed the IRP.
-    if (s == Status::SUCCESS && qp->mad_qp) qp->mad_qp->OnModified(attributes);
+    if (s == Status::SUCCESS && mad_attributes) {
+      As<QpObj>(qp_ref)->mad_qp->OnModified(*mad_attributes);
+    }
     co_return {s, 0};
   }
 

@@ -14,29 +14,21 @@
 #endif
 
 namespace softib::kernel {
+namespace task_frame_internal {
+constinit thread_local FrameLists t_frames{};
+}  // namespace task_frame_internal
+
 namespace {
 
-constexpr std::size_t kFrameClasses = kTaskFrameMaxPooled / kTaskFrameGranule;
-
-// A cached block: its first bytes link it to the next one of its class.
-struct CachedFrame {
-  CachedFrame* next;
-};
-
-// Trivially destructible, so it stays usable while other thread_local objects are destroyed
-// (a frame freed in one of their destructors goes straight to the heap: `closed`).
-struct FrameLists {
-  CachedFrame* head[kFrameClasses];
-  uint8_t count[kFrameClasses];
-  bool reaper_armed;
-  bool closed;
-};
-constinit thread_local FrameLists t_frames{};
+using task_frame_internal::CachedFrame;
+using task_frame_internal::ClassOf;
+using task_frame_internal::FrameLists;
+using task_frame_internal::t_frames;
+constexpr std::size_t kFrameClasses = task_frame_internal::kClasses;
 
 // Blocks of the pooled classes taken from the heap and not given back (all threads).
 std::atomic<int64_t> g_heap_blocks{0};
 
-std::size_t ClassOf(std::size_t size) { return size == 0 ? 0 : (size - 1) / kTaskFrameGranule; }
 std::size_t ClassBytes(std::size_t c) { return (c + 1) * kTaskFrameGranule; }
 
 void HeapFree(void* block) {
@@ -64,7 +56,7 @@ thread_local FrameReaper t_reaper;
 
 }  // namespace
 
-void* AllocateTaskFrame(std::size_t size) {
+void* task_frame_internal::AllocateSlow(std::size_t size) {
   const std::size_t c = ClassOf(size);
   if (c >= kFrameClasses) return ::operator new(size);
   FrameLists& lists = t_frames;
@@ -79,7 +71,7 @@ void* AllocateTaskFrame(std::size_t size) {
   return block;
 }
 
-void FreeTaskFrame(void* frame, std::size_t size) noexcept {
+void task_frame_internal::FreeSlow(void* frame, std::size_t size) noexcept {
   const std::size_t c = ClassOf(size);
   if (c >= kFrameClasses) {
     ::operator delete(frame);

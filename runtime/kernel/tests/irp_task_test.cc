@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "softib/kernel/dpc.h"
@@ -27,7 +28,11 @@ constexpr uint32_t kIoctlAddOne = 0x0022A004;  // in: u32, out: u32 + 1
 
 // How the lower device answers.
 // kHeld: pends, and the test completes it (CompleteNextHeld) once the task is suspended.
-enum class Lower { kInline, kDpc, kHeld, kOtherThread };
+// kRelay: the dispatch relays through a second device with an IrpTask of its own, whose
+// continuation completes the IRP (inline, on the sender's thread, after a nested send).
+// kRelayDeep: the second device completes the IRP from its own dispatch, inside the relay's
+// IoCallDriver (inline for the sender too, while a nested send is in progress).
+enum class Lower { kInline, kDpc, kHeld, kOtherThread, kRelay, kRelayDeep };
 
 class IrpTaskTest : public ::testing::Test {
  protected:
@@ -35,6 +40,13 @@ class IrpTaskTest : public ::testing::Test {
     device_ = driver_.CreateDevice("lower");
     KeInitializeDpc(&dpc_, &node_, &CompleteFromDpc, this);
     driver_.OnIrp(device_, [this](DeviceObject*, Irp* irp) { return Dispatch(irp); });
+    second_ = driver_.CreateDevice("second");
+    driver_.OnIrp(second_, [this](DeviceObject*, Irp* irp) {
+      if (mode_ == Lower::kRelayDeep) IoCompleteRequest(std::exchange(relayed_irp_, nullptr));
+      irp->IoStatus.Status = Status::SUCCESS;
+      IoCompleteRequest(irp);
+      return Status::SUCCESS;
+    });
   }
   void TearDown() override {
     for (std::thread& t : threads_) t.join();
@@ -67,6 +79,12 @@ class IrpTaskTest : public ::testing::Test {
         IoMarkIrpPending(irp);
         threads_.emplace_back([irp] { IoCompleteRequest(irp); });
         return Status::PENDING;
+      case Lower::kRelay:
+      case Lower::kRelayDeep: {
+        const Status status = irp->IoStatus.Status;
+        Relay(irp);
+        return status;
+      }
     }
     return Status::ERROR;
   }
@@ -88,6 +106,16 @@ class IrpTaskTest : public ::testing::Test {
 
   static void CompleteFromDpc(Kdpc*, void*, void* irp, void*) {
     IoCompleteRequest(static_cast<Irp*>(irp));
+  }
+
+  // Sends an IRP of its own to the second device; kRelay completes `irp` afterwards,
+  // kRelayDeep has the second device complete it first.
+  IrpTask Relay(Irp* irp) {
+    relayed_irp_ = irp;
+    Irp* own = IoBuildDeviceIoControlRequest(kIoctlAddOne, second_, nullptr, 0, nullptr, 0, true);
+    relayed_.push_back(co_await SendIrp(second_, own));
+    IoFreeIrp(own);
+    if (relayed_irp_ != nullptr) IoCompleteRequest(std::exchange(relayed_irp_, nullptr));
   }
 
   // Sends `count` AddOne IRPs in a row, each starting from the last answer; records the
@@ -113,6 +141,9 @@ class IrpTaskTest : public ::testing::Test {
   Node node_;
   testing::TestDriver driver_{node_, "lower"};
   DeviceObject* device_ = nullptr;
+  DeviceObject* second_ = nullptr;
+  Irp* relayed_irp_ = nullptr;
+  std::vector<Status> relayed_;
   Kdpc dpc_;
   Lower mode_ = Lower::kInline;
   std::atomic<int> dispatched_{0};
@@ -133,6 +164,24 @@ TEST_F(IrpTaskTest, InlineCompletionsContinueBeforeTheStarterReturns) {
   EXPECT_EQ(answers_, (std::vector<uint32_t>{11, 12, 13}));
   EXPECT_EQ(statuses_, std::vector<Status>(3, Status::SUCCESS));
   EXPECT_EQ(irqls_, std::vector<Irql>(3, Irql::kPassive));
+}
+
+// A send nested in the lower driver's dispatch: each completion, inline on the sender's
+// thread with or without the nested send still in progress, continues its own task once.
+TEST_F(IrpTaskTest, NestedSendsInTheLowerDispatchEachContinueTheirTaskOnce) {
+  for (const Lower mode : {Lower::kRelay, Lower::kRelayDeep}) {
+    mode_ = mode;
+    answers_.clear();
+    statuses_.clear();
+    relayed_.clear();
+    finished_ = false;
+    AddOneTimes(3, 10);
+    EXPECT_TRUE(finished_);
+    EXPECT_EQ(answers_, (std::vector<uint32_t>{11, 12, 13}));
+    EXPECT_EQ(statuses_, std::vector<Status>(3, Status::SUCCESS));
+    EXPECT_EQ(relayed_, std::vector<Status>(3, Status::SUCCESS));
+    EXPECT_EQ(relayed_irp_, nullptr);
+  }
 }
 
 TEST_F(IrpTaskTest, PendedIrpsResumeTheTaskInTheirCompletionAtDispatch) {

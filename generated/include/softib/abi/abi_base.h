@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace softib::abi {
@@ -42,13 +43,35 @@ constexpr auto ToUnderlying(E value) {
   return static_cast<std::underlying_type_t<E>>(value);
 }
 
-// Reserved and pad fields must be all zero bytes.
-inline bool AllZero(const void* data, std::size_t size) {
+// Reserved and pad fields must be all zero bytes. The bytes are OR-ed together a word at a
+// time (8, 4, 2, 1) rather than tested one by one with an early exit, and the function is
+// always inlined: every generated IsValid passes a constant size, which then folds into one
+// or two loads per field. Validation runs twice per control verb (the AL's dispatch and the
+// HCA driver's CI dispatch, issue 17); the out-of-line byte loop cost ~150 instructions per
+// ModifyQp in each.
+[[gnu::always_inline]] inline bool AllZero(const void* data, std::size_t size) {
   const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) {
-    if (bytes[i] != 0) return false;
+  uint64_t any = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    any |= word;
   }
-  return true;
+  if (size - i >= 4) {
+    uint32_t word;
+    std::memcpy(&word, bytes + i, 4);
+    any |= word;
+    i += 4;
+  }
+  if (size - i >= 2) {
+    uint16_t word;
+    std::memcpy(&word, bytes + i, 2);
+    any |= word;
+    i += 2;
+  }
+  if (size - i >= 1) any |= bytes[i];
+  return any == 0;
 }
 
 }  // namespace softib::abi

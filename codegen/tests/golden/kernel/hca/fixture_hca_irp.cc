@@ -9,11 +9,20 @@ namespace softib::kernel {
 
 Irp* BuildFixHcaCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::FixHcaCreateCqIn& in, abi::FixHcaCreateCqOut* out) {
+  Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlFixHcaCreateCq, target, &in,
+                                           sizeof(abi::FixHcaCreateCqIn), out, sizeof(*out), true);
+  if (irp == nullptr) return nullptr;
+  irp->RequestorMode = mode;
+  IoGetNextIrpStackLocation(irp)->FileObject = file;
+  return irp;
+}
+
+Irp* BuildFixHcaCreateCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::FixHcaCreateCqOut* out, abi::FixHcaCreateCqIn** in) {
   Irp* irp = IoBuildDeviceIoControlRequest(abi::kIoctlFixHcaCreateCq, target, nullptr,
                                            sizeof(abi::FixHcaCreateCqIn), out, sizeof(*out), true);
   if (irp == nullptr) return nullptr;
-  auto* buffer = static_cast<uint8_t*>(irp->AssociatedIrp.SystemBuffer);
-  std::memcpy(buffer, &in, sizeof(abi::FixHcaCreateCqIn));
+  *in = static_cast<abi::FixHcaCreateCqIn*>(irp->AssociatedIrp.SystemBuffer);
   irp->RequestorMode = mode;
   IoGetNextIrpStackLocation(irp)->FileObject = file;
   return irp;

@@ -16,6 +16,9 @@
 // after the routines have run (only when they return kContinueCompletion). `out` (or
 // `output`) must therefore stay valid until the IRP has completed.
 // Call<Verb>Irp sends the IRP and waits for its completion (PASSIVE only: tests, setup).
+// Build<Verb>IrpInPlace (verbs with a fixed input) builds the same IRP with its input zeroed
+// in the system buffer and `*in` pointing at it, for the caller to fill there: a hot caller
+// (the AL's ModifyQp) then copies its input once, not into a structure and again into the IRP.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,8 @@ namespace softib::kernel {
 /// Create a CQ on the device; objects are the device's numbers.
 Irp* BuildFixHcaCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::FixHcaCreateCqIn& in, abi::FixHcaCreateCqOut* out);
+Irp* BuildFixHcaCreateCqIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
+                                   abi::FixHcaCreateCqOut* out, abi::FixHcaCreateCqIn** in);
 Status SendFixHcaCreateCqIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                              const abi::FixHcaCreateCqIn& in, abi::FixHcaCreateCqOut* out,
                              IoCompletionRoutine routine, void* context);

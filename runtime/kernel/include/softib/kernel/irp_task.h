@@ -62,10 +62,22 @@ class SendIrp {
 
   // True: suspended, the completion routine resumes us. False: the IRP was already
   // complete when IoCallDriver returned (inline, or raced on another thread): go on here.
+  //
+  // The common case, a driver that completes at once, costs no locked instruction: while
+  // this thread is inside our IoCallDriver, t_sending_ names us, and a completion routine
+  // that finds itself there runs inline, before we could have suspended (nobody races it),
+  // so a plain store says "completed" and the load after IoCallDriver sees it. A completion
+  // anywhere else (another thread, or this one inside a nested send) races our suspension
+  // and settles it with the compare-exchanges, as before.
   bool await_suspend(std::coroutine_handle<> handle) noexcept {
     handle_ = handle;
     IoSetCompletionRoutine(irp_, &OnComplete, this, true, true, true);
+    SendIrp* const outer = t_sending_;
+    t_sending_ = this;
     IoCallDriver(device_, irp_);
+    t_sending_ = outer;
+    // Not suspended yet: this awaiter is still alive whoever completed the IRP.
+    if (phase_.load(std::memory_order_acquire) == Phase::kCompleted) return false;
     Phase expected = Phase::kSent;
     return phase_.compare_exchange_strong(expected, Phase::kSuspended, std::memory_order_acq_rel);
   }
@@ -77,6 +89,10 @@ class SendIrp {
 
   static CompletionAction OnComplete(DeviceObject*, Irp*, void* context) {
     auto* self = static_cast<SendIrp*>(context);
+    if (t_sending_ == self) {  // inline, inside our own IoCallDriver on this thread
+      self->phase_.store(Phase::kCompleted, std::memory_order_relaxed);
+      return CompletionAction::kMoreProcessingRequired;
+    }
     Phase expected = Phase::kSent;
     if (!self->phase_.compare_exchange_strong(expected, Phase::kCompleted,
                                               std::memory_order_acq_rel)) {
@@ -86,6 +102,9 @@ class SendIrp {
     }
     return CompletionAction::kMoreProcessingRequired;
   }
+
+  // The awaiter whose IoCallDriver this thread is in (the innermost), or null.
+  static constinit inline thread_local SendIrp* t_sending_ = nullptr;
 
   DeviceObject* const device_;
   Irp* const irp_;

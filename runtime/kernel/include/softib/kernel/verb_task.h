@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 #include <utility>
 
 #include "softib/kernel/event.h"
@@ -71,6 +72,13 @@ class VerbTask {
       // held are gone before anyone sees the verb done).
       bool await_suspend(Handle handle) noexcept {
         promise_type& p = handle.promise();
+        if (!p.suspended) {
+          // Never suspended: we are still in the starter's call of the coroutine (the ramp),
+          // Start() has not run and nobody else knows the task, so a plain store will do
+          // (the common case: every IRP completed inline, no locked instruction).
+          p.state.store(kDone, std::memory_order_relaxed);
+          return true;
+        }
         int expected = kRunning;
         if (p.state.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel)) {
           return true;
@@ -95,11 +103,36 @@ class VerbTask {
     };
     FinalAwaiter final_suspend() noexcept { return {}; }
 
+    // Every co_await of the body goes through Tracked, which records whether the task ever
+    // really suspended (its awaiter's await_suspend said true): until then it runs in the
+    // ramp, on the starter's thread, and FinalAwaiter needs no compare-exchange.
+    template <typename Awaiter>
+    struct Tracked {
+      Awaiter& inner;  // the co_await's operand, alive until the end of its full-expression
+      promise_type* promise;
+      bool await_ready() { return inner.await_ready(); }
+      bool await_suspend(std::coroutine_handle<> handle) {
+        static_assert(std::is_same_v<decltype(inner.await_suspend(handle)), bool>,
+                      "a VerbTask awaits awaiters whose await_suspend returns bool");
+        const bool before = promise->suspended;
+        promise->suspended = true;  // before: once suspended, another thread may resume us
+        if (inner.await_suspend(handle)) return true;  // touch nothing: we may be gone
+        promise->suspended = before;                   // not suspended after all
+        return false;
+      }
+      decltype(auto) await_resume() { return inner.await_resume(); }
+    };
+    template <typename Awaiter>
+    Tracked<std::remove_reference_t<Awaiter>> await_transform(Awaiter&& awaiter) noexcept {
+      return {awaiter, this};
+    }
+
     void return_value(VerbOutcome outcome) noexcept { this->outcome = outcome; }
     // Kernel code has no exceptions to give anyone: one escaping a task is a bug.
     void unhandled_exception() noexcept { std::terminate(); }
 
     std::atomic<int> state{kRunning};
+    bool suspended = false;  // Tracked: the body has really suspended at least once
     VerbOutcome outcome;
     Irp* irp = nullptr;
     Waiter* waiter = nullptr;
