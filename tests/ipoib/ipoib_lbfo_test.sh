@@ -46,7 +46,7 @@ timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd: $(cat "$work
 
 "$softib" ipoib up --run-dir "$run/host-0002" --name sibl0 --ports 1,2 --netns "$ns_a" \
   --addr 198.18.0.1/24 >"$work/up-a.out" 2>&1 || fail "up --ports 1,2: $(cat "$work/up-a.out")"
-"$softib" ipoib up --run-dir "$run/host-0004" --name sibi0 --netns "$ns_b" \
+"$softib" ipoib up --run-dir "$run/host-0004" --name sibl1 --netns "$ns_b" \
   --addr 198.18.0.2/24 >"$work/up-b.out" 2>&1 || fail "up host-0004: $(cat "$work/up-b.out")"
 wait_for() {  # SECONDS CMD...: until CMD succeeds (polled every 0.1 s)
   local tries=$(($1 * 10))
@@ -59,7 +59,7 @@ lbfo_port() {  # PORT STATE: show says port PORT has STATE (e.g. "carrier up act
 }
 wait_for 10 lbfo_port 1 "carrier up active" || fail "port 1 never active"
 wait_for 10 lbfo_port 2 "carrier up standby" || fail "port 2 never a standby with carrier"
-wait_for 10 bash -c "ip -n $ns_b -o link show dev sibi0 | grep -q LOWER_UP" || fail "no carrier on host-0004"
+wait_for 10 bash -c "ip -n $ns_b -o link show dev sibl1 | grep -q LOWER_UP" || fail "no carrier on host-0004"
 show | grep -qE "^  lbfo active-standby failback on moves 0$" || fail "show: lbfo line"
 
 received() {  # FILE: the replies a ping's output says it got

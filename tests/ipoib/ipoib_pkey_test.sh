@@ -52,7 +52,7 @@ up() {  # HOST NAME NS ADDR [ARGS...]
 # the port's table lacks 0x8001 (bounded).
 up_child() {  # HOST NS ADDR
   for _ in $(seq 50); do
-    if "$softib" ipoib up --run-dir "$run/$1" --name sibp0 --netns "$2" --addr "$3" --pkey 0x8001 \
+    if "$softib" ipoib up --run-dir "$run/$1" --name sibk1 --netns "$2" --addr "$3" --pkey 0x8001 \
       >"$work/up-$1-child.out" 2>&1; then
       return 0
     fi
@@ -60,11 +60,11 @@ up_child() {  # HOST NS ADDR
   done
   fail "up --pkey 0x8001 on $1: $(cat "$work/up-$1-child.out")"
 }
-up host-0002 sibi0 "$ns_a" 198.18.0.1/24
-up host-0004 sibi0 "$ns_b" 198.18.0.2/24
+up host-0002 sibk0 "$ns_a" 198.18.0.1/24
+up host-0004 sibk0 "$ns_b" 198.18.0.2/24
 up_child host-0002 "$ns_c" 198.18.1.1/24
 up_child host-0004 "$ns_d" 198.18.1.2/24
-up host-0003 sibi0 "$ns_e" 198.18.1.3/24
+up host-0003 sibk0 "$ns_e" 198.18.1.3/24
 
 wait_carrier() {  # NS IF
   for _ in $(seq 100); do
@@ -73,11 +73,11 @@ wait_carrier() {  # NS IF
   done
   fail "no carrier on $2 in $1: $(ip -n "$1" link show dev "$2")"
 }
-wait_carrier "$ns_a" sibi0
-wait_carrier "$ns_b" sibi0
-wait_carrier "$ns_c" sibp0
-wait_carrier "$ns_d" sibp0
-wait_carrier "$ns_e" sibi0
+wait_carrier "$ns_a" sibk0
+wait_carrier "$ns_b" sibk0
+wait_carrier "$ns_c" sibk1
+wait_carrier "$ns_d" sibk1
+wait_carrier "$ns_e" sibk0
 
 received() {  # NS ARGS...: replies ping ARGS got in NS
   local ns=$1
@@ -89,20 +89,20 @@ received() {  # NS ARGS...: replies ping ARGS got in NS
 [[ $(received "$ns_a" -c 3 -i 0.2 -W 2 198.18.0.2) == 3 ]] || fail "ping over the default interfaces"
 echo "ping over the P_Key 0x8001 children: 5/5 and 3/3; over the default interfaces beside them: 3/3"
 
-"$softib" ipoib show --run-dir "$run/host-0002" sibp0 >"$work/show-child.out"
+"$softib" ipoib show --run-dir "$run/host-0002" sibk1 >"$work/show-child.out"
 cat "$work/show-child.out"
 grep -qE "^  mode datagram mtu [0-9]+ carrier up port 1 .* pkey 0x8001$" "$work/show-child.out" ||
   fail "show: the child's P_Key"
 grep -q "mgid ff12:401b:8001:0000:0000:0000:ffff:ffff .* full" "$work/show-child.out" ||
   fail "show: the child's broadcast group"
-"$softib" ipoib show --run-dir "$run/host-0002" sibi0 >"$work/show-default.out"
+"$softib" ipoib show --run-dir "$run/host-0002" sibk0 >"$work/show-default.out"
 grep -q "pkey 0xffff$" "$work/show-default.out" || fail "show: the default interface's P_Key"
 qpn_child=$(sed -nE 's/^  qpn (0x[0-9a-f]+) .*/\1/p' "$work/show-child.out")
 qpn_default=$(sed -nE 's/^  qpn (0x[0-9a-f]+) .*/\1/p' "$work/show-default.out")
 [[ -n "$qpn_child" && "$qpn_child" != "$qpn_default" ]] || fail "the child has no QP of its own"
 
 # Outside the partition: no child, and no reply from the children's subnet.
-if "$softib" ipoib up --run-dir "$run/host-0003" --name sibp0 --netns "$ns_e" --pkey 0x8001 \
+if "$softib" ipoib up --run-dir "$run/host-0003" --name sibk1 --netns "$ns_e" --pkey 0x8001 \
   >"$work/up-outsider.out" 2>&1; then
   fail "host-0003 (outside 0x8001) got a child: $(cat "$work/up-outsider.out")"
 fi
