@@ -52,6 +52,14 @@ void AddIpoibCommand(CLI::App& app, IpoibCli& cli) {
   cli.up->add_option("--pkey", cli.pkey, "the partition (default 0xffff)");
   cli.up->add_option("--mode", cli.mode, "datagram (default) or connected")
       ->check(CLI::IsMember({"datagram", "connected"}));
+  cli.up
+      ->add_option("--lbfo", cli.lbfo,
+                   "with --ports: active-standby (default) or balance (transmit spread by flow)")
+      ->check(CLI::IsMember({"active-standby", "balance"}));
+  cli.up
+      ->add_option("--failback", cli.failback,
+                   "with --ports: on (default: back to the first port when it returns) or off")
+      ->check(CLI::IsMember({"on", "off"}));
   cli.up->add_option("--name", cli.name, "the interface's name (default: the first free ib<N>)");
   cli.up->add_option("--netns", cli.netns, "move it into this network namespace (ip netns add)");
   cli.up->add_option("--addr", cli.addrs, "an address A/LEN, IPv4 or IPv6 (repeatable)");
@@ -88,6 +96,8 @@ int RunIpoibCommand(const IpoibCli& cli) {
       request.push_back("pkey=" + cli.pkey);
     }
     if (!cli.mode.empty()) request.push_back("mode=" + cli.mode);
+    if (!cli.lbfo.empty()) request.push_back("lbfo=" + cli.lbfo);
+    if (!cli.failback.empty()) request.push_back("failback=" + cli.failback);
     if (!cli.netns.empty()) {
       if (!ipoib::link::NetnsExists(cli.netns))
         return BadInput("network namespace \"" + cli.netns + "\" does not exist (ip netns add " +

@@ -1,7 +1,8 @@
 // `softib ipoib`: IPoIB interfaces held by a running softibd, through the node's control
 // socket (<run-dir>/ipoib.ctl; tools/softibd/ipoib_node.h lists the requests).
 //   softib ipoib up --run-dir <run-dir>[/<host>] [--port N | --ports 1,2] [--pkey 0x8001]
-//                   [--mode datagram|connected] [--name IF] [--netns NS] [--addr A/LEN]...
+//                   [--mode datagram|connected] [--lbfo active-standby|balance] [--failback on|off]
+//                   [--name IF] [--netns NS] [--addr A/LEN]...
 //   softib ipoib down --run-dir D NAME
 //   softib ipoib show --run-dir D [NAME]
 #pragma once
@@ -21,6 +22,7 @@ struct IpoibCli {
   int port = 0;
   std::vector<int> ports;
   std::string pkey, mode, name, netns;
+  std::string lbfo, failback;  // with --ports: active-standby|balance, on|off
   std::vector<std::string> addrs;
 };
 

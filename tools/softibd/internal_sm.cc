@@ -205,6 +205,7 @@ void InternalSm::Stop() {
 void InternalSm::Run() {
   sm::SmOptions options;
   options.verify_lfts = options_.verify_lfts;
+  options.partitions = options_.partitions;
   options.fast_bringup = true;  // softib's switches forward VL15 through Init/Armed ports
   // No sockets and no other process between the SM and the fabric: a wider window means
   // fewer hand-overs between the two threads per SMP (each wake-up carries more).

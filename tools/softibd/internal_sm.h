@@ -14,6 +14,7 @@
 
 #include "softib/fabric/light_host.h"
 #include "softib/sm/mad_port.h"
+#include "softib/sm/partitions.h"
 
 namespace softib::softibd {
 
@@ -25,6 +26,7 @@ class InternalSm {
   struct Options {
     bool verify_lfts = false;  // read every LFT back before checking the routes
     std::string summary_path;  // where each sweep's summary line is written ("": nowhere)
+    sm::PartitionConfig partitions = sm::DefaultPartitionConfig();  // --sm-partitions
   };
   InternalSm(fabric::LightHost* host, Options options);
   ~InternalSm() { Stop(); }

@@ -127,6 +127,8 @@ std::string IpoibNode::Up(const IpoibUp& up, std::string* name) {
   config.ports = up.ports;
   config.pkey = up.pkey;
   config.mode = up.mode;
+  config.lbfo = up.lbfo;
+  config.failback = up.failback;
   const kernel::Status status =
       ipoib::CreateInterface(driver_, config, held.tap.get(), &held.interface);
   if (status != kernel::Status::SUCCESS) {
@@ -182,6 +184,15 @@ std::string IpoibNode::Show(const std::string& name) {
       << (info.carrier ? "up" : "down") << " port " << unsigned(info.active_port) << " lid "
       << info.lid << " pkey " << IpoibHex(info.local.pkey, 4) << "\n";
   out << "  " << IpoibHwText(info.local.hw) << " mac " << IpoibMacText(info.local.mac) << "\n";
+  if (!info.lbfo_ports.empty()) {
+    out << "  lbfo " << (info.lbfo == ipoib::LbfoMode::kBalance ? "balance" : "active-standby")
+        << " failback " << (held.config.failback ? "on" : "off") << " moves " << info.lbfo_moves
+        << "\n";
+    for (const auto& p : info.lbfo_ports) {
+      out << "    port " << unsigned(p.port) << " carrier " << (p.carrier ? "up" : "down")
+          << (p.active ? " active" : " standby") << " qpn " << IpoibHex(p.qpn, 6) << "\n";
+    }
+  }
   out << "  groups " << info.groups.size() << "\n";
   for (const ipoib::GroupInfo& g : info.groups) {
     out << "    mgid " << IpoibGidText(g.mgid) << " mlid " << IpoibHex(g.mlid, 4)

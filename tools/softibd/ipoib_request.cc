@@ -55,6 +55,17 @@ std::string ParseIpoibUp(const std::vector<std::string>& args, IpoibUp* up) {
       } else {
         return "bad mode \"" + value + "\" (datagram or connected)";
       }
+    } else if (key == "lbfo") {
+      if (value == "active-standby") {
+        up->lbfo = ipoib::LbfoMode::kActiveStandby;
+      } else if (value == "balance") {
+        up->lbfo = ipoib::LbfoMode::kBalance;
+      } else {
+        return "bad lbfo \"" + value + "\" (active-standby or balance)";
+      }
+    } else if (key == "failback") {
+      if (value != "on" && value != "off") return "bad failback \"" + value + "\" (on or off)";
+      up->failback = value == "on";
     } else if (key == "netns") {
       if (!ipoib::link::NetnsExists(value))
         return "network namespace \"" + value + "\" does not exist (ip netns add " + value + ")";
@@ -63,7 +74,7 @@ std::string ParseIpoibUp(const std::vector<std::string>& args, IpoibUp* up) {
       if (std::string bad = ipoib::link::CheckCidr(value); !bad.empty()) return bad;
       up->addrs.push_back(value);
     } else {
-      return "unknown key \"" + key + "\" (name ports pkey mode netns addr)";
+      return "unknown key \"" + key + "\" (name ports pkey mode lbfo failback netns addr)";
     }
   }
   return "";

@@ -16,6 +16,8 @@ struct IpoibUp {
   std::vector<uint8_t> ports = {1};
   uint16_t pkey = 0xFFFF;  // full-membership bit set
   ipoib::Mode mode = ipoib::Mode::kDatagram;
+  ipoib::LbfoMode lbfo = ipoib::LbfoMode::kActiveStandby;  // with two ports
+  bool failback = true;
   std::string netns;
   std::vector<std::string> addrs;
 };

@@ -20,6 +20,7 @@
 #include "options.h"
 #include "run_dir.h"
 #include "softib/al/access_layer.h"
+#include "softib/sm/partitions.h"
 #include "softib/stack/node_stack.h"
 
 namespace softib::softibd {
@@ -91,6 +92,11 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
   FabricNodes fabric;
   std::string error;
   const bool static_routes = options.sm == "static";
+  sm::PartitionConfig partitions = sm::DefaultPartitionConfig();
+  if (!options.sm_partitions.empty() &&
+      !sm::LoadPartitions(options.sm_partitions, &partitions, &error)) {
+    return Fail("--sm-partitions " + options.sm_partitions + ": " + error);
+  }
   if (options.sm == "internal") fabric.SetSmHost(options.sm_host);
   fabric.SetSplit({options.hosts, options.part, options.listen, options.peers});
   fabric.SetLightHosts(options.light_hosts, options.full_hosts);
@@ -132,8 +138,11 @@ int RunFabric(const Options& options, const RunDir& run_dir, const sigset_t& sto
     const std::string summary = run_dir.path() + "/sm.summary";
     std::printf("softibd: internal SM at port 1 of %016" PRIx64 ", sweep summary in %s\n",
                 fabric.sm_host()->guid(), summary.c_str());
-    sm = std::make_unique<InternalSm>(fabric.sm_host(),
-                                      InternalSm::Options{options.sm_verify, summary});
+    InternalSm::Options sm_options;
+    sm_options.verify_lfts = options.sm_verify;
+    sm_options.summary_path = summary;
+    sm_options.partitions = partitions;
+    sm = std::make_unique<InternalSm>(fabric.sm_host(), std::move(sm_options));
     sm->Start();
   }
   SignalReady(options, run_dir);

@@ -54,6 +54,9 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
   app.add_flag("--sm-verify", options.sm_verify,
                "with --sm internal: read every LFT back from the switches before checking "
                "the routes (softib-sm --verify)");
+  app.add_option("--sm-partitions", options.sm_partitions,
+                 "with --sm internal: the SM's partition file (softib-sm --Pconfig's syntax): "
+                 "P_Key tables and each ipoib partition's broadcast group");
   app.add_option("--hosts", options.hosts,
                  "with --fabric: host only these nodes (NodeDescription, its first word or node "
                  "id, comma-separated); cables to the rest are UDP tunnels to other softibds");
@@ -95,8 +98,10 @@ ParseResult ParseCommandLine(int argc, const char* const* argv) {
     std::cerr << "softibd: error: --sm " << options.sm << " needs --fabric\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
-  if ((!options.sm_host.empty() || options.sm_verify) && options.sm != "internal") {
-    std::cerr << "softibd: error: --sm-host and --sm-verify need --sm internal\n";
+  if ((!options.sm_host.empty() || options.sm_verify || !options.sm_partitions.empty()) &&
+      options.sm != "internal") {
+    std::cerr << "softibd: error: --sm-host, --sm-verify and --sm-partitions need --sm "
+                 "internal\n";
     return {ParseResult::Kind::kExit, 2, {}};
   }
   if (!options.ibsim.empty() && options.fabric.empty()) {

@@ -27,6 +27,9 @@ struct Options {
   std::string sm = "static";
   std::string sm_host;     // "": the first host
   bool sm_verify = false;  // the internal SM reads the LFTs back before checking routes
+  // With --sm internal: the SM's partition file (softib-sm --Pconfig's syntax, ulp/sm
+  // README); "": every port gets only the default partition.
+  std::string sm_partitions;
   // With --fabric, when the fabric spans several daemons: the nodes this one hosts
   // (--hosts NAME,... or --part I/N), its UDP tunnel address (--listen udp:HOST:PORT) and
   // the daemons it greets (--peer udp:HOST:PORT, repeatable). fabric_part.h, fabric_tunnels.h.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "sa_internal.h"
+#include "softib/sm/partitions.h"
 
 namespace softib::sm::sa {
 namespace {
@@ -119,11 +120,12 @@ std::vector<uint16_t> Lids(const Subnet& s, EndPort e, std::optional<uint16_t> o
 }
 
 // Whether the path meets the request's selectors and fixed values; fills what the request
-// chose (SL, P_Key, flow label, traffic class, hop limit, service id).
-bool Constrain(const mad::PathRecord& q, uint64_t mask, mad::PathRecord& pr) {
+// chose (SL, P_Key, flow label, traffic class, hop limit, service id). `pkey_ok`: both end
+// ports hold the request's P_Key (when it names one).
+bool Constrain(const mad::PathRecord& q, uint64_t mask, mad::PathRecord& pr, bool pkey_ok) {
   const Fields& b = Bits();
   if (mask & b.pkey) {
-    if ((q.P_Key & 0x7FFF) != 0x7FFF) return false;  // only the default partition exists
+    if (!pkey_ok) return false;
     pr.P_Key = q.P_Key;
   }
   if (mask & b.sl) pr.SL = q.SL;
@@ -162,6 +164,17 @@ void PathsBetween(const SubnetAdmin& sa, EndPort src, std::optional<uint16_t> sl
     for (uint16_t dl : dlids)
       if (std::find(pairs.begin(), pairs.end(), std::make_pair(sl, dl)) == pairs.end())
         pairs.emplace_back(sl, dl);
+  // A P_Key the request names: both ends must hold it (a port whose table was never read
+  // holds the default partition only).
+  bool pkey_ok = true;
+  if (mask & Bits().pkey) {
+    const auto keys = [&](EndPort e) {
+      const SmPort& p = s.node(e.node).ports[e.port];
+      return p.pkeys.empty() ? std::vector<uint16_t>{0xFFFF} : p.pkeys;
+    };
+    pkey_ok =
+        sm::HoldsPKey(keys(src), q.P_Key & 0x7FFF) && sm::HoldsPKey(keys(dst), q.P_Key & 0x7FFF);
+  }
   unsigned added = 0;
   for (auto [sl, dl] : pairs) {
     if (added >= max) break;
@@ -182,7 +195,7 @@ void PathsBetween(const SubnetAdmin& sa, EndPort src, std::optional<uint16_t> sl
     pr.Rate = there.rate ? there.rate : 3;
     pr.PacketLifeTimeSelector = 2;
     pr.PacketLifeTime = kPacketLifeTime;
-    if (!Constrain(q, mask, pr)) continue;
+    if (!Constrain(q, mask, pr, pkey_ok)) continue;
     out.Add(pr.Pack());
     ++added;
   }

@@ -269,12 +269,19 @@ TEST_F(SaTest, PathRecordSelectors) {
   EXPECT_EQ(ask("RateSelector", &PR::RateSelector, 1, "Rate", &PR::Rate, 7), 0u);   // < 40
   EXPECT_EQ(ask("RateSelector", &PR::RateSelector, 1, "Rate", &PR::Rate, 10), 1u);  // < 120
   EXPECT_EQ(ask("RateSelector", &PR::RateSelector, 3, "Rate", &PR::Rate, 0), 1u);   // largest
-  // A partition other than the default has no path.
+  // A partition other than the default has no path unless both ends hold its P_Key.
   Query<PR> pkey;
   pkey.Set("SLID", &PR::SLID, Lid(subnet_, a));
   pkey.Set("DLID", &PR::DLID, Lid(subnet_, b));
   pkey.Set("P_Key", &PR::P_Key, uint16_t{0x8001});
   EXPECT_EQ(sa_.Query(pkey.Request(kSaMethodGet)).status, kSaStatusNoRecords);
+  subnet_.node(a.node).ports[a.port].pkeys = {0xFFFF, 0x8001};
+  EXPECT_EQ(sa_.Query(pkey.Request(kSaMethodGet)).status, kSaStatusNoRecords);  // b lacks it
+  subnet_.node(b.node).ports[b.port].pkeys = {0xFFFF, 0x0001};                  // limited
+  const auto answer = sa_.Query(pkey.Request(kSaMethodGet));
+  ASSERT_EQ(answer.status, kSaStatusOk);
+  ASSERT_EQ(answer.records.size(), 1u);
+  EXPECT_EQ(Decode<PR>(answer.records[0]).P_Key, 0x8001);
 }
 
 TEST(SaPath, LmcGivesAPathPerLidPairAndNumbPathLimits) {

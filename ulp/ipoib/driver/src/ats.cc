@@ -117,6 +117,7 @@ void ReRegisterAts(Interface* i) {
 }
 
 void SetAddresses(Interface* i, std::span<const IpAddr> addresses) {
+  if (i->lbfo != nullptr) return LbfoSetAddresses(i, addresses);
   std::vector<uint64_t> gone;
   {
     kernel::SpinLockGuard guard(i->lock);
@@ -139,6 +140,7 @@ void SetAddresses(Interface* i, std::span<const IpAddr> addresses) {
 }
 
 size_t RegisteredAtsRecords(Interface* i) {
+  if (i->lbfo != nullptr) return LbfoAtsRecords(i);
   kernel::SpinLockGuard guard(i->lock);
   size_t count = 0;
   for (const auto& [key, reg] : i->ats) count += reg != 0 && reg != kAtsPending ? 1 : 0;

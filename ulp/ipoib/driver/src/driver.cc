@@ -147,7 +147,9 @@ void UnloadDriver(Driver* driver) {
     std::lock_guard guard(driver->mutex);
     interfaces = driver->interfaces;
   }
-  for (Interface* i : interfaces) DestroyInterface(i);
+  for (Interface* i : interfaces) {
+    if (i->team == nullptr) DestroyInterface(i);  // an LBFO member goes with its team
+  }
   // The FDOs still attached: detached here (their PDOs stay with the bus).
   std::vector<PortFdo*> ports;
   {

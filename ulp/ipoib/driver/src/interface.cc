@@ -196,7 +196,8 @@ Status SetUp(Interface* i) {
 Status CreateInterface(Driver* driver, const InterfaceConfig& config, EthernetFace* face,
                        Interface** out) {
   if (face == nullptr || out == nullptr || config.ports.empty()) return Status::INVALID_PARAMETER;
-  if (config.mode != Mode::kDatagram || config.ports.size() != 1) return Status::UNSUPPORTED;
+  if (config.mode != Mode::kDatagram || config.ports.size() > 2) return Status::UNSUPPORTED;
+  if (config.ports.size() == 2) return CreateLbfo(driver, config, face, out);
   auto* i = new Interface;
   i->driver = driver;
   i->face = face;
@@ -272,6 +273,7 @@ void ShutdownInterface(Interface* i) {
 }
 
 void DestroyInterface(Interface* i) {
+  if (i->lbfo != nullptr) return DestroyLbfo(i);
   ShutdownInterface(i);
   Driver* driver = i->driver;
   {
@@ -283,16 +285,19 @@ void DestroyInterface(Interface* i) {
 }
 
 Mac InterfaceMac(Interface* i) {
+  if (i->lbfo != nullptr) return LbfoMac(i);
   kernel::SpinLockGuard guard(i->lock);
   return i->local.mac;
 }
 
 uint32_t InterfaceMtu(Interface* i) {
+  if (i->lbfo != nullptr) return LbfoMtu(i);
   kernel::SpinLockGuard guard(i->lock);
   return i->local.mtu;
 }
 
 Status Query(Interface* i, InterfaceInfo* info) {
+  if (i->lbfo != nullptr) return LbfoQuery(i, info);
   kernel::SpinLockGuard guard(i->lock);
   info->name = i->config.name;
   info->mode = i->config.mode;

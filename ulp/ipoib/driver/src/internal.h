@@ -94,9 +94,15 @@ struct Group {
   std::deque<std::vector<uint8_t>> queued;  // IPoIB packets waiting for the join
 };
 
+class Lbfo;
+
 class Interface {
  public:
   Driver* driver = nullptr;
+  // LBFO (lbfo.cc): a team's interface has `lbfo` (no QP of its own: two member interfaces,
+  // one per port, do the work); a member has `team`. Both null for a plain interface.
+  Lbfo* lbfo = nullptr;
+  Interface* team = nullptr;
   PortFdo* port = nullptr;
   EthernetFace* face = nullptr;
   InterfaceConfig config;
@@ -207,6 +213,17 @@ void StopAgeing(Interface* i);
 
 // ---- events.cc ----
 kernel::Status StartPortEvents(Interface* i);  // PASSIVE, at set-up
+
+// ---- lbfo.cc: one interface over two ports (ipoib.h LbfoMode) ----
+kernel::Status CreateLbfo(Driver* driver, const InterfaceConfig& config, EthernetFace* face,
+                          Interface** out);
+void DestroyLbfo(Interface* team);
+void LbfoTransmit(Interface* team, std::span<const uint8_t> frame);
+Mac LbfoMac(Interface* team);
+uint32_t LbfoMtu(Interface* team);
+kernel::Status LbfoQuery(Interface* team, InterfaceInfo* info);
+void LbfoSetAddresses(Interface* team, std::span<const IpAddr> addresses);
+size_t LbfoAtsRecords(Interface* team);
 
 // ---- ats.cc ----
 void UpdateAtsRecords(Interface* i);  // register/deregister per `addresses`

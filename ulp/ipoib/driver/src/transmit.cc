@@ -200,6 +200,7 @@ void StartResolve(Interface* i, const Gid& gid) {
 }
 
 void Transmit(Interface* i, std::span<const uint8_t> frame) {
+  if (i->lbfo != nullptr) return LbfoTransmit(i, frame);
   LocalIdentity local;
   {
     kernel::SpinLockGuard guard(i->lock);

@@ -18,6 +18,11 @@
 namespace softib::ipoib {
 
 enum class Mode : uint8_t { kDatagram, kConnected };
+// (Added by the LBFO work.) How an interface over two ports uses them: active/standby (every
+// frame on the active port, the other takes over when its link goes), or balance (unicast IP
+// spread across the ports by flow hash, as bonding's balance-tlb; ARP, ND and multicast, and
+// every receive, on the advertised = active port).
+enum class LbfoMode : uint8_t { kActiveStandby, kBalance };
 
 struct InterfaceConfig {
   std::string name;                  // shown by Query (the TAP's name)
@@ -25,6 +30,10 @@ struct InterfaceConfig {
   std::vector<uint8_t> ports = {1};  // two ports: one interface over both (LBFO)
   uint16_t pkey = 0xFFFF;            // the partition (full-membership bit set)
   Mode mode = Mode::kDatagram;
+  // (Added by the LBFO work.) With two ports: the teaming mode, and whether the interface
+  // moves back to ports[0] (the primary) when its link returns (default: yes).
+  LbfoMode lbfo = LbfoMode::kActiveStandby;
+  bool failback = true;
 };
 
 struct Counters {
@@ -50,6 +59,17 @@ struct InterfaceInfo {
   std::vector<GroupInfo> groups;
   std::vector<Neighbour> neighbours;
   Counters counters;
+  // (Added by the LBFO work.) An interface over two ports: each port's state, and how many
+  // times the active port changed (failovers and failbacks). Empty/0 with one port.
+  struct LbfoPort {
+    uint8_t port = 0;
+    bool carrier = false;
+    bool active = false;
+    uint32_t qpn = 0;
+  };
+  std::vector<LbfoPort> lbfo_ports;
+  LbfoMode lbfo = LbfoMode::kActiveStandby;
+  uint64_t lbfo_moves = 0;
 };
 
 class Driver;
