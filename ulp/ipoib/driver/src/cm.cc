@@ -8,14 +8,19 @@
 // for UD larger than its MTU are fragmented here, with DF answered by ICMP "fragmentation
 // needed", IPv6 by Packet Too Big (translate.h). Both ends use a connection both ways.
 //
-// The CM verbs and the RC QP's verbs are called directly from completion routines (all are
-// DISPATCH-level verbs); the CEP events come from CepGetEvent IRPs kept pending at the PDO.
+// The CEP events come from CepGetEvent IRPs kept pending at the PDO; their completion
+// routines queue a work item that handles the event at PASSIVE, where the CM's and the RC
+// QP's verbs are called directly (they may pend and be waited for there). Shutdown waits
+// for a running item before the AL goes (CmQuiesce); an item that starts later sees
+// `stopping` and does nothing.
 #include <endian.h>
 
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <thread>
 
 #include "internal.h"
 #include "kernel/verbs_al_direct.h"
@@ -23,6 +28,7 @@
 #include "kernel/verbs_qp_direct.h"
 #include "kernel/verbs_srq_direct.h"
 #include "softib/al/access_layer.h"
+#include "softib/kernel/work_item.h"
 #include "softib/mad/mad_sa.h"
 
 namespace softib::ipoib {
@@ -51,6 +57,7 @@ struct CmState {
   uint8_t* tx_base = nullptr;
   std::vector<uint32_t> tx_free;                           // under the interface's lock
   std::vector<std::unique_ptr<CmConnection>> connections;  // under the lock; freed at shutdown
+  uint32_t running = 0;  // work items inside their routine (under the lock)
 };
 
 namespace {
@@ -73,6 +80,39 @@ std::array<uint8_t, 8> CmPrivateData(uint32_t ud_qpn) {
 }
 uint32_t PrivateDataQpn(const uint8_t* p) {
   return uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+// Runs `fn` at PASSIVE in a work item, unless the interface stops first.
+struct CmWork {
+  Interface* i;
+  std::function<void()> fn;
+  kernel::IoWorkItem* item;
+};
+void RunCmWork(kernel::DeviceObject*, void* context) {
+  auto* work = static_cast<CmWork*>(context);
+  Interface* i = work->i;
+  bool run = false;
+  {
+    kernel::SpinLockGuard guard(i->lock);
+    if (!i->stopping && i->cm != nullptr) {
+      ++i->cm->running;
+      run = true;
+    }
+  }
+  if (run) {
+    work->fn();
+    kernel::SpinLockGuard guard(i->lock);
+    --i->cm->running;
+  }
+  kernel::IoFreeWorkItem(work->item);
+  delete work;
+  i->Release();
+}
+void AtPassive(Interface* i, std::function<void()> fn) {
+  kernel::IoWorkItem* item = kernel::IoAllocateWorkItem(i->port->fdo);
+  if (item == nullptr) return;
+  i->Hold();
+  kernel::IoQueueWorkItem(item, &RunCmWork, new CmWork{i, std::move(fn), item});
 }
 
 void CmPostReceive(Interface* i, uint32_t slot) {
@@ -171,7 +211,7 @@ void ArmConnection(Interface* i, CmConnection* c) {
   SendVerb(i, kernel::BuildCepGetEventIrp(i->pdo, i->file, {{c->cep}}, &c->event), &c->event,
            sizeof c->event, [i, c](Status status, uint64_t) {
              if (status != Status::SUCCESS || Stopping(i)) return;
-             OnConnectionEvent(i, c);
+             AtPassive(i, [i, c] { OnConnectionEvent(i, c); });
            });
 }
 
@@ -274,7 +314,7 @@ void AwaitCmPath(Interface* i, CmConnection* c) {
                if (!Stopping(i)) Fail(i, c);
                return;
              }
-             Connect(i, c, record);
+             AtPassive(i, [i, c, record] { Connect(i, c, record); });
            });
 }
 
@@ -318,7 +358,7 @@ void ArmListen(Interface* i) {
   SendVerb(i, kernel::BuildCepGetEventIrp(i->pdo, i->file, {{cm->listen}}, &cm->listen_event),
            &cm->listen_event, sizeof cm->listen_event, [i](Status status, uint64_t) {
              if (status != Status::SUCCESS || Stopping(i)) return;
-             OnListenEvent(i);
+             AtPassive(i, [i] { OnListenEvent(i); });
            });
 }
 
@@ -605,6 +645,17 @@ void CmDropAll(Interface* i) {
     }
   }
   for (uint64_t cep : ceps) kernel::IbCepSendDreq(i->al, {{cep}, 0, 0}, {});
+}
+
+void CmQuiesce(Interface* i) {
+  if (i->cm == nullptr) return;
+  for (;;) {
+    {
+      kernel::SpinLockGuard guard(i->lock);
+      if (i->cm->running == 0) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void CmShutdown(Interface* i) { delete std::exchange(i->cm, nullptr); }

@@ -264,6 +264,7 @@ void ShutdownInterface(Interface* i) {
     if (was_up) i->face->SetCarrier(false);
   }
   StopAgeing(i);
+  CmQuiesce(i);
   // Releasing the AL completes every IRP of the interface's file (CANCELED) and runs their
   // routines before it returns; the speed path is not called again (stopping).
   if (i->al != nullptr) kernel::IbReleaseAl(std::exchange(i->al, nullptr));

@@ -229,6 +229,8 @@ kernel::Status CmSetUp(Interface* i, uint8_t* base);
 bool CmTransmit(Interface* i, std::span<const uint8_t> frame);
 // An RC completion (wr_id has kCmWrBit), from the CQ's DPC.
 void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc);
+// After `stopping` is set, before the AL is released: waits for a CM work item running.
+void CmQuiesce(Interface* i);
 // After the AL was released (its objects went with it): frees the connections.
 void CmShutdown(Interface* i);
 // A port change: every connection is dropped (DREQ) and made again on demand.
