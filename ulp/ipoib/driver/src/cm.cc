@@ -588,7 +588,14 @@ void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc) {
   if ((wc.wr_id & kSendWrBit) != 0) {
     kernel::SpinLockGuard guard(i->lock);
     i->cm->tx_free.push_back(slot);
-    if (wc.status != abi::WcStatus::SUCCESS) ++i->counters.tx_dropped;
+    if (wc.status != abi::WcStatus::SUCCESS) {
+      ++i->counters.tx_dropped;
+      // The connection broke (retries exhausted, flushed): the next frame connects anew.
+      for (auto& c : i->cm->connections) {
+        if (c->qpn == wc.qp_num && c->state == CmConnection::State::kEstablished)
+          c->state = CmConnection::State::kClosed;
+      }
+    }
     return;
   }
   uint8_t* buffer = i->cm->rx_base + static_cast<size_t>(slot) * kCmSlotBytes;
@@ -644,7 +651,10 @@ void CmDropAll(Interface* i) {
       }
     }
   }
-  for (uint64_t cep : ceps) kernel::IbCepSendDreq(i->al, {{cep}, 0, 0}, {});
+  if (ceps.empty()) return;
+  AtPassive(i, [i, ceps] {
+    for (uint64_t cep : ceps) kernel::IbCepSendDreq(i->al, {{cep}, 0, 0}, {});
+  });
 }
 
 void CmQuiesce(Interface* i) {
