@@ -3,12 +3,13 @@
 // packet, from a source the first byte chooses) and SnoopHostMembership. Any sanitizer report,
 // a result outside the buffer, a transmit whose packet does not start where the Ethernet
 // header's last 4 bytes were, or a receive whose frame does not end the packet's GRH space
-// is a finding.
+// is a finding. The connected mode's fragmenter and ICMP builders see the same frame.
 //
 // Input: byte 0 the receive source (bit 0: a GRH; bit 1: to the broadcast group, bit 2: to
 // an IPv4 group; bit 3: the sender is us; bit 4: the sender is the known peer, with LID 7;
 // bit 5: connected mode on), then the frame / packet.
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -96,6 +97,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
               rx.offset + rx.length <= buffer.size());
       Require(rx.neighbour != nullptr);
     }
+  }
+
+  // Connected mode's UD side: fragments at an MTU the control byte picks (68..2044), each
+  // within it and together carrying the datagram's data; the ICMP answers well formed.
+  {
+    const uint32_t mtu = 68 + (uint32_t{control} * 8) % (2044 - 68);
+    std::vector<std::vector<uint8_t>> fragments;
+    const auto outcome = softib::ipoib::FragmentForMtu(bytes, mtu, &fragments);
+    Require(outcome == softib::ipoib::FragmentOutcome::kFragmented || fragments.empty());
+    size_t data = 0;
+    for (const auto& f : fragments) {
+      Require(f.size() >= softib::ipoib::kEthHeaderBytes + 20 &&
+              f.size() - softib::ipoib::kEthHeaderBytes <= mtu);
+      data += f.size() - softib::ipoib::kEthHeaderBytes - size_t{f[14] & 0x0fu} * 4;
+    }
+    if (outcome == softib::ipoib::FragmentOutcome::kFragmented) {
+      const size_t total = (size_t{bytes[16]} << 8) | bytes[17];
+      Require(data == total - size_t{bytes[14] & 0x0fu} * 4);
+    }
+    const std::array<uint8_t, 4> v4{198, 18, 0, 1};
+    const auto frag_needed = softib::ipoib::BuildIcmpFragmentationNeeded(bytes, mtu, v4);
+    Require(frag_needed.empty() || frag_needed.size() <= softib::ipoib::kEthHeaderBytes + 28 + 68);
+    std::array<uint8_t, 16> v6{};
+    v6[0] = 0xfe;
+    v6[1] = 0x80;
+    const auto too_big = softib::ipoib::BuildIcmpv6PacketTooBig(bytes, mtu, v6);
+    Require(too_big.size() <= softib::ipoib::kEthHeaderBytes + 1280);
   }
 
   // The snooper over the frame as it came.

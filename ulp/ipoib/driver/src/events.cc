@@ -47,6 +47,7 @@ void OnPortEvent(Interface* i, const abi::PnpEventRecord& record) {
     }
   }
   SetCarrier(i, false);
+  CmDropAll(i);  // connected mode: DREQ each connection; made again on demand
   DestroyAvs(i, avs);
   if (rejoin) RejoinAll(i);
 }

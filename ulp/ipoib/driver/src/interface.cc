@@ -110,7 +110,8 @@ Status SetUp(Interface* i) {
   i->pd = pd.pd.value;
 
   // One registration over every buffer.
-  i->memory.assign(static_cast<size_t>(kRxSlots + kTxSlots) * kSlotBytes, 0);
+  const size_t ud_bytes = static_cast<size_t>(kRxSlots + kTxSlots) * kSlotBytes;
+  i->memory.assign(ud_bytes + CmMemoryBytes(i), 0);
   i->rx_base = i->memory.data();
   i->tx_base = i->memory.data() + static_cast<size_t>(kRxSlots) * kSlotBytes;
   abi::RegMemIn reg{};
@@ -126,7 +127,12 @@ Status SetUp(Interface* i) {
 
   abi::CreateCqOut cq{};
   status = kernel::CallCreateCqIrp(
-      i->pdo, i->file, {{i->ca}, 2 * (kRxSlots + kTxSlots), 0, reinterpret_cast<uint64_t>(i)}, &cq);
+      i->pdo, i->file,
+      {{i->ca},
+       2 * (kRxSlots + kTxSlots) + (CmMemoryBytes(i) != 0 ? 4 * (kCmRxSlots + kCmTxSlots) : 0),
+       0,
+       reinterpret_cast<uint64_t>(i)},
+      &cq);
   if (status != Status::SUCCESS) return status;
   i->cq = cq.cq.value;
 
@@ -173,7 +179,7 @@ Status SetUp(Interface* i) {
     i->port_up = port.link_state == 4;
     i->ib_mtu = std::min<uint32_t>(MtuBytes(port.active_mtu), 4096);
     if (i->ib_mtu == 0) i->ib_mtu = 2048;
-    i->local.hw.flags = 0;
+    i->local.hw.flags = CmMemoryBytes(i) != 0 ? HwAddr::kConnectedFlag : 0;
     i->local.hw.qpn = query_qp.attributes.qp_num;
     std::memcpy(i->local.hw.gid.data(), &port.subnet_prefix, 8);
     std::memcpy(i->local.hw.gid.data() + 8, &port.port_guid, 8);
@@ -182,9 +188,12 @@ Status SetUp(Interface* i) {
     i->local.mac = DeriveMac(i->local.hw);
     i->local.pkey = static_cast<uint16_t>(i->config.pkey | 0x8000);
     i->local.mcast_scope = 2;
-    i->local.mtu = i->ib_mtu - static_cast<uint32_t>(kEncapBytes);
+    i->local.mtu = CmMemoryBytes(i) != 0 ? kCmMtu : i->ib_mtu - static_cast<uint32_t>(kEncapBytes);
     i->face_mtu = i->local.mtu;
   }
+  if (CmMemoryBytes(i) != 0 &&
+      (status = CmSetUp(i, i->memory.data() + ud_bytes)) != Status::SUCCESS)
+    return status;
   StartReceive(i);
   if ((status = StartPortEvents(i)) != Status::SUCCESS) return status;
   StartAgeing(i);
@@ -196,8 +205,12 @@ Status SetUp(Interface* i) {
 Status CreateInterface(Driver* driver, const InterfaceConfig& config, EthernetFace* face,
                        Interface** out) {
   if (face == nullptr || out == nullptr || config.ports.empty()) return Status::INVALID_PARAMETER;
-  if (config.mode != Mode::kDatagram || config.ports.size() > 2) return Status::UNSUPPORTED;
-  if (config.ports.size() == 2) return CreateLbfo(driver, config, face, out);
+  if (config.ports.size() > 2) return Status::UNSUPPORTED;
+  // LBFO teams two datagram-mode interfaces (connected mode over a team: not built).
+  if (config.ports.size() == 2) {
+    if (config.mode != Mode::kDatagram) return Status::UNSUPPORTED;
+    return CreateLbfo(driver, config, face, out);
+  }
   auto* i = new Interface;
   i->driver = driver;
   i->face = face;
@@ -256,6 +269,7 @@ void ShutdownInterface(Interface* i) {
     if (was_up) i->face->SetCarrier(false);
   }
   StopAgeing(i);
+  CmQuiesce(i);
   // Releasing the AL completes every IRP of the interface's file (CANCELED) and runs their
   // routines before it returns; the speed path is not called again (stopping).
   if (i->al != nullptr) kernel::IbReleaseAl(std::exchange(i->al, nullptr));
@@ -265,6 +279,7 @@ void ShutdownInterface(Interface* i) {
     kernel::KeWaitForSingleObject(&i->idle, std::chrono::milliseconds(50));
   }
   kernel::KeFlushQueuedDpcs(i->node);
+  CmShutdown(i);
   kernel::SpinLockGuard guard(i->lock);
   i->neighbours.Clear();
   i->paths.clear();

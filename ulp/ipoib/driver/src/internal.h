@@ -96,6 +96,15 @@ struct Group {
 
 class Lbfo;
 
+// ---- cm.cc: connected mode (RFC 4755) ----
+inline constexpr uint64_t kCmWrBit = uint64_t{1} << 62;  // an RC receive or send (cm.cc)
+inline constexpr uint64_t kCmServiceIdBase = 0x1000000000000000ull;
+inline constexpr uint32_t kCmMtu = 65520;              // the interface's MTU
+inline constexpr uint32_t kCmSlotBytes = 65536 + 128;  // GRH room + 65524 + slack
+inline constexpr uint32_t kCmRxSlots = 32, kCmTxSlots = 32;
+struct CmConnection;
+struct CmState;  // cm.cc
+
 class Interface {
  public:
   Driver* driver = nullptr;
@@ -160,6 +169,9 @@ class Interface {
   kernel::Ktimer age_timer{};
   kernel::Kdpc age_dpc{};
 
+  // Connected mode (cm.cc): null in datagram mode.
+  CmState* cm = nullptr;
+
   void Hold() { outstanding.fetch_add(1); }
   void Release() {
     if (outstanding.fetch_sub(1) == 1) kernel::KeSetEvent(&idle);
@@ -210,6 +222,25 @@ void LeaveGroup(Interface* i, const Gid& mgid);
 void RejoinAll(Interface* i);
 void StartAgeing(Interface* i);
 void StopAgeing(Interface* i);
+
+// ---- cm.cc ----
+// Bytes the connected mode adds to the one registration (0 in datagram mode).
+size_t CmMemoryBytes(const Interface* i);
+// PASSIVE at set-up, after the UD QP and the registration: the SRQ and its receives over
+// `base` (CmMemoryBytes of the registration), the listen on 0x1000000000000000 | UD QPN.
+kernel::Status CmSetUp(Interface* i, uint8_t* base);
+// A host frame in connected mode: true when cm.cc took it (sent over RC, queued for a
+// connection, fragmented to the UD MTU, or answered with ICMP); false: the UD path sends
+// it as it is. Takes `lock` itself.
+bool CmTransmit(Interface* i, std::span<const uint8_t> frame);
+// An RC completion (wr_id has kCmWrBit), from the CQ's DPC.
+void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc);
+// After `stopping` is set, before the AL is released: waits for a CM work item running.
+void CmQuiesce(Interface* i);
+// After the AL was released (its objects went with it): frees the connections.
+void CmShutdown(Interface* i);
+// A port change: every connection is dropped (DREQ) and made again on demand.
+void CmDropAll(Interface* i);
 
 // ---- events.cc ----
 kernel::Status StartPortEvents(Interface* i);  // PASSIVE, at set-up

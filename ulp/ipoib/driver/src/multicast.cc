@@ -127,7 +127,7 @@ void BroadcastAnswered(const std::shared_ptr<Join>& j) {
     kernel::SpinLockGuard guard(i->lock);
     const uint32_t group_mtu = MtuBytes(static_cast<abi::PathMtu>(j->record.MTU));
     if (group_mtu != 0 && group_mtu < i->ib_mtu) i->ib_mtu = group_mtu;
-    i->local.mtu = i->ib_mtu - static_cast<uint32_t>(kEncapBytes);
+    i->local.mtu = i->cm != nullptr ? kCmMtu : i->ib_mtu - static_cast<uint32_t>(kEncapBytes);
     modify = j->record.Q_Key != i->bcast_qkey;
     i->bcast_qkey = j->record.Q_Key;
   }

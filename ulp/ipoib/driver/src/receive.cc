@@ -84,7 +84,9 @@ bool Drain(Interface* i) {
     }
     if (count == 0) return true;
     for (uint32_t n = 0; n < count; ++n) {
-      if ((wcs[n].wr_id & kSendWrBit) != 0) {
+      if ((wcs[n].wr_id & kCmWrBit) != 0) {
+        CmOnCompletion(i, wcs[n]);
+      } else if ((wcs[n].wr_id & kSendWrBit) != 0) {
         OnSendDone(i, wcs[n]);
       } else {
         OnReceive(i, wcs[n]);

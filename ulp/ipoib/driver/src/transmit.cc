@@ -217,6 +217,7 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
       LeaveGroup(i, change.mgid);
     }
   }
+  if (CmTransmit(i, frame)) return;
   bool resolve = false, join = false;
   Gid target{};
   {

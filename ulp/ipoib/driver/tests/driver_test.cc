@@ -211,13 +211,15 @@ class IpoibDriverTest : public ::testing::Test {
   }
 
   // Interfaces on both CAs, carrier up on both.
-  void CreateBoth() {
+  void CreateBoth(Mode mode_a = Mode::kDatagram, Mode mode_b = Mode::kDatagram) {
     InterfaceConfig config;
     config.name = "ib0";
     config.ca_guid = guids_[0];
+    config.mode = mode_a;
     ASSERT_EQ(CreateInterface(driver_, config, &face_a_, &a_), Status::SUCCESS);
     config.name = "ib1";
     config.ca_guid = guids_[1];
+    config.mode = mode_b;
     ASSERT_EQ(CreateInterface(driver_, config, &face_b_, &b_), Status::SUCCESS);
     ASSERT_TRUE(face_a_.WaitCarrier(true));
     ASSERT_TRUE(face_b_.WaitCarrier(true));
@@ -559,6 +561,120 @@ TEST_F(IpoibDriverTest, UnloadDestroysItsInterfaces) {
   EXPECT_FALSE(face_a_.carrier());
   EXPECT_FALSE(face_b_.carrier());
   EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_, true));
+}
+
+// ---- connected mode (RFC 4755) ----
+
+std::vector<uint8_t> UdpPayload(size_t bytes, uint8_t seed) {
+  std::vector<uint8_t> udp(8 + bytes);
+  PutBe16(udp.data(), 5001);
+  PutBe16(udp.data() + 2, 5001);
+  PutBe16(udp.data() + 4, static_cast<uint16_t>(udp.size()));
+  for (size_t k = 0; k < bytes; ++k) udp[8 + k] = static_cast<uint8_t>(k * 13 + seed);
+  return udp;
+}
+bool IsUdp(const Frame& f) { return f.size() > 34 && Be16(f.data() + 12) == 0x0800 && f[23] == 17; }
+
+bool WaitFor(const std::function<bool()>& done) {
+  for (int n = 0; n < 500; ++n) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+TEST_F(IpoibDriverTest, ConnectedModeCarriesA60KDatagramOverRcBothWays) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth(Mode::kConnected, Mode::kConnected));
+  EXPECT_EQ(InterfaceMtu(a_), 65520u);
+  InterfaceInfo info;
+  ASSERT_EQ(Query(a_, &info), Status::SUCCESS);
+  EXPECT_EQ(info.mode, Mode::kConnected);
+  EXPECT_TRUE(info.local.hw.connected());
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  // The ARP told each side the other's 'C'.
+  ASSERT_EQ(Query(a_, &info), Status::SUCCESS);
+  ASSERT_EQ(info.neighbours.size(), 1u);
+  EXPECT_TRUE(info.neighbours[0].hw.connected());
+  // 60 000 bytes of UDP: one IPoIB packet over the RC connection, byte for byte.
+  const Frame big = Ipv4(mac_a_, peer_b_, kIpA, kIpB, 17, UdpPayload(60000, 1));
+  Transmit(a_, big);
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(IsUdp, &got));
+  EXPECT_EQ(got.size(), big.size());
+  EXPECT_TRUE(std::equal(big.begin() + 12, big.end(), got.begin() + 12));
+  EXPECT_TRUE(std::equal(peer_a_.begin(), peer_a_.end(), got.begin() + 6)) << "A's MAC at B";
+  EXPECT_EQ(CmConnections(a_), 1u);
+  ASSERT_TRUE(WaitFor([&] { return CmConnections(b_) == 1; }));
+  // Back: B uses the connection A made (no second REQ).
+  const Frame back = Ipv4(mac_b_, peer_a_, kIpB, kIpA, 17, UdpPayload(59000, 2));
+  Transmit(b_, back);
+  ASSERT_TRUE(face_a_.WaitFrame(IsUdp, &got));
+  EXPECT_EQ(got.size(), back.size());
+  EXPECT_TRUE(std::equal(back.begin() + 12, back.end(), got.begin() + 12));
+  EXPECT_EQ(CmConnections(a_), 1u);
+  EXPECT_EQ(CmConnections(b_), 1u);
+  InterfaceInfo after;
+  ASSERT_EQ(Query(b_, &after), Status::SUCCESS);
+  EXPECT_EQ(after.counters.tx_dropped, 0u);
+  // Teardown (DREQ) leaves no object behind once the CM's time-wait ended.
+  DestroyInterface(std::exchange(a_, nullptr));
+  DestroyInterface(std::exchange(b_, nullptr));
+  EXPECT_TRUE(WaitFor([&] {
+    abi::ObjectCounts now = al::QueryNodeObjectCounts(node_->access_layer());
+    abi::ObjectCounts want = sa_baseline_;
+    now.pending_requests = want.pending_requests = 0;
+    return std::memcmp(&now, &want, sizeof now) == 0;
+  }));
+  EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), sa_baseline_, true));
+}
+
+TEST_F(IpoibDriverTest, ConnectedModeToADatagramPeerFragmentsAndAnswersDf) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth(Mode::kConnected, Mode::kDatagram));
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  InterfaceInfo info;
+  ASSERT_EQ(Query(a_, &info), Status::SUCCESS);
+  ASSERT_EQ(info.neighbours.size(), 1u);
+  EXPECT_FALSE(info.neighbours[0].hw.connected()) << "B is in datagram mode";
+  const uint32_t ud_mtu = InterfaceMtu(b_);
+  // 10 000 bytes of UDP without DF: fragments of at most the UD MTU, over UD.
+  const auto udp = UdpPayload(10000, 3);
+  const Frame big = Ipv4(mac_a_, peer_b_, kIpA, kIpB, 17, udp);
+  Transmit(a_, big);
+  std::vector<uint8_t> data(udp.size());
+  size_t received = 0, fragments = 0;
+  while (received < udp.size()) {
+    Frame f;
+    ASSERT_TRUE(face_b_.WaitFrame(IsUdp, &f)) << received;
+    ++fragments;
+    const size_t header = size_t{f[14] & 0x0fu} * 4;
+    const size_t total = Be16(f.data() + 16);
+    EXPECT_LE(total, ud_mtu);
+    EXPECT_EQ(f.size(), 14 + total);
+    EXPECT_EQ(IpChecksum(f.data() + 14, header), 0) << "header checksum";
+    const size_t offset = size_t{Be16(f.data() + 20) & 0x1FFFu} * 8;
+    ASSERT_LE(offset + total - header, data.size());
+    std::copy(f.begin() + 14 + static_cast<long>(header), f.end(),
+              data.begin() + static_cast<long>(offset));
+    received += total - header;
+  }
+  EXPECT_EQ(data, udp);
+  EXPECT_EQ(fragments, (udp.size() + (ud_mtu - 20) / 8 * 8 - 1) / ((ud_mtu - 20) / 8 * 8));
+  EXPECT_EQ(CmConnections(a_), 0u);
+  // With DF: ICMP "fragmentation needed" to A's host, next-hop MTU the UD MTU.
+  Frame df = Ipv4(mac_a_, peer_b_, kIpA, kIpB, 17, UdpPayload(5000, 4));
+  df[14 + 6] = 0x40;
+  PutBe16(df.data() + 24, 0);
+  PutBe16(df.data() + 24, IpChecksum(df.data() + 14, 20));
+  Transmit(a_, df);
+  Frame icmp;
+  ASSERT_TRUE(face_a_.WaitFrame(
+      [](const Frame& f) { return f.size() > 34 && f[23] == 1 && f[34] == 3; }, &icmp));
+  EXPECT_EQ(icmp[35], 4);
+  EXPECT_EQ(Be16(icmp.data() + 40), ud_mtu);
+  EXPECT_TRUE(std::equal(mac_a_.begin(), mac_a_.end(), icmp.begin())) << "to A's host";
+  EXPECT_TRUE(std::equal(df.begin() + 14, df.begin() + 14 + 28, icmp.begin() + 42)) << "quoted";
+  EXPECT_EQ(IpChecksum(icmp.data() + 34, icmp.size() - 34), 0) << "ICMP checksum";
+  EXPECT_EQ(face_b_.count(IsUdp), 0u) << "nothing of the DF datagram went out";
 }
 
 }  // namespace

@@ -116,4 +116,10 @@ size_t RegisteredAtsRecords(Interface* interface);
 // The IPoIB PDOs the driver is attached to (tests, diagnostics).
 size_t AttachedPorts(Driver* driver);
 
+// ---- added by connected mode (RFC 4755) ----
+// Mode::kConnected: the hardware address carries 'C', the MTU is 65520, peers with 'C' get
+// an RC connection (CM service ID 0x1000000000000000 | their UD QPN); the mode is chosen
+// when the interface is created. The RC connections established now (tests, `show`).
+size_t CmConnections(Interface* interface);
+
 }  // namespace softib::ipoib

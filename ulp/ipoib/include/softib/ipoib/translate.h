@@ -202,4 +202,39 @@ inline constexpr size_t kDhcpOptionGrowth = 2 + kDhcpClientIdBytes;
 Drop RewriteDhcpFromHost(std::span<uint8_t> ip, size_t* ip_length, const LocalIdentity& local);
 void RewriteDhcpToHost(std::span<uint8_t> ip, const Mac& sender_mac, const LocalIdentity& local);
 
+// ---- (Added by ulp/ipoib connected mode, RFC 4755 §4) ----
+// In connected mode the interface's MTU is 65520 while peers without 'C' and multicast
+// groups are reached over UD, whose MTU is smaller: the driver fragments IPv4 datagrams for
+// them (RFC 791), answers a datagram with DF set with ICMP "fragmentation needed" (RFC 792
+// type 3 code 4 with the next-hop MTU of RFC 1191), and an IPv6 datagram over the UD MTU
+// with ICMPv6 Packet Too Big (RFC 4443 §3.2). Frames are Ethernet II, as everywhere here.
+enum class FragmentOutcome : uint8_t {
+  kFits,          // the datagram fits `mtu`: send the frame as it is
+  kFragmented,    // `fragments` holds the frames to send instead, in order
+  kDontFragment,  // IPv4 with DF set: answer with BuildIcmpFragmentationNeeded
+  kTooBig,        // IPv6 over `mtu`: answer with BuildIcmpv6PacketTooBig
+  kMalformed,     // not an IP datagram whose header can be read: drop (kRunt)
+};
+// Splits the frame's IPv4 datagram into fragments of at most `mtu` bytes of IP datagram
+// each (data in multiples of 8 bytes but the last; the first carries every option, later
+// ones only the options whose copied flag is set, padded with End of Option List; the
+// header checksum recomputed). An already fragmented datagram is split further (offsets
+// and MF kept). `mtu` below 68 (RFC 791's minimum) is kMalformed. Non-IP frames (ARP)
+// and datagrams that fit are kFits.
+FragmentOutcome FragmentForMtu(std::span<const uint8_t> frame, uint32_t mtu,
+                               std::vector<std::vector<uint8_t>>* fragments);
+// The host's answer to an IPv4 frame with DF over `next_hop_mtu`: an Ethernet frame from
+// the frame's destination MAC to its source MAC carrying an IPv4 ICMP Destination
+// Unreachable, code 4, from `source` (IPv4, network order; the interface's address) to the
+// datagram's source, TTL 64, quoting the datagram's header and its first 8 data bytes.
+// Empty when the frame is no IPv4 datagram.
+std::vector<uint8_t> BuildIcmpFragmentationNeeded(std::span<const uint8_t> frame,
+                                                  uint32_t next_hop_mtu,
+                                                  std::span<const uint8_t, 4> source);
+// The same for IPv6: ICMPv6 Packet Too Big (type 2, code 0, the MTU), hop limit 64, from `source`
+// to the datagram's source, quoting as much of the datagram as keeps the answer within 1280 bytes
+// of IPv6 (RFC 4443 §2.4 (c)). Empty when the frame is no IPv6.
+std::vector<uint8_t> BuildIcmpv6PacketTooBig(std::span<const uint8_t> frame, uint32_t mtu,
+                                             std::span<const uint8_t, 16> source);
+
 }  // namespace softib::ipoib
