@@ -9,7 +9,14 @@
 // active/standby mode; in balance mode unicast IP is spread across the members whose carrier
 // is up by a hash of the flow (addresses, protocol, ports), while ARP, ND and multicast stay
 // on the active (advertised) one. Receive: unicast from either member, broadcast and
-// multicast only from the active one (both are joined: the host would see each twice).
+// multicast only from the active one (both are joined: the host would see each twice) —
+// except ARP and ND, taken from either: a peer that failed over announces itself on the link
+// of our standby member before our own port event made it active (the two ports may be on
+// different links), and a repeated ARP or ND message is harmless to the host.
+//
+// ATS: the host's addresses (SetAddresses) are registered by the active member only — a
+// resolver asking the SA for an address must get the GID traffic uses — and move with it:
+// the old member deregisters them, the new one registers them with its GID.
 //
 // A move (the active member's carrier went down and the other's is up; or, with failback,
 // the primary's came back) hands the neighbours over (their paths are resolved again on the
@@ -74,6 +81,7 @@ class Lbfo {
   bool stopping = false;
   Mac mac{};
   std::vector<IpAddr> addresses;  // snooped from the host and SetAddresses
+  std::vector<IpAddr> ats;        // SetAddresses: registered by the active member
   uint64_t moves = 0;
   uint64_t tx_dropped = 0;
 };
@@ -154,6 +162,15 @@ bool FlowHash(std::span<const uint8_t> f, uint32_t* hash) {
   }
   *hash = h;
   return true;
+}
+
+// ARP, or ICMPv6 neighbour discovery (router/neighbour solicitation and advertisement,
+// redirect) without extension headers.
+bool IsArpOrNd(std::span<const uint8_t> f) {
+  if (f.size() < kEthHeaderBytes) return false;
+  const uint16_t type = LbfoBe16(f.data() + 12);
+  if (type == kEthertypeArp) return true;
+  return type == kEthertypeIpv6 && f.size() >= 55 && f[20] == 58 && f[54] >= 133 && f[54] <= 137;
 }
 
 // Gives `to` the neighbour `from` knows by `mac` (its path resolved on demand there). False
@@ -254,13 +271,16 @@ void MoveTraffic(Lbfo* t, Interface* from, Interface* to) {
     }
   }
   for (const Gid& mgid : groups) JoinGroup(to, mgid, true, false);
-  std::vector<IpAddr> addresses;
+  std::vector<IpAddr> addresses, ats;
   Mac mac;
   {
     kernel::SpinLockGuard guard(t->lock);
     addresses = t->addresses;
+    ats = t->ats;
     mac = t->mac;
   }
+  SetAddresses(from, {});
+  SetAddresses(to, ats);
   for (const IpAddr& address : addresses) {
     const std::vector<uint8_t> frame =
         address.v6 ? UnsolicitedNa(mac, address) : GratuitousArp(mac, address);
@@ -312,8 +332,11 @@ void OnMemberDeliver(Lbfo* t, int index, std::span<const uint8_t> frame) {
   {
     kernel::SpinLockGuard guard(t->lock);
     if (t->stopping) return;
-    // Broadcast and multicast come to both members: the active one's copy only.
-    if (!frame.empty() && (frame[0] & 1) != 0 && index != t->active) return;
+    // Broadcast and multicast come to both members: the active one's copy only (ARP and
+    // ND from either: see the top).
+    if (!frame.empty() && (frame[0] & 1) != 0 && index != t->active && !IsArpOrNd(frame)) {
+      return;
+    }
   }
   t->face->DeliverToHost(frame);
 }
@@ -494,12 +517,16 @@ Status LbfoQuery(Interface* team, InterfaceInfo* info) {
 
 void LbfoSetAddresses(Interface* team, std::span<const IpAddr> addresses) {
   Lbfo* t = team->lbfo;
+  int active;
   {
     kernel::SpinLockGuard guard(t->lock);
     for (const IpAddr& address : addresses) RememberLocked(t, address);
+    t->ats.assign(addresses.begin(), addresses.end());
+    active = t->active < 0 ? 0 : t->active;
   }
-  // Each member registers its own GID for the addresses (the active one's is current).
-  for (Interface* member : t->members) SetAddresses(member, addresses);
+  // The active member's GID only (a move hands them over: MoveTraffic).
+  SetAddresses(t->members[active], addresses);
+  SetAddresses(t->members[1 - active], {});
 }
 
 size_t LbfoAtsRecords(Interface* team) {

@@ -74,9 +74,10 @@ bool TestSa::OpenPort(Port& port) {
   std::span<abi::PortAttributes> ports(
       reinterpret_cast<abi::PortAttributes*>(query.data() + sizeof(abi::QueryCaOut)), 8);
   if (!Ok(kernel::IbQueryCa(al_, {{port.ca}}, out, ports), "QueryCa")) return false;
-  port.lid = ports[0].lid;
-  std::memcpy(port.gid.data(), &ports[0].subnet_prefix, 8);
-  std::memcpy(port.gid.data() + 8, &ports[0].port_guid, 8);
+  const abi::PortAttributes& attributes = ports[port.port_num - 1u];
+  port.lid = attributes.lid;
+  std::memcpy(port.gid.data(), &attributes.subnet_prefix, 8);
+  std::memcpy(port.gid.data() + 8, &attributes.port_guid, 8);
   abi::AllocPdOut pd{};
   if (!Ok(kernel::IbAllocPd(al_, {{port.ca}, abi::PdType{}, 0, 0}, pd), "AllocPd")) return false;
   port.pd = pd.pd.value;
@@ -93,7 +94,7 @@ bool TestSa::OpenPort(Port& port) {
   qp_in.pd = pd.pd;
   qp_in.send_cq = cq.cq;
   qp_in.recv_cq = cq.cq;
-  qp_in.port_guid = ports[0].port_guid;
+  qp_in.port_guid = attributes.port_guid;
   qp_in.params.qp_type = abi::QpType::GSI_ALIAS;
   qp_in.params.caps = {16, 16, 1, 1, 0, 0};
   abi::GetSpecialQpOut qp{};
@@ -125,12 +126,13 @@ bool TestSa::OpenPort(Port& port) {
 bool TestSa::SetMasterSm(Port& port, uint16_t sm_lid) {
   abi::LocalMadIn in{};
   in.ca.value = port.ca;
-  in.port_num = 1;
+  in.port_num = port.port_num;
   in.request[0] = 1;
   in.request[1] = 0x01;
   in.request[2] = 1;
   in.request[3] = kGet;
-  in.request[17] = 0x15;  // PortInfo
+  in.request[17] = 0x15;           // PortInfo
+  in.request[23] = port.port_num;  // AttributeModifier: the port
   abi::LocalMadOut got{};
   if (!Ok(kernel::IbLocalMad(al_, in, got), "LocalMad Get")) return false;
   in.request[3] = kSet;
@@ -145,14 +147,16 @@ bool TestSa::SetMasterSm(Port& port, uint16_t sm_lid) {
 bool TestSa::SetPortState(Port& port, uint8_t state) {
   abi::LocalMadIn in{};
   in.ca.value = port.ca;
-  in.port_num = 1;
+  in.port_num = port.port_num;
   in.request[0] = 1;
   in.request[1] = 0x01;
   in.request[2] = 1;
   in.request[3] = kGet;
-  in.request[17] = 0x15;  // PortInfo
+  in.request[17] = 0x15;           // PortInfo
+  in.request[23] = port.port_num;  // AttributeModifier: the port
   abi::LocalMadOut got{};
   if (!Ok(kernel::IbLocalMad(al_, in, got), "LocalMad Get")) return false;
+  if ((got.response[64 + 32] & 0x0F) == 4) return true;  // Active already (another link)
   in.request[3] = kSet;
   std::copy(got.response + 64, got.response + 128, in.request + 64);
   in.request[64 + 32] = static_cast<uint8_t>((in.request[64 + 32] & 0xF0) | state);
@@ -169,7 +173,8 @@ bool TestSa::ActivatePorts() {
   return true;
 }
 
-bool TestSa::Start(uint64_t ca_a, uint64_t ca_b) {
+bool TestSa::Start(const std::vector<std::pair<uint64_t, uint8_t>>& ends) {
+  if (ends.empty() || ends.size() % 2 != 0) return false;
   if (kernel::IoCreateDriver(
           node_, "ipoib_test_sa",
           [](kernel::DriverObject* driver, void*) {
@@ -182,12 +187,23 @@ bool TestSa::Start(uint64_t ca_a, uint64_t ca_b) {
       kernel::IbOpenAl(node_, device_, &al_) != Status::SUCCESS) {
     return false;
   }
-  ports_[0].ca_guid = ca_a;
-  ports_[1].ca_guid = ca_b;
-  if (!OpenPort(ports_[0]) || !OpenPort(ports_[1])) return false;
+  ports_ = std::vector<Port>(ends.size());
+  for (size_t n = 0; n < ends.size(); ++n) {
+    ports_[n].ca_guid = ends[n].first;
+    ports_[n].port_num = ends[n].second;
+    ports_[n].link = n / 2;
+    if (!OpenPort(ports_[n])) return false;
+  }
   for (Port& port : ports_) port.thread = std::thread([this, &port] { Run(&port); });
-  return SetMasterSm(ports_[0], ports_[1].lid) && SetMasterSm(ports_[1], ports_[0].lid);
+  for (size_t n = 0; n + 1 < ports_.size(); n += 2) {
+    if (!SetMasterSm(ports_[n], ports_[n + 1].lid) || !SetMasterSm(ports_[n + 1], ports_[n].lid)) {
+      return false;
+    }
+  }
+  return true;
 }
+
+bool TestSa::Start(uint64_t ca_a, uint64_t ca_b) { return Start({{ca_a, 1}, {ca_b, 1}}); }
 
 void TestSa::Stop() {
   stopping_ = true;
@@ -207,6 +223,17 @@ std::map<Gid, SaGroup> TestSa::groups() const {
 size_t TestSa::services() const {
   std::lock_guard guard(mutex_);
   return services_.size();
+}
+
+size_t TestSa::services_of(const Gid& gid) const {
+  std::lock_guard guard(mutex_);
+  size_t count = 0;
+  for (const auto& bytes : services_) {
+    mad::ServiceRecord record{};
+    record.Unpack({bytes.data(), mad::ServiceRecord::kSize});
+    count += record.ServiceGID == gid ? 1 : 0;
+  }
+  return count;
 }
 
 void TestSa::Run(Port* port) {
@@ -257,7 +284,7 @@ void TestSa::Answer(Port* port, const abi::MadEventRecord& from, std::vector<uin
         if (p.gid == path.DGID) to = &p;
         if (p.gid == path.SGID) src = &p;
       }
-      if (to == nullptr || src == nullptr) {
+      if (to == nullptr || src == nullptr || to->link != src->link) {
         status = kErrNoRecords;
       } else {
         path.DLID = to->lid;

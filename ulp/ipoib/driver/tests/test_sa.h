@@ -1,8 +1,10 @@
 // The driver tests' subnet administrator: a kernel client with a SubnAdm MAD service on a
 // GSI alias of port 1 of each of the node's two CAs (cabled back to back, no SM), each
 // port told that the SM is the other one (PortInfo:MasterSMLID by LocalMad), so that both
-// ports' SA requests are answered here. It keeps what IPoIB needs: PathRecord Get between
-// the two ports, MCMemberRecord joins (an unknown group without create components is
+// ports' SA requests are answered here. With two-port CAs (LBFO) it serves each link, a pair
+// of ports cabled back to back, the same way: PathRecords only between the two ends of one
+// link (another link is another subnet, unreachable). It keeps what IPoIB needs: PathRecord Get
+// between the two ports, MCMemberRecord joins (an unknown group without create components is
 // refused with ERR_REQ_INVALID, as OpenSM does; created with MLIDs from 0xC000), leaves,
 // ServiceRecord Set/Delete. Answers on one thread per port.
 #pragma once
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "softib/abi/types.h"
@@ -40,9 +43,11 @@ class TestSa {
   ~TestSa() { Stop(); }
   // Opens both CAs, registers the services, points each port's MasterSMLID at the other.
   bool Start(uint64_t ca_a, uint64_t ca_b);
+  // The same over links: (CA, port) pairs, ends[2k] cabled to ends[2k + 1].
+  bool Start(const std::vector<std::pair<uint64_t, uint8_t>>& ends);
   void Stop();
-  // The SM's part after a link came back: both ports (handed to the SM by the MasterSMLID
-  // Set, so back in Init) set Armed, then Active.
+  // The SM's part after a link came back: every port not Active already (handed to the SM by the
+  // MasterSMLID Set, so back in Init) set Armed, then Active.
   bool ActivatePorts();
 
   // Groups created from then on get at most this MTU (IBTA code: 4 = 2048), as an SM whose
@@ -50,12 +55,15 @@ class TestSa {
   void CapGroupMtu(uint8_t mtu) { max_group_mtu_ = mtu; }
   std::map<Gid, SaGroup> groups() const;
   size_t services() const;
+  size_t services_of(const Gid& gid) const;  // the ServiceRecords whose ServiceGID is `gid`
   uint64_t path_queries() const { return path_queries_.load(); }
   uint64_t refused_joins() const { return refused_joins_.load(); }
 
  private:
   struct Port {
     uint64_t ca_guid = 0;
+    uint8_t port_num = 1;
+    size_t link = 0;  // ports of one link: index / 2
     uint64_t ca = 0, pd = 0, cq = 0, qp = 0, pool = 0, svc = 0;
     uint16_t lid = 0;
     Gid gid{};
@@ -71,7 +79,7 @@ class TestSa {
   kernel::DriverObject* driver_ = nullptr;
   kernel::DeviceObject* device_ = nullptr;
   kernel::IbAl* al_ = nullptr;
-  Port ports_[2];
+  std::vector<Port> ports_;  // sized by Start, never grown afterwards (threads hold &port)
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
   std::map<Gid, SaGroup> groups_;
