@@ -72,7 +72,7 @@ cat >"$work/udhcpc.script" <<'SCRIPT'
 # udhcpc's hook: apply the lease (bound/renew) and note it.
 case "$1" in
   bound|renew)
-    ip addr add "$ip/$mask" dev "$interface"
+    ip addr add "$ip/$mask" dev "$interface" || echo "ip addr add $ip/$mask dev $interface failed"
     echo "$ip/$mask" >"$(dirname "$0")/leased"
     ;;
 esac
@@ -84,7 +84,7 @@ ip netns exec "$ns_b" timeout 20 busybox udhcpc -f -q -n -C -t 5 -T 1 -i sibd0 \
 leased=$(cat "$work/leased")
 addr=${leased%/*}
 [[ $leased =~ ^198\.18\.0\.(5[0-9]|60)/24$ ]] || fail "lease $leased outside the range"
-ip -n "$ns_b" -o addr show dev sibd0 | grep -q "inet $leased" || fail "address not applied"
+ip -n "$ns_b" -o addr show dev sibd0 | grep -q "inet $leased" || fail "address not applied: $(ip -n "$ns_b" -o addr show dev sibd0; cat "$work/udhcpc.log")"
 echo "udhcpc: leased $leased"
 
 # dnsmasq writes the lease file when it acknowledges: the client identifier column.

@@ -118,12 +118,15 @@ std::string IpoibNode::Up(const IpoibUp& up, std::string* name) {
   Held held;
   held.config = up;
   ipoib::TapConfig tap;
-  tap.name = up.name.empty() ? "ib%d" : up.name;  // %d: the kernel takes the first free
-  tap.carrier = false;                            // the driver raises it once joined
+  // %d: the kernel takes the first free. A name meant for another namespace is given there
+  // (a temporary one here, then renamed), so every namespace may have its own "ib0".
+  const bool rename = !up.name.empty() && !up.netns.empty();
+  tap.name = up.name.empty() ? "ib%d" : rename ? "sibtmp%d" : up.name;
+  tap.carrier = false;  // the driver raises it once joined
   held.tap = ipoib::TapFace::Create(tap, &error);
   if (!held.tap) return error;
   ipoib::InterfaceConfig config;
-  config.name = held.tap->name();
+  config.name = rename ? up.name : held.tap->name();
   config.ports = up.ports;
   config.pkey = up.pkey;
   config.mode = up.mode;
@@ -135,7 +138,7 @@ std::string IpoibNode::Up(const IpoibUp& up, std::string* name) {
     held.interface = nullptr;
     return "the driver refused the interface (status " + std::string(abi::ToString(status)) + ")";
   }
-  const std::string& ifname = held.tap->name();
+  std::string ifname = held.tap->name();
   bool ok = held.tap->Configure(ipoib::InterfaceMac(held.interface),
                                 ipoib::InterfaceMtu(held.interface), &error);
   ipoib::Interface* interface = held.interface;
@@ -143,8 +146,12 @@ std::string IpoibNode::Up(const IpoibUp& up, std::string* name) {
       [interface](std::span<const uint8_t> frame) { ipoib::Transmit(interface, frame); });
   if (ok && !up.netns.empty()) {
     ok = ipoib::link::MoveToNetns(ifname, up.netns, &error);
-    if (ok) held.tap->SetNamespace(up.netns);
+    if (ok && rename) {
+      ok = ipoib::link::Rename(ifname, up.netns, up.name, &error);
+      if (ok) ifname = up.name;
+    }
   }
+  if (ok) held.tap->MovedTo(up.netns, ifname);
   for (size_t i = 0; ok && i < up.addrs.size(); ++i)
     ok = ipoib::link::AddAddress(ifname, up.netns, up.addrs[i], &error);
   if (ok) ok = ipoib::link::SetLinkUp(ifname, up.netns, true, &error);

@@ -168,6 +168,11 @@ bool SetLinkUp(const std::string& ifname, const std::string& netns, bool up, std
   return RunIp(In(netns, {"link", "set", "dev", ifname, up ? "up" : "down"}), error);
 }
 
+bool Rename(const std::string& ifname, const std::string& netns, const std::string& new_name,
+            std::string* error) {
+  return RunIp(In(netns, {"link", "set", "dev", ifname, "name", new_name}), error);
+}
+
 bool SetMtu(const std::string& ifname, const std::string& netns, uint32_t mtu, std::string* error) {
   return RunIp(In(netns, {"link", "set", "dev", ifname, "mtu", std::to_string(mtu)}), error);
 }

@@ -189,10 +189,12 @@ void TapFace::SetMtu(uint32_t mtu) {
   (void)!write(mtu_fd_, &one, sizeof one);
 }
 
-void TapFace::SetNamespace(const std::string& netns) {
+void TapFace::MovedTo(const std::string& netns, const std::string& name) {
   {
     std::lock_guard guard(netns_mutex_);
     netns_ = netns;
+    name_ = name;
+    settled_ = true;
   }
   const uint64_t one = 1;
   (void)!write(mtu_fd_, &one, sizeof one);  // an MTU that failed meanwhile goes again
@@ -202,24 +204,54 @@ void TapFace::ApplyPendingMtu() {
   uint64_t drained;
   (void)!read(mtu_fd_, &drained, sizeof drained);
   const uint32_t mtu = pending_mtu_.load(std::memory_order_relaxed);
-  if (mtu == 0 || mtu == mtu_.load(std::memory_order_relaxed)) return;
-  std::string netns;
+  if (mtu == 0 || mtu == mtu_.load(std::memory_order_relaxed)) {
+    RaiseDeferredCarrier();
+    return;
+  }
+  std::string netns, name;
+  bool settled;
   {
     std::lock_guard guard(netns_mutex_);
     netns = netns_;
+    name = name_;
+    settled = settled_;
   }
   std::string error;
-  if (link::SetMtu(name_, netns, mtu, &error)) {
+  if (link::SetMtu(name, netns, mtu, &error)) {
     mtu_.store(mtu, std::memory_order_relaxed);
   } else {
-    mtu_errors_.fetch_add(1, std::memory_order_relaxed);  // moving meanwhile: SetNamespace retries
+    mtu_errors_.fetch_add(1, std::memory_order_relaxed);
+    if (!settled) return;  // moving meanwhile: MovedTo tries again (the carrier waits)
   }
+  RaiseDeferredCarrier();
 }
 
 void TapFace::SetCarrier(bool up) {
+  std::lock_guard guard(carrier_mutex_);
+  const uint32_t pending = pending_mtu_.load(std::memory_order_relaxed);
+  if (up && pending != 0 && pending != mtu_.load(std::memory_order_relaxed)) {
+    // The MTU the driver told first is not set yet (the reader thread sets it): the host's
+    // stack must not send with the old one, so the carrier follows the MTU there.
+    carrier_deferred_ = true;
+    const uint64_t one = 1;
+    (void)!write(mtu_fd_, &one, sizeof one);
+    return;
+  }
+  carrier_deferred_ = false;
+  ApplyCarrierLocked(up);
+}
+
+void TapFace::ApplyCarrierLocked(bool up) {
   // TUNSETCARRIER (Linux 5.0) sets the TAP's carrier whatever namespace it is in.
   int carrier = up ? 1 : 0;
   if (ioctl(fd_, TUNSETCARRIER, &carrier) == 0) carrier_.store(up, std::memory_order_relaxed);
+}
+
+void TapFace::RaiseDeferredCarrier() {
+  std::lock_guard guard(carrier_mutex_);
+  if (!carrier_deferred_) return;
+  carrier_deferred_ = false;
+  ApplyCarrierLocked(true);
 }
 
 TapCounters TapFace::counters() const {

@@ -28,5 +28,8 @@ bool AddAddress(const std::string& ifname, const std::string& netns, const std::
                 std::string* error);
 bool SetLinkUp(const std::string& ifname, const std::string& netns, bool up, std::string* error);
 bool SetMtu(const std::string& ifname, const std::string& netns, uint32_t mtu, std::string* error);
+// Renames the interface (down, as a new one is) in `netns`.
+bool Rename(const std::string& ifname, const std::string& netns, const std::string& new_name,
+            std::string* error);
 
 }  // namespace softib::ipoib::link

@@ -68,9 +68,14 @@ class TapFace final : public EthernetFace {
   // Taken over by the reader thread (an MTU is set from the interface's namespace, with
   // `ip`, which a DPC must not wait for); a failure is retried after SetNamespace.
   void SetMtu(uint32_t mtu) override;
-  // The namespace the interface was moved into ("": the caller's), where SetMtu acts.
-  void SetNamespace(const std::string& netns);
+  // The interface was moved into `netns` ("": the caller's), where SetMtu acts, and is
+  // named `name` there now (a TAP is created under a temporary name when it is meant for
+  // another namespace, so two namespaces may each have their "ib0"). Called once the
+  // interface is where it stays, also when it was not moved: until then an MTU that cannot
+  // be set is retried here, and the carrier waits for it.
+  void MovedTo(const std::string& netns, const std::string& name);
 
+  // The control thread's view (the reader thread copies it under netns_mutex_).
   const std::string& name() const { return name_; }
   Mac mac() const { return mac_; }
   uint32_t mtu() const { return mtu_.load(std::memory_order_relaxed); }
@@ -81,6 +86,8 @@ class TapFace final : public EthernetFace {
   TapFace() = default;
   void ReadLoop();
   void ApplyPendingMtu();
+  void ApplyCarrierLocked(bool up);
+  void RaiseDeferredCarrier();
 
   int fd_ = -1;
   int stop_fd_ = -1;  // eventfd: wakes the reader thread to stop
@@ -91,6 +98,9 @@ class TapFace final : public EthernetFace {
   int mtu_fd_ = -1;                       // eventfd: wakes the reader thread to apply it
   std::mutex netns_mutex_;
   std::string netns_;
+  bool settled_ = false;  // MovedTo called: the interface stays where it is
+  std::mutex carrier_mutex_;
+  bool carrier_deferred_ = false;  // a carrier-up waiting for the pending MTU
   std::atomic<bool> carrier_{false};
   FrameHandler handler_;
   std::thread reader_;
