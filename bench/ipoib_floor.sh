@@ -6,7 +6,8 @@
 #   ipoib     (with SOFTIBD and SOFTIB given) softib ipoib up on two hosts of softibd --fabric
 #             default --sm internal --sm-host host-0004: IPoIB UD host-0001 -> host-0002 under
 #             one leaf (ipoib_leaf) and host-0002 -> host-0003 across leaf, spine, leaf (ipoib).
-# at each MTU given (default 2044 65520; IPoIB UD only at 2044), same run, and the ratios.
+#             IPoIB UD (datagram) at 2044, connected mode (RFC 4755, MTU 65520) at 65520,
+# at each MTU given (default 2044 65520), same run, and the ratios.
 # Every figure must be > 0 (exit 1 otherwise).
 #   ipoib_floor.sh TAP_PAIR [SECONDS] [MTUS] [SOFTIBD SOFTIB]
 # Namespaces sibf-<pid>-a/-b; addresses from 198.18.0.0/15 only inside them.
@@ -97,20 +98,24 @@ if [[ -n "$softibd" ]]; then
     --ready-fd 3 3>"$work/ready" >"$work/softibd.log" 2>&1 &
   pids+=($!)
   timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd: $(cat "$work/softibd.log")"
-  ipoib_pair() {  # KEY HOST_A HOST_B
+  ipoib_pair() {  # KEY HOST_A HOST_B MODE MTU
     "$softib" ipoib up --run-dir "$run/$2" --name sibi0 --netns "$ns_a" --addr 198.18.2.1/24 \
-      >/dev/null || fail "softib ipoib up $2"
+      --mode "$4" >/dev/null || fail "softib ipoib up $2"
     "$softib" ipoib up --run-dir "$run/$3" --name sibi0 --netns "$ns_b" --addr 198.18.2.2/24 \
-      >/dev/null || fail "softib ipoib up $3"
+      --mode "$4" >/dev/null || fail "softib ipoib up $3"
     for _ in $(seq 100); do
       ip netns exec "$ns_a" ping -c 1 -W 1 198.18.2.2 >/dev/null 2>&1 && break
     done
-    iperf3_tcp "$1,2044" 198.18.2.2
+    iperf3_tcp "$1,$5" 198.18.2.2
     "$softib" ipoib down --run-dir "$run/$2" sibi0 || fail "softib ipoib down $2"
     "$softib" ipoib down --run-dir "$run/$3" sibi0 || fail "softib ipoib down $3"
   }
-  ipoib_pair ipoib_leaf host-0001 host-0002
-  ipoib_pair ipoib host-0002 host-0003
+  for mtu in $mtus; do
+    # UD at 2044 (its MTU), connected mode (RFC 4755, MTU 65520) at 65520.
+    case $mtu in 2044) mode=datagram ;; 65520) mode=connected ;; *) continue ;; esac
+    ipoib_pair ipoib_leaf host-0001 host-0002 "$mode" "$mtu"
+    ipoib_pair ipoib host-0002 host-0003 "$mode" "$mtu"
+  done
 fi
 
 printf '%-10s %6s %12s %12s %12s %12s %10s %10s %10s\n' floor mtu tap_pair_Gb/s veth_Gb/s \
@@ -122,14 +127,14 @@ for mtu in $mtus; do
   leaf=${result[ipoib_leaf,$mtu]:--}
   ib=${result[ipoib,$mtu]:--}
   ratio_leaf=- ratio_tap=- ratio_veth=-
-  if [[ $ib != - ]]; then
+  if [[ $ib != - && $leaf != - ]]; then
     ratio_leaf=$(ratio "$leaf" "$tap")
     ratio_tap=$(ratio "$ib" "$tap")
     ratio_veth=$(ratio "$ib" "$veth")
   fi
   printf '%-10s %6s %12s %12s %12s %12s %10s %10s %10s\n' iperf3-tcp "$mtu" "$tap" "$veth" "$leaf" "$ib" \
     "$ratio_leaf" "$ratio_tap" "$ratio_veth"
-  for v in "$tap" "$veth" ${result[ipoib,$mtu]:+"$ib" "$leaf"}; do
+  for v in "$tap" "$veth" ${result[ipoib,$mtu]:+"$ib"} ${result[ipoib_leaf,$mtu]:+"$leaf"}; do
     /usr/bin/python3 -c "import sys; sys.exit(0 if $v > 0 else 1)" || fail "a zero figure at MTU $mtu"
   done
 done

@@ -5,7 +5,9 @@
 # same link. Checks: MTU 65520 on the connected TAPs, ping -s 60000 both ways (one IPoIB
 # packet over the RC connection each way), iperf3 TCP for 1 s, the datagram-mode peer reached
 # from a connected host with a 3000-byte ping without DF (fragmented by the driver to the UD MTU)
-# and a DF ping over its MTU refused. About 10 s.
+# and a DF ping over its MTU refused; host-0002's cable captured while the connections form:
+# tshark decodes the CM REQ (ServiceID 0x1000000000000000 | host-0004's UD QPN), REP and RTU,
+# no malformed packet. About 12 s.
 #   ipoib_connected_test.sh SOFTIBD SOFTIB
 set -euo pipefail
 softibd=$1
@@ -52,6 +54,13 @@ ip -n "$ns_a" -o link show dev sibc0 | grep -q "mtu 65520" || fail "MTU: $(ip -n
 ip -n "$ns_b" -o link show dev sibc0 | grep -q "mtu 65520" || fail "MTU: $(ip -n "$ns_b" link show dev sibc0)"
 echo "connected: mtu 65520 on both TAPs"
 
+# The connection forms on the first unicast: host-0002's cable is captured (ERF) meanwhile.
+command -v tshark >/dev/null || fail "tshark missing (scripts/install-deps.sh)"
+qpn_b=$("$softib" ipoib show --run-dir "$run/host-0004" sibc0 | grep -m1 -oE 'qpn 0x[0-9a-f]+ C' | cut -d' ' -f2)
+[[ -n $qpn_b ]] || fail "host-0004 shows no connected-mode QPN"
+erf=$work/host-0002.erf
+"$softib" fabric --run-dir "$run" capture host-0002:1 "$erf" >/dev/null || fail "capture host-0002:1"
+
 received() {  # NS ARGS...: replies ping ARGS got in NS
   local ns=$1
   shift
@@ -60,6 +69,30 @@ received() {  # NS ARGS...: replies ping ARGS got in NS
 [[ $(received "$ns_a" -M do -s 60000 -c 3 -i 0.2 -W 3 198.18.0.2) == 3 ]] || fail "ping -s 60000 a -> b"
 [[ $(received "$ns_b" -M do -s 60000 -c 3 -i 0.2 -W 3 198.18.0.1) == 3 ]] || fail "ping -s 60000 b -> a"
 echo "ping -s 60000 (DF) both ways: 3/3 replies"
+"$softib" fabric --run-dir "$run" capture-stop host-0002:1 >/dev/null || fail "capture-stop"
+# The CM exchange as tshark decodes it (MAD attributes: REQ 0x0010, REP 0x0013, RTU 0x0014):
+# host-0002's REQ for host-0004 carries ServiceID 0x1000000000000000 | host-0004's UD QPN.
+want_sid=$(printf '0x%016x' $((0x1000000000000000 | qpn_b)))
+tshark -r "$erf" -T fields -E separator=/t -E occurrence=f -e infiniband.mad.attributeid \
+  -e infiniband.cm.req.serviceid >"$work/cm" 2>"$work/tshark.err" || fail "tshark: $(cat "$work/tshark.err")"
+cm=$(/usr/bin/python3 - "$work/cm" "$want_sid" <<'PY'
+import sys
+rows = [line.rstrip("\n").split("\t") + ["", ""] for line in open(sys.argv[1])]
+attr = lambda r: int(r[0], 16) if r[0] else -1
+sid = lambda r: int(r[1], 16) if r[1] else -1
+req = sum(attr(r) == 0x10 and sid(r) == int(sys.argv[2], 16) for r in rows)
+print(req, sum(attr(r) == 0x13 for r in rows), sum(attr(r) == 0x14 for r in rows))
+PY
+)
+read -r cm_req cm_rep cm_rtu <<<"$cm"
+# tshark does not reassemble an RC SEND: the first packet (BTH opcode 0) of a 60028-byte
+# IPoIB message decodes as a truncated IPv4 datagram. Every other packet must decode cleanly.
+bad='(_ws.malformed || _ws.expert.severity == error) && infiniband.bth.opcode != 0'
+first=$(tshark -r "$erf" -Y "infiniband.bth.opcode == 0" 2>>"$work/tshark.err" | wc -l)
+malformed=$(tshark -r "$erf" -Y "$bad" 2>>"$work/tshark.err" | wc -l)
+echo "tshark: CM REQ ServiceID $want_sid $cm_req, REP $cm_rep, RTU $cm_rtu; RC SEND First $first (not reassembled); malformed otherwise $malformed"
+[[ $cm_req -ge 1 && $cm_rep -ge 1 && $cm_rtu -ge 1 ]] || fail "CM exchange not seen: $(sort "$work/cm" | uniq -c)"
+[[ $malformed == 0 ]] || fail "$malformed malformed: $(tshark -r "$erf" -Y "$bad" 2>&1 | head)"
 "$softib" ipoib show --run-dir "$run/host-0002" sibc0 >"$work/show.out"
 grep -qE "^  mode connected mtu 65520 carrier up" "$work/show.out" || fail "show: $(cat "$work/show.out")"
 

@@ -1,5 +1,7 @@
 #include "ipoib_node.h"
 
+#include <arpa/inet.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <sstream>
@@ -43,6 +45,15 @@ const char* IpoibModeName(ipoib::Mode mode) {
 }
 
 std::string IpoibError(const std::string& text) { return "error: " + text + "\n"; }
+
+// "198.18.0.1/24" or "fd00::1/64" as the driver's IpAddr (false: not an address).
+bool IpoibParseAddr(const std::string& text, ipoib::IpAddr* address) {
+  const std::string host = text.substr(0, text.find('/'));
+  *address = {};
+  if (inet_pton(AF_INET, host.c_str(), address->bytes.data()) == 1) return true;
+  address->v6 = true;
+  return inet_pton(AF_INET6, host.c_str(), address->bytes.data()) == 1;
+}
 
 }  // namespace
 
@@ -159,6 +170,13 @@ std::string IpoibNode::Up(const IpoibUp& up, std::string* name) {
     Destroy(held);
     return error;
   }
+  // The addresses as ATS ServiceRecords with the SA (registered once the carrier is up).
+  std::vector<ipoib::IpAddr> addresses;
+  for (const std::string& a : up.addrs) {
+    ipoib::IpAddr address;
+    if (IpoibParseAddr(a, &address)) addresses.push_back(address);
+  }
+  if (!addresses.empty()) ipoib::SetAddresses(interface, addresses);
   *name = ifname;
   held_.emplace(ifname, std::move(held));
   return "";
@@ -200,6 +218,7 @@ std::string IpoibNode::Show(const std::string& name) {
           << (p.active ? " active" : " standby") << " qpn " << IpoibHex(p.qpn, 6) << "\n";
     }
   }
+  out << "  ats " << ipoib::RegisteredAtsRecords(held.interface) << " records\n";
   out << "  groups " << info.groups.size() << "\n";
   for (const ipoib::GroupInfo& g : info.groups) {
     out << "    mgid " << IpoibGidText(g.mgid) << " mlid " << IpoibHex(g.mlid, 4)
