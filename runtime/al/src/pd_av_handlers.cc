@@ -34,8 +34,8 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
   }
 
   Status DeallocPd(const kernel::CallContext& ctx, const abi::DeallocPdIn& in,
-                   kernel::DeallocPdRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.pd.value, abi::ObjectType::Pd, Status::INVALID_PD_HANDLE);
+                   kernel::DeallocPdRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.pd.value, abi::ObjectType::Pd, Status::INVALID_PD_HANDLE, irp);
   }
 
   Status CreateAv(const kernel::CallContext& ctx, const abi::CreateAvIn& in,
@@ -129,8 +129,8 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
   }
 
   Status DestroyAv(const kernel::CallContext& ctx, const abi::DestroyAvIn& in,
-                   kernel::DestroyAvRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.av.value, abi::ObjectType::Av, Status::INVALID_AV_HANDLE);
+                   kernel::DestroyAvRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.av.value, abi::ObjectType::Av, Status::INVALID_AV_HANDLE, irp);
   }
 };
 

@@ -226,8 +226,8 @@ class QpVerbs final : public kernel::QpVerbHandlers {
   }
 
   Status DestroyQp(const kernel::CallContext& ctx, const abi::DestroyQpIn& in,
-                   kernel::DestroyQpRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.qp.value, abi::ObjectType::Qp, Status::INVALID_QP_HANDLE);
+                   kernel::DestroyQpRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.qp.value, abi::ObjectType::Qp, Status::INVALID_QP_HANDLE, irp);
   }
 };
 
@@ -303,8 +303,9 @@ class SrqVerbs final : public kernel::SrqVerbHandlers {
   }
 
   Status DestroySrq(const kernel::CallContext& ctx, const abi::DestroySrqIn& in,
-                    kernel::DestroySrqRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.srq.value, abi::ObjectType::Srq, Status::INVALID_SRQ_HANDLE);
+                    kernel::DestroySrqRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.srq.value, abi::ObjectType::Srq, Status::INVALID_SRQ_HANDLE,
+                            irp);
   }
 };
 
@@ -335,8 +336,9 @@ class McastVerbs final : public kernel::McastVerbHandlers {
   }
 
   Status DetachMcast(const kernel::CallContext& ctx, const abi::DetachMcastIn& in,
-                     kernel::DetachMcastRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.mcast.value, abi::ObjectType::Mcast, Status::INVALID_MCAST_HANDLE);
+                     kernel::DetachMcastRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.mcast.value, abi::ObjectType::Mcast,
+                            Status::INVALID_MCAST_HANDLE, irp);
   }
 };
 
