@@ -253,6 +253,32 @@ void PdObj::OnDestroy() {
 AvObj::AvObj(Instance* owner, PdObj* pd, uint32_t ah_in, const abi::AddressVector& av_in)
     : AlObject(abi::ObjectType::Av, owner), pd_obj(pd), ah(ah_in), av(av_in) {}
 
+void AvObj::EnterModify(std::function<void()> go) {
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (modifying_) {
+      modify_queue_.push_back(std::move(go));
+      return;
+    }
+    modifying_ = true;
+  }
+  go();
+}
+
+void AvObj::ExitModify() {
+  std::function<void()> next;
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (modify_queue_.empty()) {
+      modifying_ = false;
+      return;
+    }
+    next = std::move(modify_queue_.front());
+    modify_queue_.pop_front();
+  }
+  next();
+}
+
 void AvObj::OnDestroy() {
   const std::shared_ptr<AlCa>& ca = pd_obj->ca_obj->ca;
   kernel::DeviceObject* target = ReleaseTarget(ca.get());

@@ -227,9 +227,16 @@ class AvObj final : public AlObject {
   uint32_t ah;  // the AL serializes ModifyAv through the object's lock
   abi::AddressVector av;
   kernel::KSpinLock lock;
+  // ModifyAv one at a time (its CI IRPs cannot be awaited under `lock`): EnterModify runs
+  // `go` at once when no modify is in progress, else when the ones before it are done;
+  // ExitModify ends the turn. Any IRQL <= DISPATCH.
+  void EnterModify(std::function<void()> go);
+  void ExitModify();
 
  private:
   void OnDestroy() override;
+  bool modifying_ = false;                          // lock
+  std::deque<std::function<void()>> modify_queue_;  // lock
 };
 
 class CqObj final : public Waitable {
