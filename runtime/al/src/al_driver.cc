@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "kernel/verb_handlers.h"
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/handlers.h"

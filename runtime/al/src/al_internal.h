@@ -104,7 +104,7 @@ class AlCa {
 
   void StartEvents();  // PASSIVE
 
-  // ---- The AL's own commands to the HCA as CI IRPs (issue 17; port_cache.cc, ci_await.h) --
+  // ---- The AL's own commands to the HCA as CI IRPs (issue 17; port_cache.cc, ci_call.h) --
   // The port attribute cache, as IBAL keeps one: the CA's and its ports' attributes and
   // their P_Key and GID tables, filled by CiQueryCa / CiQueryPkeyTable / CiQueryGidTable
   // IRPs when the CA arrives and on every port event (PORT_ACTIVE, PORT_DOWN, LID, P_Key,

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/handlers.h"
 
@@ -60,7 +60,7 @@ class CmVerbs final : public kernel::CmVerbHandlers {
     AlCa* ca = As<QpObj>(qp)->pd_obj->ca_obj->ca.get();
     if (ca->removed.load()) co_return {Status::INVALID_QP_HANDLE, 0};
     abi::CiQueryQpOut answer{};
-    const Status s = co_await CiCall(
+    const Status s = co_await CiIrp(
         ca->lower,
         kernel::BuildCiQueryQpIrp(ca->lower, nullptr, kernel::ProcessorMode::kKernelMode,
                                   {As<QpObj>(qp)->qpn}, nullptr),
@@ -85,7 +85,7 @@ class CmVerbs final : public kernel::CmVerbHandlers {
     AlCa* ca = As<QpObj>(qp)->pd_obj->ca_obj->ca.get();
     if (ca->removed.load()) co_return {Status::INVALID_QP_HANDLE, 0};
     abi::CiQueryQpOut answer{};
-    const Status s = co_await CiCall(
+    const Status s = co_await CiIrp(
         ca->lower,
         kernel::BuildCiQueryQpIrp(ca->lower, nullptr, kernel::ProcessorMode::kKernelMode,
                                   {As<QpObj>(qp)->qpn}, nullptr),

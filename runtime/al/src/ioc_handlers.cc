@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/ioc/io_unit.h"
 
@@ -27,7 +27,7 @@ kernel::IrpTask AdvertiseDeviceManagement(std::shared_ptr<AlCa> ca, bool on,
     in.flags = abi::ModifyCaFlags::PORT_CAPABILITIES;
     in.cap_set = on ? dm : abi::PortCapabilities{};
     in.cap_clear = on ? abi::PortCapabilities{} : dm;
-    (void)co_await CiCall(
+    (void)co_await CiIrp(
         ca->lower,
         kernel::BuildCiModifyCaIrp(ca->lower, nullptr, kernel::ProcessorMode::kKernelMode, in));
   }

@@ -1,7 +1,6 @@
 // Object lifetimes: counts, parent/uses links, and what OnDestroy gives back to the HCA.
 #include "runtime/al/src/objects.h"
 
-#include "runtime/al/src/ci_await.h"
 #include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/mad_service.h"

@@ -1,5 +1,4 @@
 // Protection domains and address vectors.
-#include "runtime/al/src/ci_await.h"
 #include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
 #include "softib/kernel/dpc.h"
@@ -48,14 +48,14 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
   constexpr kernel::ProcessorMode kKernel = kernel::ProcessorMode::kKernelMode;
   InitResources();
   abi::CiAllocPdOut pd{};
-  Status s = co_await CiCall(device, kernel::BuildCiAllocPdIrp(device, nullptr, kKernel, &pd), &pd,
-                             sizeof pd);
+  Status s = co_await CiIrp(device, kernel::BuildCiAllocPdIrp(device, nullptr, kKernel, &pd), &pd,
+                            sizeof pd);
   if (s == Status::SUCCESS) {
     pd_ = pd.pd;
     const abi::CiCreateCqIn in{kRecvDepth + kSendSlots, 0};
     abi::CiCreateCqOut out{};
-    s = co_await CiCall(device, kernel::BuildCiCreateCqIrp(device, nullptr, kKernel, in, &out),
-                        &out, sizeof out);
+    s = co_await CiIrp(device, kernel::BuildCiCreateCqIrp(device, nullptr, kKernel, in, &out), &out,
+                       sizeof out);
     if (s == Status::SUCCESS) cq_ = out.cq;
   }
   if (s == Status::SUCCESS) {
@@ -65,8 +65,8 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
     in.vaddr = reinterpret_cast<uint64_t>(memory_.data());
     in.length = memory_.size();
     abi::CiRegisterMrOut out{};
-    s = co_await CiCall(device, kernel::BuildCiRegisterMrIrp(device, nullptr, kKernel, in, &out),
-                        &out, sizeof out);
+    s = co_await CiIrp(device, kernel::BuildCiRegisterMrIrp(device, nullptr, kKernel, in, &out),
+                       &out, sizeof out);
     if (s == Status::SUCCESS) key_ = out.key;
   }
   if (s == Status::SUCCESS) {
@@ -79,9 +79,9 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
     in.params.sq_signaled = 1;
     in.params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
     abi::CiCreateSpecialQpOut out{};
-    s = co_await CiCall(device,
-                        kernel::BuildCiCreateSpecialQpIrp(device, nullptr, kKernel, in, &out), &out,
-                        sizeof out);
+    s = co_await CiIrp(device,
+                       kernel::BuildCiCreateSpecialQpIrp(device, nullptr, kKernel, in, &out), &out,
+                       sizeof out);
     if (s == Status::SUCCESS) {
       qp_ = out.qp;
       started_ = true;
@@ -104,7 +104,7 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
       a.mask = M::STATE | M::SQ_PSN;
       a.state = abi::QpState::RTS;
     }
-    s = co_await CiCall(device, kernel::BuildCiModifyQpIrp(device, nullptr, kKernel, in));
+    s = co_await CiIrp(device, kernel::BuildCiModifyQpIrp(device, nullptr, kKernel, in));
   }
   for (uint32_t i = 0; i < kRecvDepth && s == Status::SUCCESS; ++i) s = PostRecv(i);
   if (s == Status::SUCCESS) s = ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT);
@@ -154,7 +154,7 @@ void SpecialQp::Close() {
 }
 
 kernel::IrpTask SpecialQp::ReleaseTask(kernel::Irp* irp) {
-  (void)co_await CiCall(ca_->lower, irp);  // a release fails only for a removed CA: gone anyway
+  (void)co_await CiIrp(ca_->lower, irp);  // a release fails only for a removed CA: gone anyway
   ci_in_flight_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this QP
 }
 
