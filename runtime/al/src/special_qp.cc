@@ -69,6 +69,27 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
                        &out, sizeof out);
     if (s == Status::SUCCESS) key_ = out.key;
   }
+  if (s == Status::SUCCESS && type_ == abi::QpType::MAD) {
+    // A client's MAD QP (mad_qp.cc): a UD QP of the AL's PD, which the client brings up with
+    // ModifyQp (OnModified posts the receives then).
+    abi::CiCreateQpIn in{};
+    in.pd = pd_;
+    in.send_cq = cq_;
+    in.recv_cq = cq_;
+    in.params.qp_type = abi::QpType::UD;
+    in.params.sq_signaled = 1;
+    in.params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
+    abi::CiCreateQpOut out{};
+    s = co_await CiIrp(device, kernel::BuildCiCreateQpIrp(device, nullptr, kKernel, in, &out), &out,
+                       sizeof out);
+    if (s == Status::SUCCESS) {
+      qp_ = out.qpn;
+      started_ = true;
+      s = ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT);
+    }
+    done(s);  // the last touch of this QP
+    co_return;
+  }
   if (s == Status::SUCCESS) {
     abi::CiCreateSpecialQpIn in{};
     in.pd = pd_;
@@ -109,24 +130,6 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
   for (uint32_t i = 0; i < kRecvDepth && s == Status::SUCCESS; ++i) s = PostRecv(i);
   if (s == Status::SUCCESS) s = ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT);
   done(s);  // the last touch of this QP
-}
-
-// A client's MAD QP: still direct CI calls, because its start is part of the client's
-// CreateQp verb, whose handler (qp_handlers.cc, the verb handlers' conversion) answers
-// synchronously today; it moves to StartTask's chain once that handler continues in
-// completions.
-Status SpecialQp::StartMad() {
-  ci::CaInterface* ci = ca_->ci;
-  InitResources();
-  Status s = ci->AllocPd(&pd_);
-  if (s != Status::SUCCESS) return s;
-  uint32_t size = 0;
-  s = ci->CreateCq(kRecvDepth + kSendSlots, &cq_, &size);
-  if (s != Status::SUCCESS) return s;
-  s = ci->RegisterMr(pd_, reinterpret_cast<uint64_t>(memory_.data()), memory_.size(),
-                     abi::AccessFlags::LOCAL_WRITE, {}, &key_);
-  if (s != Status::SUCCESS) return s;
-  return StartMadQp();
 }
 
 void SpecialQp::Close() {

@@ -15,25 +15,6 @@
 namespace softib::testing {
 namespace {
 
-// SOFTIB_CI_PEND for one boot (the node stack reads it when it adds a CA).
-class PendMode {
- public:
-  explicit PendMode(bool pend) {
-    if (const char* old = std::getenv("SOFTIB_CI_PEND")) saved_ = old;
-    setenv("SOFTIB_CI_PEND", pend ? "1" : "0", 1);
-  }
-  ~PendMode() {
-    if (saved_.empty()) {
-      unsetenv("SOFTIB_CI_PEND");
-    } else {
-      setenv("SOFTIB_CI_PEND", saved_.c_str(), 1);
-    }
-  }
-
- private:
-  std::string saved_;
-};
-
 class AlCiIrps : public ::testing::TestWithParam<bool> {};
 
 TEST_P(AlCiIrps, ThePortCacheIsFilledAtArrivalAndRefreshedBeforeALidChangeIsAnnounced) {
