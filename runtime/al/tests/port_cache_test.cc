@@ -311,6 +311,63 @@ TEST_P(AlCiIrps, ADestroyVerbCompletesOnlyAfterItsCiReleaseIrp) {
   EXPECT_EQ(after.ca, before.ca);
 }
 
+// The object API's IbOpenCa fills IB_CA from a QueryCa it chains as a real IRP in the
+// OpenCa's completion (nothing waits there): with the CI IRPs held, the call pends on the
+// QueryCa's CiQueryCa and completes once the CA answered.
+TEST_P(AlCiIrps, IbOpenCaChainsItsQueryCaAsAnIrp) {
+  std::unique_ptr<stack::NodeStack> node;
+  {
+    PendMode pend(GetParam());
+    node = BootDefault(GetParam() ? "openca-pend" : "openca-inline");
+  }
+  ASSERT_TRUE(node);
+  const uint64_t guid = node->ca_guids()[0];
+  std::shared_ptr<al::AlCa> ca_state = node->access_layer()->FindCa(guid);
+  ASSERT_TRUE(ca_state);
+  Client client(node->node());
+  kernel::DeviceObject* ca_device = ca_state->lower;
+  CiIrpHolder holder(node->node(), ca_device);
+  ca_state->lower = holder.device();
+
+  struct Seen {
+    kernel::KEvent done{kernel::EventType::kNotification};
+    Status status = Status::UNKNOWN_ERROR;
+    uint64_t information = 0;
+  } seen;
+  kernel::Irp* irp = kernel::IoAllocateIrp(1);
+  ASSERT_NE(irp, nullptr);
+  kernel::IoSetCompletionRoutine(
+      irp,
+      [](kernel::DeviceObject*, kernel::Irp* done, void* context) {
+        auto* s = static_cast<Seen*>(context);
+        s->status = done->IoStatus.Status;
+        s->information = done->IoStatus.Information;
+        s->done.Set();
+        return kernel::CompletionAction::kMoreProcessingRequired;
+      },
+      &seen, true, true, true);
+  kernel::IB_CA_CREATE create;
+  create.ca_guid = htobe64(guid);
+  create.context = 0x77;
+  EXPECT_EQ(kernel::IbOpenCa(client.al(), &create, irp), Status::PENDING);
+  ASSERT_EQ(holder.held(), 1u);
+  EXPECT_EQ(holder.oldest_code(), abi::CiQueryCaVerb::kIoctlCode);
+  EXPECT_EQ(kernel::KeWaitForSingleObject(&seen.done, std::chrono::milliseconds(20)),
+            Status::TIMEOUT);
+  holder.ReleaseOne();
+  ASSERT_EQ(kernel::KeWaitForSingleObject(&seen.done, std::chrono::seconds(10)), Status::SUCCESS);
+  kernel::IoFreeIrp(irp);
+  ca_state->lower = ca_device;
+  EXPECT_EQ(seen.status, Status::SUCCESS);
+  auto* ca = reinterpret_cast<kernel::IB_CA*>(seen.information);
+  ASSERT_NE(ca, nullptr);
+  EXPECT_EQ(ca->guid, htobe64(guid));
+  EXPECT_EQ(ca->context, 0x77u);
+  EXPECT_EQ(ca->num_ports, 1u);  // from the QueryCa
+  EXPECT_EQ(kernel::IbCallAndWait([&](kernel::Irp* close) { return kernel::IbCloseCa(ca, close); }),
+            Status::SUCCESS);
+}
+
 // A user process's file closed with a QP, its CQ, an MR, an AV and their PD live: the
 // cleanup destroys them children first, each parent once its children's release IRPs
 // completed (in pend mode all of them complete later, from a DPC), and completes when the
