@@ -18,24 +18,39 @@ class OpenCaObjectCall final : public ObjectCall {
   abi::OpenCaOut out{};
   IB_CA* object = nullptr;
 
-  uint64_t Finish(Status& status, uint64_t) override {
-    if (status != Status::SUCCESS) {
-      delete object;
-      return 0;
+  // The create, then QueryCa for the public fields only it reports, then (when the
+  // query failed) CloseCa: each a direct call on the same inner IRP,
+  // continued in its completion (FollowUp), so nothing waits.
+  int stage = 0;  // 0: the create, 1: the query, 2: the undo of a create whose query failed
+  Status query_status = Status::SUCCESS;
+  abi::QueryCaIn qin{};
+  abi::QueryCaOut qout{};
+  abi::PortAttributes qvar[8]{};
+  abi::CloseCaIn cin{};
+
+  bool FollowUp(Status status, Irp* inner) override {
+    if (stage == 0 && status == Status::SUCCESS) {
+      object->handle = out.ca.value;
+      object->guid = in.ca_guid;
+      object->context = in.context;
+      stage = 1;
+      qin.ca.value = object->handle;
+      (void)IbQueryCa(object->al, qin, qout, qvar, inner);
+      return true;
     }
-    object->handle = out.ca.value;
-    object->guid = in.ca_guid;
-    object->context = in.context;
-    // Public fields that only QueryCa reports (synchronous direct call).
-    abi::QueryCaOut qout{};
-    abi::PortAttributes qvar[8]{};
-    abi::QueryCaIn qin{};
-    qin.ca.value = object->handle;
-    status = IbQueryCa(object->al, qin, qout, qvar);
-    if (status != Status::SUCCESS) {
-      abi::CloseCaIn cin{};
+    if (stage == 1 && status != Status::SUCCESS) {
+      query_status = status;
+      stage = 2;
       cin.ca.value = object->handle;
-      IbCloseCa(object->al, cin);
+      (void)IbCloseCa(object->al, cin, inner);
+      return true;
+    }
+    return false;
+  }
+
+  uint64_t Finish(Status& status, uint64_t) override {
+    if (stage == 2) status = query_status;
+    if (status != Status::SUCCESS) {
       delete object;
       return 0;
     }

@@ -61,8 +61,9 @@ Status SendCepListenIrp(DeviceObject* target, FileObject* file, const abi::CepLi
 Status CallCepListenIrp(DeviceObject* target, FileObject* file, const abi::CepListenIn& in);
 
 /// Send a REQ for `qp` (RC or UC, in INIT).
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbCepSendReq(IbAl* al, const abi::CepSendReqIn& in, std::span<const uint8_t> private_data,
                     Irp* irp = nullptr);
 
@@ -79,8 +80,9 @@ Status CallCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepS
                          std::span<const uint8_t> private_data);
 
 /// Answer a received REQ with a REP for `qp`.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbCepSendRep(IbAl* al, const abi::CepSendRepIn& in, std::span<const uint8_t> private_data,
                     Irp* irp = nullptr);
 

@@ -119,6 +119,7 @@ Status DispatchCepSendReq(CmVerbHandlers& handlers, const CallContext& ctx, Irp*
     return io.Fail(s);
   }
   const Status status = handlers.CepSendReq(ctx, in, private_data, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 
@@ -157,6 +158,7 @@ Status DispatchCepSendRep(CmVerbHandlers& handlers, const CallContext& ctx, Irp*
     return io.Fail(s);
   }
   const Status status = handlers.CepSendRep(ctx, in, private_data, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

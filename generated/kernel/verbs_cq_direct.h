@@ -64,8 +64,9 @@ Status CallModifyCqIrp(DeviceObject* target, FileObject* file, const abi::Modify
                        abi::ModifyCqOut* out);
 
 /// Destroy a CQ. RESOURCE_BUSY while QPs use it.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDestroyCq(IbAl* al, const abi::DestroyCqIn& in, Irp* irp = nullptr);
 
 // DestroyCq through an IRP to `target` (the AL device) for the kernel client's open

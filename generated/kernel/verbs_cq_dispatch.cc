@@ -111,6 +111,7 @@ Status DispatchDestroyCq(CqVerbHandlers& handlers, const CallContext& ctx, Irp* 
     return io.Fail(s);
   }
   const Status status = handlers.DestroyCq(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

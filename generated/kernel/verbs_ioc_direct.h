@@ -30,8 +30,9 @@ Status CallCreateIocIrp(DeviceObject* target, FileObject* file, const abi::Creat
 
 /// Withdraw a controller: its slot empties and the I/O unit's ChangeID moves.
 /// RESOURCE_BUSY while services of it remain.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDestroyIoc(IbAl* al, const abi::DestroyIocIn& in, Irp* irp = nullptr);
 
 // DestroyIoc through an IRP to `target` (the AL device) for the kernel client's open
@@ -80,8 +81,9 @@ Status CallRemoveIocServiceIrp(DeviceObject* target, FileObject* file,
 /// Put a controller into a free slot of the I/O unit: from now on the device management
 /// agent reports it. INSUFFICIENT_RESOURCES: every slot is taken; INVALID_STATE: already
 /// registered.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbRegisterIoc(IbAl* al, const abi::RegisterIocIn& in, abi::RegisterIocOut& out,
                      Irp* irp = nullptr);
 

@@ -56,6 +56,7 @@ Status DispatchDestroyIoc(IocVerbHandlers& handlers, const CallContext& ctx, Irp
     return io.Fail(s);
   }
   const Status status = handlers.DestroyIoc(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 
@@ -132,6 +133,7 @@ Status DispatchRegisterIoc(IocVerbHandlers& handlers, const CallContext& ctx, Ir
   }
   abi::RegisterIocOut& out = *io.Output<abi::RegisterIocOut>();
   const Status status = handlers.RegisterIoc(ctx, in, refs, out, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, sizeof(abi::RegisterIocOut));
 }
 

@@ -30,8 +30,9 @@ Status CallAttachMcastIrp(DeviceObject* target, FileObject* file, const abi::Att
                           abi::AttachMcastOut* out);
 
 /// Detach a QP from a multicast group.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDetachMcast(IbAl* al, const abi::DetachMcastIn& in, Irp* irp = nullptr);
 
 // DetachMcast through an IRP to `target` (the AL device) for the kernel client's open

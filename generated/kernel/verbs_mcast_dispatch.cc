@@ -57,6 +57,7 @@ Status DispatchDetachMcast(McastVerbHandlers& handlers, const CallContext& ctx, 
     return io.Fail(s);
   }
   const Status status = handlers.DetachMcast(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

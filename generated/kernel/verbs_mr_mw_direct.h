@@ -122,8 +122,9 @@ Status CallRegSharedIrp(DeviceObject* target, FileObject* file, const abi::RegSh
                         abi::RegSharedOut* out);
 
 /// Deregister a memory region. RESOURCE_BUSY while windows are bound to it.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDeregMr(IbAl* al, const abi::DeregMrIn& in, Irp* irp = nullptr);
 
 // DeregMr through an IRP to `target` (the AL device) for the kernel client's open
@@ -170,8 +171,9 @@ Status CallQueryMwIrp(DeviceObject* target, FileObject* file, const abi::QueryMw
                       abi::QueryMwOut* out);
 
 /// Destroy a memory window (unbinding it).
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDestroyMw(IbAl* al, const abi::DestroyMwIn& in, Irp* irp = nullptr);
 
 // DestroyMw through an IRP to `target` (the AL device) for the kernel client's open

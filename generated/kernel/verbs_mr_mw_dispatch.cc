@@ -220,6 +220,7 @@ Status DispatchDeregMr(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp* 
     return io.Fail(s);
   }
   const Status status = handlers.DeregMr(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 
@@ -298,6 +299,7 @@ Status DispatchDestroyMw(MrMwVerbHandlers& handlers, const CallContext& ctx, Irp
     return io.Fail(s);
   }
   const Status status = handlers.DestroyMw(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

@@ -29,8 +29,9 @@ Status CallAllocPdIrp(DeviceObject* target, FileObject* file, const abi::AllocPd
                       abi::AllocPdOut* out);
 
 /// Free a protection domain. RESOURCE_BUSY while anything was created on it.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDeallocPd(IbAl* al, const abi::DeallocPdIn& in, Irp* irp = nullptr);
 
 // DeallocPd through an IRP to `target` (the AL device) for the kernel client's open
@@ -91,8 +92,9 @@ Status SendModifyAvIrp(DeviceObject* target, FileObject* file, const abi::Modify
 Status CallModifyAvIrp(DeviceObject* target, FileObject* file, const abi::ModifyAvIn& in);
 
 /// Destroy an address vector.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDestroyAv(IbAl* al, const abi::DestroyAvIn& in, Irp* irp = nullptr);
 
 // DestroyAv through an IRP to `target` (the AL device) for the kernel client's open

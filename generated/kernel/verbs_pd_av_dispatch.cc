@@ -57,6 +57,7 @@ Status DispatchDeallocPd(PdAvVerbHandlers& handlers, const CallContext& ctx, Irp
     return io.Fail(s);
   }
   const Status status = handlers.DeallocPd(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 
@@ -159,6 +160,7 @@ Status DispatchDestroyAv(PdAvVerbHandlers& handlers, const CallContext& ctx, Irp
     return io.Fail(s);
   }
   const Status status = handlers.DestroyAv(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

@@ -62,8 +62,9 @@ Status SendModifySrqIrp(DeviceObject* target, FileObject* file, const abi::Modif
 Status CallModifySrqIrp(DeviceObject* target, FileObject* file, const abi::ModifySrqIn& in);
 
 /// Destroy an SRQ. RESOURCE_BUSY while QPs use it.
-// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
-// (allocated by the caller, completion routine set) the result also completes the IRP.
+// Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
+// (allocated by the caller, completion routine set) the result also completes the IRP,
+// possibly later (the function then returns PENDING and `out` must stay valid).
 Status IbDestroySrq(IbAl* al, const abi::DestroySrqIn& in, Irp* irp = nullptr);
 
 // DestroySrq through an IRP to `target` (the AL device) for the kernel client's open

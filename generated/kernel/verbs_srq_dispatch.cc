@@ -109,6 +109,7 @@ Status DispatchDestroySrq(SrqVerbHandlers& handlers, const CallContext& ctx, Irp
     return io.Fail(s);
   }
   const Status status = handlers.DestroySrq(ctx, in, refs, irp);
+  if (status == Status::PENDING) return status;
   return CompleteVerbIrp(irp, status, 0);
 }
 

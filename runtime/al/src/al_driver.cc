@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernel/verb_handlers.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/handlers.h"
@@ -12,7 +13,10 @@
 #include "runtime/al/src/sa/sa_client.h"
 #include "softib/ci/ci.h"
 #include "softib/kernel/io.h"
+#include "softib/kernel/irql.h"
 #include "softib/kernel/verb_support.h"
+#include "softib/kernel/verb_task.h"
+#include "softib/kernel/work_item.h"
 
 namespace softib::al {
 
@@ -52,8 +56,9 @@ Status DispatchCreate(kernel::DeviceObject* device, Irp* irp) {
 
 Status DispatchCleanup(kernel::DeviceObject*, Irp* irp) {
   kernel::FileObject* file = kernel::IoGetCurrentIrpStackLocation(irp)->FileObject;
-  if (auto* instance = static_cast<Instance*>(file->FsContext)) instance->Cleanup();
-  return Complete(irp, Status::SUCCESS);
+  auto* instance = static_cast<Instance*>(file->FsContext);
+  const Status status = instance != nullptr ? instance->StartCleanup(irp) : Status::SUCCESS;
+  return status == Status::PENDING ? status : Complete(irp, status);
 }
 
 Status DispatchClose(kernel::DeviceObject* device, Irp* irp) {
@@ -191,9 +196,66 @@ std::size_t Instance::CancelPendingIrps(uint32_t function, uint64_t object_id) {
   return n;
 }
 
+namespace {
+
+// Continues `resume` at PASSIVE: inline when the caller is there, else from a work item (a
+// release's completion runs in a DPC, and the OnDestroy of the objects the cleanup
+// destroys next — CEPs, SA registrations — may take FastMutexes).
+void ResumeAtPassive(AccessLayer* al, std::function<void()> resume) {
+  if (kernel::CurrentIrql() == kernel::Irql::kPassive) {
+    resume();
+    return;
+  }
+  struct Hop {
+    std::function<void()> resume;
+    kernel::IoWorkItem* item;
+  };
+  auto* hop = new Hop{std::move(resume), kernel::IoAllocateWorkItem(al->device)};
+  kernel::IoQueueWorkItem(
+      hop->item,
+      [](kernel::DeviceObject*, void* context) {
+        auto* h = static_cast<Hop*>(context);
+        kernel::IoFreeWorkItem(h->item);
+        std::function<void()> next = std::move(h->resume);
+        delete h;
+        next();
+      },
+      hop);
+}
+
+// The file's objects, children first: each pass destroys what has no children left (their
+// releases' CI IRPs go out together), then waits until every release of the file has
+// completed — which frees their parents — and goes again. A pass that finds nothing to
+// destroy with nothing in flight forces the newest (its children live in another file).
+kernel::VerbTask CleanupTask(Instance* instance) {
+  std::size_t left = instance->table.CloseIdle();
+  for (;;) {
+    co_await AwaitDone([instance](std::function<void()> resume) {
+      instance->state->WhenIdle([al = instance->al, resume = std::move(resume)]() mutable {
+        ResumeAtPassive(al, std::move(resume));
+      });
+    });
+    if (left == 0) break;
+    const std::size_t now = instance->table.CloseIdle();
+    if (now == left && instance->table.ForceNewest()) {
+      left = instance->table.size();
+    } else {
+      left = now;
+    }
+  }
+  co_return {Status::SUCCESS, 0};
+}
+
+}  // namespace
+
+Status Instance::StartCleanup(Irp* irp) {
+  CancelPendingIrps(0, 0);
+  return CleanupTask(this).Start(irp);
+}
+
 void Instance::Cleanup() {
   CancelPendingIrps(0, 0);
-  table.CloseAll();
+  (void)CleanupTask(this).Start(nullptr);
 }
 
 Instance* InstanceOf(const kernel::CallContext& ctx) {

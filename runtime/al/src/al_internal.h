@@ -104,7 +104,7 @@ class AlCa {
 
   void StartEvents();  // PASSIVE
 
-  // ---- The AL's own commands to the HCA as CI IRPs (issue 17; port_cache.cc, ci_await.h) --
+  // ---- The AL's own commands to the HCA as CI IRPs (issue 17; port_cache.cc, ci_call.h) --
   // The port attribute cache, as IBAL keeps one: the CA's and its ports' attributes and
   // their P_Key and GID tables, filled by CiQueryCa / CiQueryPkeyTable / CiQueryGidTable
   // IRPs when the CA arrives and on every port event (PORT_ACTIVE, PORT_DOWN, LID, P_Key,
@@ -143,6 +143,18 @@ struct FileState {
   // Event IRPs taken off a queue whose completion routines have not returned yet (on a
   // DPC, say): IbReleaseAl waits for zero so that nothing of the client runs after it.
   std::atomic<uint32_t> completing{0};
+
+  // Releases of the file's objects whose CI IRPs are in flight (objects.h, ReleaseTicket):
+  // the file's cleanup waits for them before it destroys their parents.
+  void BeginRelease();
+  void EndRelease();  // runs the idle waiter when the last one ends (maybe at DISPATCH)
+  // Runs `idle` once no release is in flight: at once, or from the EndRelease of the last.
+  void WhenIdle(std::function<void()> idle);
+
+ private:
+  kernel::KSpinLock release_lock_;
+  uint32_t releasing_ = 0;
+  std::function<void()> idle_;
 };
 
 // Extension of the AL's devices: the AL device or a filter over a CA.
@@ -175,7 +187,13 @@ class Instance {
 
   kernel::Status CreateImplicitAl();
   std::size_t CancelPendingIrps(uint32_t function, uint64_t object_id);
-  void Cleanup();  // IRP_MJ_CLEANUP: pending IRPs cancelled, every object destroyed
+  // IRP_MJ_CLEANUP: pending IRPs cancelled, every object destroyed children first (each
+  // parent once its children's CI releases completed); `irp` completes after the last
+  // release. Returns PENDING (the cleanup completes `irp`), or the final status (the
+  // caller completes it).
+  kernel::Status StartCleanup(kernel::Irp* irp);
+  // The same, waiting (PASSIVE): a file closed without its cleanup IRP (~Instance).
+  void Cleanup();
 };
 
 class AccessLayer {

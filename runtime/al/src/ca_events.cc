@@ -4,7 +4,7 @@
 #include <endian.h>
 #include <optional>
 
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/gsi_agent.h"
 #include "runtime/al/src/ioc/ioc_pnp.h"
 #include "runtime/al/src/objects.h"

@@ -189,8 +189,8 @@ class CaVerbs final : public kernel::CaVerbHandlers {
   }
 
   Status CloseCa(const kernel::CallContext& ctx, const abi::CloseCaIn& in, kernel::CloseCaRefs&,
-                 Irp*) override {
-    return DestroyHandle(ctx, in.ca.value, abi::ObjectType::Ca, Status::INVALID_CA_HANDLE);
+                 Irp* irp) override {
+    return DestroyReleasing(ctx, in.ca.value, abi::ObjectType::Ca, Status::INVALID_CA_HANDLE, irp);
   }
 
   Status CiCall(const kernel::CallContext&, const abi::CiCallIn&, std::span<const uint8_t>,

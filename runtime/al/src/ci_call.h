@@ -1,10 +1,15 @@
-// The AL's verbs to the HCA driver's command interface: each is an IRP (idl/ci.idl, the
-// generated builders of kernel/hca/ci_irp.h) sent to the CA's device below the AL's filter,
-// awaited in a coroutine (kernel::VerbTask for a verb handler, kernel::IrpTask otherwise):
-// nothing in the AL waits for the HCA, and the code after a co_await may run in a DPC at
-// DISPATCH (no FastMutex, no waits there).
+// The AL's commands to the HCA driver's command interface (issue 17): each is an IRP
+// (idl/ci.idl, the generated builders of kernel/hca/ci_irp.h) sent to the CA's device below
+// the AL's filter, awaited in a coroutine (kernel::VerbTask for a verb handler,
+// kernel::IrpTask otherwise) through CiIrp: nothing in the AL waits for the HCA, and the
+// code after a co_await may run in a DPC at DISPATCH (no FastMutex, no waits there).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+#include <coroutine>
+#include <cstring>
+#include <functional>
 #include <utility>
 
 #include "kernel/hca/ci_irp.h"
@@ -23,21 +28,59 @@ inline CiRequestor RequestorOf(const Instance* instance) {
                                              : kernel::ProcessorMode::kKernelMode};
 }
 
-// One CI IRP of a coroutine: built by a Build<Verb>Irp, sent with `co_await Send()`, its
-// output read from the system buffer afterwards, freed with the object. A null IRP (no
-// memory) sends nothing and answers INSUFFICIENT_RESOURCES.
+// A CI IRP of a coroutine, the one way the AL sends one. Two forms:
+//   - one-shot: `co_await CiIrp(device, Build<Verb>Irp(...), &out, sizeof out)` sends it,
+//     copies the driver's output (up to its length) to `out` and frees the IRP as the
+//     coroutine resumes;
+//   - kept: `CiIrp ci(ca, Build<Verb>Irp(...)); co_await ci.Send();` then reads the output
+//     from the system buffer (Output<T>, Buffer, Information); the IRP goes with `ci`.
+// A null IRP (the builder had no memory) sends nothing and answers INSUFFICIENT_RESOURCES.
+// The code after the co_await runs in the IRP's completion: inline when the HCA completed
+// at once, else in its completion routine (a DPC at DISPATCH: no FastMutex, no waits).
+// (The one-shot form is a temporary of the co_await expression, which gcc 12 may destroy
+// twice: its destructor finds the IRP already freed and does nothing.)
 class CiIrp {
  public:
-  CiIrp(AlCa* ca, kernel::Irp* irp) : device_(ca->lower), irp_(irp) {}
+  CiIrp(kernel::DeviceObject* device, kernel::Irp* irp, void* out = nullptr,
+        std::size_t out_length = 0)
+      : irp_(irp), out_(out), out_length_(out_length), keep_(false), send_(device, irp) {}
+  CiIrp(AlCa* ca, kernel::Irp* irp)
+      : irp_(irp), out_(nullptr), out_length_(0), keep_(true), send_(ca->lower, irp) {}
   ~CiIrp() {
-    if (irp_ != nullptr) kernel::IoFreeIrp(irp_);
+    if (irp_ != nullptr) kernel::IoFreeIrp(std::exchange(irp_, nullptr));
   }
   CiIrp(const CiIrp&) = delete;
   CiIrp& operator=(const CiIrp&) = delete;
 
   bool built() const { return irp_ != nullptr; }
-  kernel::SendIrp Send() { return kernel::SendIrp(device_, irp_); }
-  // The driver's output (null when it returned less: every failure returns none).
+  // `co_await ci.Send()`: the kept form (an awaiter that only points at `ci`).
+  struct Sending {
+    CiIrp* ci;
+    bool await_ready() const noexcept { return ci->await_ready(); }
+    bool await_suspend(std::coroutine_handle<> handle) noexcept {
+      return ci->await_suspend(handle);
+    }
+    kernel::Status await_resume() noexcept { return ci->await_resume(); }
+  };
+  Sending Send() { return {this}; }
+
+  bool await_ready() const noexcept { return irp_ == nullptr; }
+  bool await_suspend(std::coroutine_handle<> handle) noexcept {
+    return send_.await_suspend(handle);
+  }
+  kernel::Status await_resume() noexcept {
+    if (irp_ == nullptr) return kernel::Status::INSUFFICIENT_RESOURCES;
+    const kernel::Status status = send_.await_resume();
+    if (out_ != nullptr && irp_->AssociatedIrp.SystemBuffer != nullptr) {
+      std::memcpy(out_, irp_->AssociatedIrp.SystemBuffer,
+                  std::min<std::size_t>(out_length_, irp_->IoStatus.Information));
+    }
+    if (!keep_) kernel::IoFreeIrp(std::exchange(irp_, nullptr));
+    return status;
+  }
+
+  // The kept form, after the co_await: the driver's output (null when it returned less:
+  // every failure returns none).
   template <typename T>
   const T* Output() const {
     return kernel::IrpOutput<T>(irp_);
@@ -46,8 +89,44 @@ class CiIrp {
   uint64_t Information() const { return irp_->IoStatus.Information; }
 
  private:
-  kernel::DeviceObject* const device_;
-  kernel::Irp* const irp_;
+  kernel::Irp* irp_;
+  void* const out_;
+  const std::size_t out_length_;
+  const bool keep_;
+  kernel::SendIrp send_;
+};
+
+// `co_await AwaitDone(start)`: calls start(resume) and resumes the coroutine once `resume`
+// was called (inline, or later from any thread or DPC), exactly once, as SendIrp does for
+// an IRP: the way a coroutine waits for an asynchronous AL operation that reports by
+// callback (a cache refresh, a special QP's setup chain, an object's release). What `start`
+// captures must be trivially destructible (pointers): gcc 12 may destroy the temporary
+// twice.
+class AwaitDone {
+ public:
+  explicit AwaitDone(std::function<void(std::function<void()>)> start) : start_(std::move(start)) {}
+  AwaitDone(const AwaitDone&) = delete;
+  AwaitDone& operator=(const AwaitDone&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> handle) {
+    handle_ = handle;
+    start_([this] {
+      int expected = kStarted;
+      if (!phase_.compare_exchange_strong(expected, kDone, std::memory_order_acq_rel)) {
+        handle_.resume();  // suspended on us: continue here (touch nothing after)
+      }
+    });
+    int expected = kStarted;
+    return phase_.compare_exchange_strong(expected, kSuspended, std::memory_order_acq_rel);
+  }
+  void await_resume() const noexcept {}
+
+ private:
+  static constexpr int kStarted = 0, kDone = 1, kSuspended = 2;
+  std::function<void(std::function<void()>)> start_;
+  std::coroutine_handle<> handle_;
+  std::atomic<int> phase_{kStarted};
 };
 
 }  // namespace softib::al

@@ -2,6 +2,9 @@
 // (lengths, reserved bytes, enum values, handles).
 #include <endian.h>
 
+#include <vector>
+
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/cm/cm.h"
 #include "runtime/al/src/handlers.h"
 
@@ -38,16 +41,57 @@ class CmVerbs final : public kernel::CmVerbHandlers {
     return Cep(refs.cep)->cm->Listen(Cep(refs.cep), in);
   }
 
+  // REQ and REP need the QP's state and port: a CiQueryQp IRP, the verb continuing in its
+  // completion.
   Status CepSendReq(const kernel::CallContext&, const abi::CepSendReqIn& in,
                     std::span<const uint8_t> private_data, kernel::CepSendReqRefs& refs,
-                    Irp*) override {
-    return Cep(refs.cep)->cm->SendReq(Cep(refs.cep), As<QpObj>(refs.qp), in.params, private_data);
+                    Irp* irp) override {
+    if (const Status s = cm::ConnectionManager::CheckReq(As<QpObj>(refs.qp), in.params);
+        s != Status::SUCCESS) {
+      return s;
+    }
+    return SendReqTask(std::move(refs.cep), std::move(refs.qp), in.params,
+                       {private_data.begin(), private_data.end()})
+        .Start(irp);
+  }
+
+  static kernel::VerbTask SendReqTask(kernel::ObjectRef cep, kernel::ObjectRef qp,
+                                      abi::CmReqParams params, std::vector<uint8_t> data) {
+    AlCa* ca = As<QpObj>(qp)->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::INVALID_QP_HANDLE, 0};
+    abi::CiQueryQpOut answer{};
+    const Status s = co_await CiIrp(
+        ca->lower,
+        kernel::BuildCiQueryQpIrp(ca->lower, nullptr, kernel::ProcessorMode::kKernelMode,
+                                  {As<QpObj>(qp)->qpn}, nullptr),
+        &answer, sizeof answer);
+    if (s != Status::SUCCESS) co_return {Status::INVALID_QP_HANDLE, 0};
+    co_return {Cep(cep)->cm->SendReq(Cep(cep), As<QpObj>(qp), params, data, answer.attributes), 0};
   }
 
   Status CepSendRep(const kernel::CallContext&, const abi::CepSendRepIn& in,
                     std::span<const uint8_t> private_data, kernel::CepSendRepRefs& refs,
-                    Irp*) override {
-    return Cep(refs.cep)->cm->SendRep(Cep(refs.cep), As<QpObj>(refs.qp), in.params, private_data);
+                    Irp* irp) override {
+    if (const Status s = cm::ConnectionManager::CheckRep(in.params); s != Status::SUCCESS) {
+      return s;
+    }
+    return SendRepTask(std::move(refs.cep), std::move(refs.qp), in.params,
+                       {private_data.begin(), private_data.end()})
+        .Start(irp);
+  }
+
+  static kernel::VerbTask SendRepTask(kernel::ObjectRef cep, kernel::ObjectRef qp,
+                                      abi::CmRepParams params, std::vector<uint8_t> data) {
+    AlCa* ca = As<QpObj>(qp)->pd_obj->ca_obj->ca.get();
+    if (ca->removed.load()) co_return {Status::INVALID_QP_HANDLE, 0};
+    abi::CiQueryQpOut answer{};
+    const Status s = co_await CiIrp(
+        ca->lower,
+        kernel::BuildCiQueryQpIrp(ca->lower, nullptr, kernel::ProcessorMode::kKernelMode,
+                                  {As<QpObj>(qp)->qpn}, nullptr),
+        &answer, sizeof answer);
+    if (s != Status::SUCCESS) co_return {Status::INVALID_QP_HANDLE, 0};
+    co_return {Cep(cep)->cm->SendRep(Cep(cep), As<QpObj>(qp), params, data, answer.attributes), 0};
   }
 
   Status CepSendRtu(const kernel::CallContext&, const abi::CepSendRtuIn&,

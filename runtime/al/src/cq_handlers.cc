@@ -82,8 +82,8 @@ class CqVerbs final : public kernel::CqVerbHandlers {
   }
 
   Status DestroyCq(const kernel::CallContext& ctx, const abi::DestroyCqIn& in,
-                   kernel::DestroyCqRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.cq.value, abi::ObjectType::Cq, Status::INVALID_CQ_HANDLE);
+                   kernel::DestroyCqRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.cq.value, abi::ObjectType::Cq, Status::INVALID_CQ_HANDLE, irp);
   }
 };
 

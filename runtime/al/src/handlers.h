@@ -30,6 +30,13 @@ inline kernel::Status DestroyHandle(const kernel::CallContext& ctx, uint64_t han
   return status;
 }
 
+// The destroy verbs of objects that give back what they hold in the HCA (their OnDestroy
+// takes a ReleaseTicket): as DestroyHandle — the handle goes at once, busy while children
+// live — and the verb completes once the object's release (its CI IRP) completed, after
+// the parent lost the object (PENDING until then when an IRP pended).
+kernel::Status DestroyReleasing(const kernel::CallContext& ctx, uint64_t handle,
+                                abi::ObjectType type, kernel::Status invalid, kernel::Irp* irp);
+
 kernel::CaVerbHandlers* CaHandlers();
 kernel::CmVerbHandlers* CmHandlers();
 kernel::PdAvVerbHandlers* PdAvHandlers();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/handlers.h"
 #include "runtime/al/src/ioc/io_unit.h"
 
@@ -15,14 +16,22 @@ using kernel::Status;
 
 namespace {
 
-// Sets or clears CapabilityMask.IsDeviceManagementSupported on every port of the CA.
-void AdvertiseDeviceManagement(AlCa& ca, bool on) {
-  for (uint8_t port = 1; port <= ca.ci->num_ports(); ++port) {
-    const auto dm = abi::PortCapabilities::DEVICE_MANAGEMENT;
-    (void)ca.ci->ModifyCa(port, abi::ModifyCaFlags::PORT_CAPABILITIES,
-                          on ? dm : abi::PortCapabilities{}, on ? abi::PortCapabilities{} : dm, 0,
-                          0);
+// Sets or clears CapabilityMask.IsDeviceManagementSupported on every port of the CA: one
+// CiModifyCa IRP after the other, then `done` (inline, or from the last completion).
+kernel::IrpTask AdvertiseDeviceManagement(std::shared_ptr<AlCa> ca, bool on,
+                                          std::function<void()> done) {
+  const auto dm = abi::PortCapabilities::DEVICE_MANAGEMENT;
+  for (uint8_t port = 1; port <= ca->ci->num_ports() && !ca->removed.load(); ++port) {
+    abi::CiModifyCaIn in{};
+    in.port = port;
+    in.flags = abi::ModifyCaFlags::PORT_CAPABILITIES;
+    in.cap_set = on ? dm : abi::PortCapabilities{};
+    in.cap_clear = on ? abi::PortCapabilities{} : dm;
+    (void)co_await CiIrp(
+        ca->lower,
+        kernel::BuildCiModifyCaIrp(ca->lower, nullptr, kernel::ProcessorMode::kKernelMode, in));
   }
+  done();
 }
 
 class IocObj final : public AlObject {
@@ -36,7 +45,11 @@ class IocObj final : public AlObject {
     AlCa& ca = *ca_obj->ca;
     const bool was = ca.io_unit.AnyRegistered();
     ca.io_unit.RemoveController(this);
-    if (was && !ca.io_unit.AnyRegistered()) AdvertiseDeviceManagement(ca, false);
+    // Released at once, or, when the last controller went, once the CA's ports stopped
+    // advertising (the CA stays busy until then).
+    auto ticket = std::make_shared<ReleaseTicket>(this);
+    if (!was || ca.io_unit.AnyRegistered()) return;
+    AdvertiseDeviceManagement(ca_obj->ca, false, [ticket] {});
   }
 };
 
@@ -71,8 +84,9 @@ class IocVerbs final : public kernel::IocVerbHandlers {
   }
 
   Status DestroyIoc(const kernel::CallContext& ctx, const abi::DestroyIocIn& in,
-                    kernel::DestroyIocRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.ioc.value, abi::ObjectType::Ioc, Status::INVALID_IOC_HANDLE);
+                    kernel::DestroyIocRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.ioc.value, abi::ObjectType::Ioc, Status::INVALID_IOC_HANDLE,
+                            irp);
   }
 
   Status AddIocService(const kernel::CallContext& ctx, const abi::AddIocServiceIn& in,
@@ -99,7 +113,7 @@ class IocVerbs final : public kernel::IocVerbHandlers {
   }
 
   Status RegisterIoc(const kernel::CallContext&, const abi::RegisterIocIn&,
-                     kernel::RegisterIocRefs& refs, abi::RegisterIocOut& out, Irp*) override {
+                     kernel::RegisterIocRefs& refs, abi::RegisterIocOut& out, Irp* irp) override {
     IocObj* ioc = As<IocObj>(refs.ioc);
     AlCa& ca = *ioc->ca_obj->ca;
     if (ca.removed.load()) return Status::CA_REMOVED;
@@ -107,9 +121,19 @@ class IocVerbs final : public kernel::IocVerbHandlers {
     const int slot = ca.io_unit.Register(ioc);
     if (slot < 0) return Status::INVALID_STATE;
     if (slot == 0) return Status::INSUFFICIENT_RESOURCES;
-    if (!was) AdvertiseDeviceManagement(ca, true);
     out.slot = static_cast<uint8_t>(slot);
-    return Status::SUCCESS;
+    if (was) return Status::SUCCESS;
+    // The first controller: the verb completes once the ports advertise it.
+    return AdvertiseTask(ioc->ca_obj->ca).Start(irp);
+  }
+
+  static kernel::VerbTask AdvertiseTask(std::shared_ptr<AlCa> ca) {
+    // A pointer to the frame's copy: what a lambda in a co_await expression captures must be
+    // trivially destructible (gcc 12 destroys that temporary twice).
+    co_await AwaitDone([held = &ca](std::function<void()> resume) {
+      AdvertiseDeviceManagement(*held, true, std::move(resume));
+    });
+    co_return {Status::SUCCESS, sizeof(abi::RegisterIocOut)};
   }
 };
 

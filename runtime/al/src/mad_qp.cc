@@ -16,18 +16,6 @@ namespace softib::al {
 
 using kernel::Status;
 
-Status SpecialQp::StartMadQp() {
-  abi::QpCreateParams params{};
-  params.qp_type = abi::QpType::UD;
-  params.sq_signaled = 1;
-  params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
-  abi::QpCaps caps{};
-  const Status s = ca_->ci->CreateQp(pd_, params, cq_, cq_, 0, &qp_, &caps);
-  if (s != Status::SUCCESS) return s;
-  started_ = true;
-  return ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT);
-}
-
 // After the device took the client's ModifyQp: RESET->INIT posts the receive buffers and
 // fixes the port; RESET discarded them (and the sends on the wire, which complete flushed).
 void SpecialQp::OnModified(const abi::QpModifyAttributes& a) {
@@ -56,18 +44,6 @@ void SpecialQp::OnModified(const abi::QpModifyAttributes& a) {
     }
   }
   for (auto& f : after) f();
-}
-
-Status StartMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp>* engine,
-                  abi::QpCaps* caps) {
-  auto qp = std::make_shared<SpecialQp>(ca.get(), 0, abi::QpType::MAD);
-  if (const Status s = qp->StartMad(); s != Status::SUCCESS) {
-    ReleaseMadQp(ca, std::move(qp));
-    return s == Status::CA_REMOVED ? s : Status::INSUFFICIENT_RESOURCES;
-  }
-  *caps = {SpecialQp::kSendSlots, SpecialQp::kRecvDepth, 1, 1, 0, 0};
-  *engine = std::move(qp);
-  return Status::SUCCESS;
 }
 
 void AlCa::AddMadQp(const std::shared_ptr<SpecialQp>& qp) {

@@ -75,10 +75,9 @@ std::shared_ptr<MadSend> MakeMadSend(MadAgent* agent, std::span<const uint8_t> m
 // has none).
 SpecialQp* SpecialQpOf(QpObj* qp);
 
-// MAD QPs (mad_qp.cc): the engine of a new one (not yet in the CA's table: QpObj::Register
-// adds it), and its end (out of the table, stopped; any IRQL up to DISPATCH).
-kernel::Status StartMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp>* engine,
-                          abi::QpCaps* caps);
+// MAD QPs (mad_qp.cc): a new one's engine is a SpecialQp of type MAD started by its chain
+// of CI IRPs (SpecialQp::Start; not yet in the CA's table: QpObj::Register adds it); its end
+// (out of the table, stopped; any IRQL up to DISPATCH):
 void ReleaseMadQp(const std::shared_ptr<AlCa>& ca, std::shared_ptr<SpecialQp> qp);
 
 }  // namespace softib::al

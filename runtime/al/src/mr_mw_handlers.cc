@@ -123,8 +123,8 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
   }
 
   Status DeregMr(const kernel::CallContext& ctx, const abi::DeregMrIn& in, kernel::DeregMrRefs&,
-                 Irp*) override {
-    return DestroyHandle(ctx, in.mr.value, abi::ObjectType::Mr, Status::INVALID_MR_HANDLE);
+                 Irp* irp) override {
+    return DestroyReleasing(ctx, in.mr.value, abi::ObjectType::Mr, Status::INVALID_MR_HANDLE, irp);
   }
 
   Status CreateMw(const kernel::CallContext& ctx, const abi::CreateMwIn& in,
@@ -176,8 +176,8 @@ class MrMwVerbs final : public kernel::MrMwVerbHandlers {
   }
 
   Status DestroyMw(const kernel::CallContext& ctx, const abi::DestroyMwIn& in,
-                   kernel::DestroyMwRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.mw.value, abi::ObjectType::Mw, Status::INVALID_MW_HANDLE);
+                   kernel::DestroyMwRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.mw.value, abi::ObjectType::Mw, Status::INVALID_MW_HANDLE, irp);
   }
 };
 

@@ -1,6 +1,8 @@
 // Object lifetimes: counts, parent/uses links, and what OnDestroy gives back to the HCA.
 #include "runtime/al/src/objects.h"
 
+#include "runtime/al/src/ci_call.h"
+#include "runtime/al/src/handlers.h"
 #include "runtime/al/src/mad_service.h"
 
 #include "softib/kernel/verb_support.h"
@@ -13,7 +15,139 @@ using kernel::Status;
 namespace {
 
 uint32_t FunctionOf(uint32_t ioctl) { return (ioctl >> 2) & 0xFFF; }
+
+// A release's CI IRP (a Build<CiRelease>Irp; null when the CA is gone, whose releases
+// succeed anyway, or when no IRP could be had): sent, and the ticket goes once it
+// completed. The AL sends releases as its own (KernelMode, no file): they name no memory.
+// The status is not looked at: the object is gone for its owner either way (the HCA
+// refuses a release only while the AL's own rules already answered RESOURCE_BUSY).
+kernel::IrpTask SendRelease(std::shared_ptr<AlCa> ca, Irp* irp,
+                            [[maybe_unused]] ReleaseTicket ticket) {  // goes at the end
+  if (irp == nullptr) co_return;
+  CiIrp ci(ca.get(), irp);
+  (void)co_await ci.Send();
+}
+
+// The CA device a release goes to; null once the CA was removed (its device may be gone).
+kernel::DeviceObject* ReleaseTarget(const AlCa* ca) {
+  return ca->removed.load(std::memory_order_acquire) ? nullptr : ca->lower;
+}
+
+constexpr kernel::ProcessorMode kAlMode = kernel::ProcessorMode::kKernelMode;
+
 }  // namespace
+
+// ---- FileState: releases in flight -----------------------------------------------------------
+
+void FileState::BeginRelease() {
+  kernel::SpinLockGuard guard(release_lock_);
+  ++releasing_;
+}
+
+void FileState::EndRelease() {
+  std::function<void()> idle;
+  {
+    kernel::SpinLockGuard guard(release_lock_);
+    if (--releasing_ == 0) idle = std::exchange(idle_, nullptr);
+  }
+  if (idle) idle();
+}
+
+void FileState::WhenIdle(std::function<void()> idle) {
+  {
+    kernel::SpinLockGuard guard(release_lock_);
+    if (releasing_ != 0) {
+      idle_ = std::move(idle);
+      return;
+    }
+  }
+  idle();
+}
+
+// ---- ReleaseTicket -----------------------------------------------------------------------------
+
+ReleaseTicket::ReleaseTicket(AlObject* object) : file_(object->file_) {
+  // OnDestroy of a Destroy: the destroyer's references keep it; of the last dereference
+  // (an object never destroyed): nobody can wait for it, and it is deleted on return.
+  if (object->reference_count() != 0) {
+    kernel::ReferenceObject(object);
+    object_ = object;
+  }
+  kernel::KernelObject* parent = object->parent();
+  if (parent != nullptr && parent->TryAddChild()) {  // fails once the parent was forced
+    kernel::ReferenceObject(parent);
+    parent_ = parent;
+  }
+  file_->BeginRelease();
+}
+
+ReleaseTicket::ReleaseTicket(ReleaseTicket&& other) noexcept
+    : object_(std::exchange(other.object_, nullptr)),
+      parent_(std::exchange(other.parent_, nullptr)),
+      uses_(other.uses_),
+      num_uses_(std::exchange(other.num_uses_, 0)),
+      file_(std::move(other.file_)) {}
+
+void ReleaseTicket::TakeUse(kernel::KernelObject* used) {
+  kernel::ReferenceObject(used);
+  uses_[num_uses_++] = used;
+}
+
+ReleaseTicket::~ReleaseTicket() {
+  if (file_ == nullptr) return;  // moved from
+  for (std::size_t i = 0; i < num_uses_; ++i) {
+    uses_[i]->RemoveChild();
+    kernel::DereferenceObject(uses_[i]);
+  }
+  if (parent_ != nullptr) {
+    parent_->RemoveChild();
+    kernel::DereferenceObject(parent_);
+  }
+  std::vector<std::function<void()>> waiters;
+  if (object_ != nullptr) {
+    {
+      kernel::SpinLockGuard guard(object_->release_lock_);
+      object_->released_ = true;
+      waiters.swap(object_->release_waiters_);
+    }
+    kernel::DereferenceObject(object_);  // frees it unless someone else still looks
+  }
+  for (auto& waiter : waiters) waiter();
+  file_->EndRelease();
+}
+
+namespace {
+
+kernel::VerbTask DestroyTask(Instance* instance, uint64_t handle, abi::ObjectType type,
+                             Status invalid) {
+  kernel::ObjectRef ref;  // the object, until its release is done
+  Status status = instance->table.Lookup(handle, type, kernel::HandleAccess::kDestroy, &ref);
+  if (status == Status::SUCCESS) status = instance->table.Destroy(handle, type);
+  if (status == Status::INVALID_HANDLE || status == Status::INVALID_STATE) co_return {invalid, 0};
+  if (status != Status::SUCCESS) co_return {status, 0};
+  auto* object = static_cast<AlObject*>(ref.get());
+  co_await AwaitDone(
+      [object](std::function<void()> resume) { object->WhenReleased(std::move(resume)); });
+  co_return {Status::SUCCESS, 0};
+}
+
+}  // namespace
+
+Status DestroyReleasing(const kernel::CallContext& ctx, uint64_t handle, abi::ObjectType type,
+                        Status invalid, Irp* irp) {
+  return DestroyTask(InstanceOf(ctx), handle, type, invalid).Start(irp);
+}
+
+void AlObject::WhenReleased(std::function<void()> done) {
+  {
+    kernel::SpinLockGuard guard(release_lock_);
+    if (!released_) {
+      release_waiters_.push_back(std::move(done));
+      return;
+    }
+  }
+  done();
+}
 
 AlObject::AlObject(abi::ObjectType type, Instance* owner)
     : KernelObject(type), al_(owner->al), file_(owner->state) {
@@ -80,31 +214,83 @@ void CaObj::OnDestroy() {
     kernel::SpinLockGuard guard(ca->lock);
     ca->opens.erase(this);
   }
-  const uint32_t ports = is_sm_ports.exchange(0);
-  for (uint8_t port = 1; port < 32; ++port)
-    if (ports & (1u << port))
-      (void)ca->ci->ModifyCa(port, abi::ModifyCaFlags::PORT_CAPABILITIES, {},
-                             abi::PortCapabilities::IS_SM, 0, 0);
+  ClearIsSm(ca, is_sm_ports.exchange(0), ReleaseTicket(this));
+}
+
+// One CiModifyCa IRP per port where this open set IsSM, one after the other.
+kernel::IrpTask CaObj::ClearIsSm(std::shared_ptr<AlCa> ca, uint32_t ports,
+                                 [[maybe_unused]] ReleaseTicket ticket) {
+  for (uint8_t port = 1; port < 32; ++port) {
+    if ((ports & (1u << port)) == 0) continue;
+    kernel::DeviceObject* target = ReleaseTarget(ca.get());
+    if (target == nullptr) co_return;
+    abi::CiModifyCaIn in{};
+    in.port = port;
+    in.flags = abi::ModifyCaFlags::PORT_CAPABILITIES;
+    in.cap_clear = abi::PortCapabilities::IS_SM;
+    CiIrp ci(ca.get(), kernel::BuildCiModifyCaIrp(target, nullptr, kAlMode, in));
+    if (ci.built()) (void)co_await ci.Send();
+  }
 }
 
 // ---- Pd, Av, Mr -----------------------------------------------------------------------------
-// The releases below (FreePd, DestroyAh, DeregisterMr, DestroyCq, DestroyQp, DestroySrq,
-// DestroyMw, DetachMcast, and CaObj's IsSM clear) are still direct calls on ci::CaInterface,
-// not CI IRPs (issue 17 not finished here): KernelObject::Destroy drops the parent's child
-// count as soon as OnDestroy returns, so a release that pended at the HCA would let the
-// parent's own release (or a CQ's, after its QP) overtake it there and fail busy. Sending
-// them as IRPs needs a two-phase destroy in the object manager first (the parent released
-// when the child's CI release completed; file cleanup waiting for each chain at PASSIVE).
+// The releases (CiFreePd, CiDestroyAh, CiDeregisterMr, CiDestroyCq, CiDestroyQp,
+// CiDestroySrq, CiDestroyMw, CiDetachMcast, and CaObj's IsSM clear) are CI IRPs, in two
+// phases (ReleaseTicket): the parent stays busy until the child's IRP completed.
 
 PdObj::PdObj(Instance* owner, CaObj* ca, uint32_t pd_in)
     : AlObject(abi::ObjectType::Pd, owner), ca_obj(ca), pd(pd_in) {}
 
-void PdObj::OnDestroy() { ca_obj->ca->ci->FreePd(pd); }
+void PdObj::OnDestroy() {
+  const std::shared_ptr<AlCa>& ca = ca_obj->ca;
+  kernel::DeviceObject* target = ReleaseTarget(ca.get());
+  SendRelease(
+      ca, target != nullptr ? kernel::BuildCiFreePdIrp(target, nullptr, kAlMode, {pd}) : nullptr,
+      ReleaseTicket(this));
+}
 
 AvObj::AvObj(Instance* owner, PdObj* pd, uint32_t ah_in, const abi::AddressVector& av_in)
     : AlObject(abi::ObjectType::Av, owner), pd_obj(pd), ah(ah_in), av(av_in) {}
 
-void AvObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyAh(ah); }
+void AvObj::EnterModify(std::function<void()> go) {
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (modifying_) {
+      modify_queue_.push_back(std::move(go));
+      return;
+    }
+    modifying_ = true;
+  }
+  go();
+}
+
+void AvObj::ExitModify() {
+  std::function<void()> next;
+  {
+    kernel::SpinLockGuard guard(lock);
+    if (modify_queue_.empty()) {
+      modifying_ = false;
+      return;
+    }
+    next = std::move(modify_queue_.front());
+    modify_queue_.pop_front();
+  }
+  next();
+}
+
+void AvObj::OnDestroy() {
+  const std::shared_ptr<AlCa>& ca = pd_obj->ca_obj->ca;
+  kernel::DeviceObject* target = ReleaseTarget(ca.get());
+  uint32_t current;
+  {
+    kernel::SpinLockGuard guard(lock);
+    current = ah;
+  }
+  SendRelease(ca,
+              target != nullptr ? kernel::BuildCiDestroyAhIrp(target, nullptr, kAlMode, {current})
+                                : nullptr,
+              ReleaseTicket(this));
+}
 
 MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& region_in,
              CiRequestor memory_in)
@@ -117,11 +303,18 @@ MrObj::MrObj(Instance* owner, PdObj* pd, uint32_t key_in, const abi::MrRegion& r
 
 void MrObj::OnDestroy() {
   uint32_t current;
+  std::shared_ptr<AlCa> owner;  // the same AlCa as `ca`, shared
   {
     kernel::SpinLockGuard guard(lock);
     current = key;
+    owner = pd_obj->ca_obj->ca;
   }
-  ca->ci->DeregisterMr(current);
+  kernel::DeviceObject* target = ReleaseTarget(ca);
+  SendRelease(owner,
+              target != nullptr
+                  ? kernel::BuildCiDeregisterMrIrp(target, nullptr, kAlMode, {current})
+                  : nullptr,
+              ReleaseTicket(this));
 }
 
 // ---- Cq --------------------------------------------------------------------------------------
@@ -146,7 +339,13 @@ void CqObj::OnDestroy() {
     if (it != ca_obj->ca->cqs.end() && it->second == this) ca_obj->ca->cqs.erase(it);
   }
   StopWaiting();
-  ca_obj->ca->ci->DestroyCq(number);
+  // The CQ is freed once the HCA says no completion DPC of it can run any more.
+  const std::shared_ptr<AlCa>& ca = ca_obj->ca;
+  kernel::DeviceObject* target = ReleaseTarget(ca.get());
+  SendRelease(
+      ca,
+      target != nullptr ? kernel::BuildCiDestroyCqIrp(target, nullptr, kAlMode, {number}) : nullptr,
+      ReleaseTicket(this));
 }
 
 void CqObj::Notify() {
@@ -234,14 +433,22 @@ void QpObj::OnDestroy() {
     auto it = ca->qps.find(qpn);
     if (it != ca->qps.end() && it->second == this) ca->qps.erase(it);
   }
+  // The uses of the CQs and SRQ go with the device QP: the HCA refuses their releases
+  // while it lives.
+  ReleaseTicket ticket(this);
+  ticket.TakeUse(send_cq);
+  ticket.TakeUse(recv_cq);
+  if (srq != nullptr) ticket.TakeUse(srq);
+  kernel::DeviceObject* target = nullptr;
   if (mad_qp) {
-    ReleaseMadQp(pd_obj->ca_obj->ca, std::move(mad_qp));
+    ReleaseMadQp(pd_obj->ca_obj->ca, std::move(mad_qp));  // its engine owns the device QP
   } else if (!alias()) {
-    ca->ci->DestroyQp(qpn);
+    target = ReleaseTarget(ca);
   }
-  send_cq->RemoveChild();
-  recv_cq->RemoveChild();
-  if (srq != nullptr) srq->RemoveChild();
+  SendRelease(
+      pd_obj->ca_obj->ca,
+      target != nullptr ? kernel::BuildCiDestroyQpIrp(target, nullptr, kAlMode, {qpn}) : nullptr,
+      std::move(ticket));
 }
 
 // ---- Srq, Mw, Mcast -------------------------------------------------------------------------
@@ -261,18 +468,38 @@ void SrqObj::OnDestroy() {
     auto it = ca->srqs.find(number);
     if (it != ca->srqs.end() && it->second == this) ca->srqs.erase(it);
   }
-  ca->ci->DestroySrq(number);
+  kernel::DeviceObject* target = ReleaseTarget(ca);
+  SendRelease(pd_obj->ca_obj->ca,
+              target != nullptr ? kernel::BuildCiDestroySrqIrp(target, nullptr, kAlMode, {number})
+                                : nullptr,
+              ReleaseTicket(this));
 }
 
 MwObj::MwObj(Instance* owner, PdObj* pd, uint32_t mw_in, abi::MwType type_in)
     : AlObject(abi::ObjectType::Mw, owner), pd_obj(pd), mw(mw_in), type(type_in) {}
 
-void MwObj::OnDestroy() { pd_obj->ca_obj->ca->ci->DestroyMw(mw); }
+void MwObj::OnDestroy() {
+  const std::shared_ptr<AlCa>& ca = pd_obj->ca_obj->ca;
+  kernel::DeviceObject* target = ReleaseTarget(ca.get());
+  SendRelease(
+      ca, target != nullptr ? kernel::BuildCiDestroyMwIrp(target, nullptr, kAlMode, {mw}) : nullptr,
+      ReleaseTicket(this));
+}
 
 McastObj::McastObj(Instance* owner, QpObj* qp, const abi::Gid& mgid_in, uint16_t mlid_in)
     : AlObject(abi::ObjectType::Mcast, owner), qp_obj(qp), mgid(mgid_in), mlid(mlid_in) {}
 
-void McastObj::OnDestroy() { qp_obj->pd_obj->ca_obj->ca->ci->DetachMcast(qp_obj->qpn, mgid, mlid); }
+void McastObj::OnDestroy() {
+  const std::shared_ptr<AlCa>& ca = qp_obj->pd_obj->ca_obj->ca;
+  kernel::DeviceObject* target = ReleaseTarget(ca.get());
+  abi::CiDetachMcastIn in{};
+  in.qpn = qp_obj->qpn;
+  in.mlid = mlid;
+  in.mgid = mgid;
+  SendRelease(
+      ca, target != nullptr ? kernel::BuildCiDetachMcastIrp(target, nullptr, kAlMode, in) : nullptr,
+      ReleaseTicket(this));
+}
 
 // ---- PnpReg ----------------------------------------------------------------------------------
 

@@ -4,9 +4,12 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "runtime/al/src/al_internal.h"
+#include "softib/kernel/irp_task.h"
 
 namespace softib::al {
 
@@ -51,12 +54,56 @@ class AlObject : public kernel::KernelObject {
   // Its rings were mapped (MapCqRing/MapQpRings/MapSrqRing): counted in shm_mappings.
   void NoteRingMapping() { ring_mapping_.Note(&al_->node_counts, &file_->counts); }
 
+  // Runs `done` once the release a destroy started (ReleaseTicket) is done: at once when it
+  // is, else from the release's CI completion (maybe at DISPATCH). Only for objects whose
+  // OnDestroy takes a ticket, after a Destroy that succeeded.
+  void WhenReleased(std::function<void()> done);
+
  protected:
   AccessLayer* const al_;
   const std::shared_ptr<FileState> file_;
 
  private:
+  friend class ReleaseTicket;
   RingMappingCount ring_mapping_;  // after file_: uncounted before the file state can go
+  kernel::KSpinLock release_lock_;
+  bool released_ = false;
+  std::vector<std::function<void()>> release_waiters_;
+};
+
+// The second phase of a destroy (issue 17). An object that gives back what it holds in the
+// HCA takes a ticket in OnDestroy and moves it into the coroutine that sends the CI release
+// IRP; the release is done when the ticket goes (after the IRP completed). Until then the
+// ticket keeps
+//   - a child count on the object's parent (KernelObject::Destroy drops the object's own
+//     as OnDestroy returns), so the parent stays busy and its own release cannot overtake
+//     the child's at the HCA (which would answer RESOURCE_BUSY);
+//   - the uses the object counted on others (a QP's on its CQs and SRQ: TakeUse);
+//   - a reference on the object, so it is freed after its release (when the destroy found it
+//     alive: an object freed without Destroy has no waiters and is gone after OnDestroy);
+//   - a count in its file's releases (FileState), which the file's cleanup waits for.
+// When it goes: the uses and the parent's count are dropped, then the object's reference,
+// then the destroy's waiters run (WhenReleased: the destroy verb's IRP completes), then the
+// file's count. Move-only; any IRQL <= DISPATCH.
+class ReleaseTicket {
+ public:
+  explicit ReleaseTicket(AlObject* object);
+  ReleaseTicket(ReleaseTicket&& other) noexcept;
+  ReleaseTicket(const ReleaseTicket&) = delete;
+  ReleaseTicket& operator=(const ReleaseTicket&) = delete;
+  ReleaseTicket& operator=(ReleaseTicket&&) = delete;
+  ~ReleaseTicket();
+
+  // A child count the object holds on `used` (a dependent that is not its child) moves to
+  // the ticket, which drops it (RemoveChild) when the release is done.
+  void TakeUse(kernel::KernelObject* used);
+
+ private:
+  AlObject* object_ = nullptr;                   // referenced, or null
+  kernel::KernelObject* parent_ = nullptr;       // child count held and referenced, or null
+  std::array<kernel::KernelObject*, 3> uses_{};  // referenced, their counts held
+  std::size_t num_uses_ = 0;
+  std::shared_ptr<FileState> file_;  // null once moved from
 };
 
 // Publishes a new object (which holds the creator's reference) under a handle of
@@ -160,6 +207,7 @@ class CaObj final : public AlObject {
 
  private:
   void OnDestroy() override;
+  static kernel::IrpTask ClearIsSm(std::shared_ptr<AlCa> ca, uint32_t ports, ReleaseTicket ticket);
 };
 
 class PdObj final : public AlObject {
@@ -179,9 +227,16 @@ class AvObj final : public AlObject {
   uint32_t ah;  // the AL serializes ModifyAv through the object's lock
   abi::AddressVector av;
   kernel::KSpinLock lock;
+  // ModifyAv one at a time (its CI IRPs cannot be awaited under `lock`): EnterModify runs
+  // `go` at once when no modify is in progress, else when the ones before it are done;
+  // ExitModify ends the turn. Any IRQL <= DISPATCH.
+  void EnterModify(std::function<void()> go);
+  void ExitModify();
 
  private:
   void OnDestroy() override;
+  bool modifying_ = false;                          // lock
+  std::deque<std::function<void()>> modify_queue_;  // lock
 };
 
 class CqObj final : public Waitable {

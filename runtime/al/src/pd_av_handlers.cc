@@ -34,8 +34,8 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
   }
 
   Status DeallocPd(const kernel::CallContext& ctx, const abi::DeallocPdIn& in,
-                   kernel::DeallocPdRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.pd.value, abi::ObjectType::Pd, Status::INVALID_PD_HANDLE);
+                   kernel::DeallocPdRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.pd.value, abi::ObjectType::Pd, Status::INVALID_PD_HANDLE, irp);
   }
 
   Status CreateAv(const kernel::CallContext& ctx, const abi::CreateAvIn& in,
@@ -93,10 +93,17 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
   static kernel::VerbTask ModifyAvTask(Instance* instance, abi::AddressVector attributes,
                                        kernel::ObjectRef av_ref) {
     // The device has no modify: a new AH replaces the old one, and the AV's handle moves to
-    // it (the speed path's translation, ci.h) before the old one goes.
+    // it (the speed path's translation, ci.h) before the old one goes. Modifies of one AV
+    // run one at a time (AvObj::EnterModify), so the CA learns the AHs in the order
+    // av->ah takes them.
     AvObj* av = As<AvObj>(av_ref);
     AlCa* ca = av->pd_obj->ca_obj->ca.get();
     if (ca->removed.load()) co_return {Status::CA_REMOVED, 0};
+    co_await AwaitDone([av](std::function<void()> go) { av->EnterModify(std::move(go)); });
+    struct Turn {
+      AvObj* av;
+      ~Turn() { av->ExitModify(); }  // the next modify goes on (maybe right here)
+    } turn{av};
     const CiRequestor who = RequestorOf(instance);
     uint32_t ah = 0;
     {
@@ -106,31 +113,31 @@ class PdAvVerbs final : public kernel::PdAvVerbHandlers {
       if (const Status s = co_await ci.Send(); s != Status::SUCCESS) co_return {s, 0};
       ah = ci.Output<abi::CiCreateAhOut>()->ah;
     }
-    uint32_t old;
     Status bound;
     {
-      // Bound under the AV's lock (the CA's lock nests inside it), so that of two concurrent
-      // modifies the handle names the AH that av->ah ends up with. This one CI verb stays a
-      // direct call: an IRP cannot be awaited under a spin lock (its table update is
-      // immediate in the driver, as the speed path's own use of the table).
+      CiIrp bind(ca, kernel::BuildCiBindAhHandleIrp(ca->lower, who.file, who.mode,
+                                                    {ah, 0, av->handle.load()}));
+      bound = bind.built() ? co_await bind.Send() : Status::INSUFFICIENT_RESOURCES;
+    }
+    // The AH that loses: the new one when the bind failed or a destroy already took the
+    // AV's AH (it releases the old one), else the replaced one.
+    uint32_t old = ah;
+    {
       kernel::SpinLockGuard guard(av->lock);
-      bound = ca->ci->BindAhHandle(ah, av->handle.load());
-      old = ah;
-      if (bound == Status::SUCCESS) {
+      if (bound == Status::SUCCESS && !av->destroyed()) {
         old = av->ah;
         av->ah = ah;
         av->av = attributes;
       }
     }
-    // The AH that lost: the new one when the bind failed, else the replaced one.
     CiIrp destroy(ca, kernel::BuildCiDestroyAhIrp(ca->lower, who.file, who.mode, {old}));
     if (destroy.built()) (void)co_await destroy.Send();
     co_return {bound, 0};
   }
 
   Status DestroyAv(const kernel::CallContext& ctx, const abi::DestroyAvIn& in,
-                   kernel::DestroyAvRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.av.value, abi::ObjectType::Av, Status::INVALID_AV_HANDLE);
+                   kernel::DestroyAvRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.av.value, abi::ObjectType::Av, Status::INVALID_AV_HANDLE, irp);
   }
 };
 

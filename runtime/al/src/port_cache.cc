@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "runtime/al/src/al_internal.h"
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 
 namespace softib::al {
 
@@ -19,10 +19,10 @@ constexpr kernel::ProcessorMode kKernel = kernel::ProcessorMode::kKernelMode;
 kernel::IrpTask RefreshTask(AlCa* ca, uint8_t only, std::function<void()> done) {
   const uint32_t n = ca->ci->num_ports();  // identity, as the CA's GUID
   std::vector<uint8_t> buffer(sizeof(abi::CiQueryCaOut) + n * sizeof(abi::PortAttributes));
-  Status s = co_await CiCall(ca->lower,
-                             kernel::BuildCiQueryCaIrp(ca->lower, nullptr, kKernel, buffer.data(),
-                                                       static_cast<uint32_t>(buffer.size())),
-                             buffer.data(), buffer.size());
+  Status s = co_await CiIrp(ca->lower,
+                            kernel::BuildCiQueryCaIrp(ca->lower, nullptr, kKernel, buffer.data(),
+                                                      static_cast<uint32_t>(buffer.size())),
+                            buffer.data(), buffer.size());
   abi::CiQueryCaOut head{};
   std::vector<abi::PortAttributes> ports;
   if (s == Status::SUCCESS) {
@@ -39,7 +39,7 @@ kernel::IrpTask RefreshTask(AlCa* ca, uint8_t only, std::function<void()> done) 
                                ports[i].num_pkeys * sizeof(uint16_t));
     abi::CiQueryPkeyTableIn pkey_in{};
     pkey_in.port = port;
-    if (co_await CiCall(
+    if (co_await CiIrp(
             ca->lower,
             kernel::BuildCiQueryPkeyTableIrp(ca->lower, nullptr, kKernel, pkey_in, pkeys.data(),
                                              static_cast<uint32_t>(pkeys.size())),
@@ -54,7 +54,7 @@ kernel::IrpTask RefreshTask(AlCa* ca, uint8_t only, std::function<void()> done) 
                               ports[i].num_gids * sizeof(abi::Gid));
     abi::CiQueryGidTableIn gid_in{};
     gid_in.port = port;
-    if (co_await CiCall(
+    if (co_await CiIrp(
             ca->lower,
             kernel::BuildCiQueryGidTableIrp(ca->lower, nullptr, kKernel, gid_in, gids.data(),
                                             static_cast<uint32_t>(gids.size())),

@@ -64,7 +64,7 @@ class QpVerbs final : public kernel::QpVerbHandlers {
     CqObj* scq = As<CqObj>(refs.send_cq);
     CqObj* rcq = As<CqObj>(refs.recv_cq);
     SrqObj* srq = refs.srq ? As<SrqObj>(refs.srq) : nullptr;
-    if (in.params.qp_type == abi::QpType::MAD) return CreateMadQp(ctx, in, pd, scq, rcq, srq, out);
+    if (in.params.qp_type == abi::QpType::MAD) return CreateMadQp(ctx, in, refs, irp, out);
     if (const Status s = UseQueues(pd, scq, rcq, srq); s != Status::SUCCESS) return s;
     AlCa* ca = pd->ca_obj->ca.get();
     if (ca->removed.load()) {
@@ -237,23 +237,53 @@ class QpVerbs final : public kernel::QpVerbHandlers {
  private:
   // A MAD QP (mad_qp.cc): the AL's UD QP behind it; the client's CQs are counted as used but
   // get nothing (the MAD layer takes its completions), and it has no SRQ.
-  static Status CreateMadQp(const kernel::CallContext& ctx, const abi::CreateQpIn& in, PdObj* pd,
-                            CqObj* scq, CqObj* rcq, SrqObj* srq, abi::CreateQpOut& out) {
-    if (srq != nullptr) return Status::INVALID_SETTING;
-    if (const Status s = UseQueues(pd, scq, rcq, nullptr); s != Status::SUCCESS) return s;
-    std::shared_ptr<SpecialQp> engine;
-    if (const Status s = StartMadQp(pd->ca_obj->ca, &engine, &out.caps); s != Status::SUCCESS) {
-      UnuseQueues(scq, rcq, nullptr);
+  // A MAD QP: its engine (a SpecialQp of type MAD) comes up through its chain of CI IRPs,
+  // and the verb goes on in the last one's completion.
+  static Status CreateMadQp(const kernel::CallContext& ctx, const abi::CreateQpIn& in,
+                            kernel::CreateQpRefs& refs, Irp* irp, abi::CreateQpOut& out) {
+    if (refs.srq) return Status::INVALID_SETTING;
+    PdObj* pd = As<PdObj>(refs.pd);
+    if (const Status s = UseQueues(pd, As<CqObj>(refs.send_cq), As<CqObj>(refs.recv_cq), nullptr);
+        s != Status::SUCCESS) {
       return s;
     }
-    out.qp_num = engine->qp_number();
-    return PublishQp(InstanceOf(ctx), pd, scq, rcq, nullptr, out.qp_num, out.qp_num,
-                     abi::QpType::MAD, in.context, &out.qp.value, 0, std::move(engine));
+    return CreateMadQpTask(InstanceOf(ctx), in.context, std::move(refs), &out).Start(irp);
+  }
+
+  static kernel::VerbTask CreateMadQpTask(Instance* instance, uint64_t context,
+                                          kernel::CreateQpRefs refs, abi::CreateQpOut* out) {
+    constexpr uint64_t kLength = sizeof(abi::CreateQpOut);
+    PdObj* pd = As<PdObj>(refs.pd);
+    CqObj* scq = As<CqObj>(refs.send_cq);
+    CqObj* rcq = As<CqObj>(refs.recv_cq);
+    const std::shared_ptr<AlCa>& ca = pd->ca_obj->ca;
+    if (ca->removed.load()) {
+      UnuseQueues(scq, rcq, nullptr);
+      co_return {Status::CA_REMOVED, kLength};
+    }
+    auto engine = std::make_shared<SpecialQp>(ca.get(), 0, abi::QpType::MAD);
+    Status started = Status::SUCCESS;
+    co_await AwaitDone([qp = engine.get(), result = &started](std::function<void()> resume) {
+      qp->Start([result, resume = std::move(resume)](Status s) {
+        *result = s;
+        resume();
+      });
+    });
+    if (started != Status::SUCCESS) {
+      ReleaseMadQp(ca, std::move(engine));
+      UnuseQueues(scq, rcq, nullptr);
+      co_return {started == Status::CA_REMOVED ? started : Status::INSUFFICIENT_RESOURCES, kLength};
+    }
+    out->caps = {SpecialQp::kSendSlots, SpecialQp::kRecvDepth, 1, 1, 0, 0};
+    out->qp_num = engine->qp_number();
+    co_return {PublishQp(instance, pd, scq, rcq, nullptr, out->qp_num, out->qp_num,
+                         abi::QpType::MAD, context, &out->qp.value, 0, std::move(engine)),
+               kLength};
   }
 
   Status DestroyQp(const kernel::CallContext& ctx, const abi::DestroyQpIn& in,
-                   kernel::DestroyQpRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.qp.value, abi::ObjectType::Qp, Status::INVALID_QP_HANDLE);
+                   kernel::DestroyQpRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.qp.value, abi::ObjectType::Qp, Status::INVALID_QP_HANDLE, irp);
   }
 };
 
@@ -329,8 +359,9 @@ class SrqVerbs final : public kernel::SrqVerbHandlers {
   }
 
   Status DestroySrq(const kernel::CallContext& ctx, const abi::DestroySrqIn& in,
-                    kernel::DestroySrqRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.srq.value, abi::ObjectType::Srq, Status::INVALID_SRQ_HANDLE);
+                    kernel::DestroySrqRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.srq.value, abi::ObjectType::Srq, Status::INVALID_SRQ_HANDLE,
+                            irp);
   }
 };
 
@@ -361,8 +392,9 @@ class McastVerbs final : public kernel::McastVerbHandlers {
   }
 
   Status DetachMcast(const kernel::CallContext& ctx, const abi::DetachMcastIn& in,
-                     kernel::DetachMcastRefs&, Irp*) override {
-    return DestroyHandle(ctx, in.mcast.value, abi::ObjectType::Mcast, Status::INVALID_MCAST_HANDLE);
+                     kernel::DetachMcastRefs&, Irp* irp) override {
+    return DestroyReleasing(ctx, in.mcast.value, abi::ObjectType::Mcast,
+                            Status::INVALID_MCAST_HANDLE, irp);
   }
 };
 

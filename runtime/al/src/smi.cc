@@ -5,7 +5,7 @@
 // whose TID they carry) and what is for an SM (traps, SMInfo) go on to the MAD services.
 #include "softib/smp/directed_route.h"
 
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
 
@@ -77,7 +77,7 @@ bool SpecialQp::SmiReceive(const uint8_t* m, const MadOrigin& origin, uint8_t* a
 kernel::IrpTask SpecialQp::LocalAgentTask(abi::CiLocalMadIn in, MadOrigin origin,
                                           LocalAnswer answer) {
   abi::CiLocalMadOut out{};
-  const Status s = co_await CiCall(
+  const Status s = co_await CiIrp(
       ca_->lower,
       kernel::BuildCiLocalMadIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode, in, &out),
       &out, sizeof out);

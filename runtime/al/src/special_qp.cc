@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "runtime/al/src/ci_await.h"
+#include "runtime/al/src/ci_call.h"
 #include "runtime/al/src/mad_format.h"
 #include "runtime/al/src/mad_service.h"
 #include "softib/kernel/dpc.h"
@@ -48,14 +48,14 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
   constexpr kernel::ProcessorMode kKernel = kernel::ProcessorMode::kKernelMode;
   InitResources();
   abi::CiAllocPdOut pd{};
-  Status s = co_await CiCall(device, kernel::BuildCiAllocPdIrp(device, nullptr, kKernel, &pd), &pd,
-                             sizeof pd);
+  Status s = co_await CiIrp(device, kernel::BuildCiAllocPdIrp(device, nullptr, kKernel, &pd), &pd,
+                            sizeof pd);
   if (s == Status::SUCCESS) {
     pd_ = pd.pd;
     const abi::CiCreateCqIn in{kRecvDepth + kSendSlots, 0};
     abi::CiCreateCqOut out{};
-    s = co_await CiCall(device, kernel::BuildCiCreateCqIrp(device, nullptr, kKernel, in, &out),
-                        &out, sizeof out);
+    s = co_await CiIrp(device, kernel::BuildCiCreateCqIrp(device, nullptr, kKernel, in, &out), &out,
+                       sizeof out);
     if (s == Status::SUCCESS) cq_ = out.cq;
   }
   if (s == Status::SUCCESS) {
@@ -65,9 +65,30 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
     in.vaddr = reinterpret_cast<uint64_t>(memory_.data());
     in.length = memory_.size();
     abi::CiRegisterMrOut out{};
-    s = co_await CiCall(device, kernel::BuildCiRegisterMrIrp(device, nullptr, kKernel, in, &out),
-                        &out, sizeof out);
+    s = co_await CiIrp(device, kernel::BuildCiRegisterMrIrp(device, nullptr, kKernel, in, &out),
+                       &out, sizeof out);
     if (s == Status::SUCCESS) key_ = out.key;
+  }
+  if (s == Status::SUCCESS && type_ == abi::QpType::MAD) {
+    // A client's MAD QP (mad_qp.cc): a UD QP of the AL's PD, which the client brings up with
+    // ModifyQp (OnModified posts the receives then).
+    abi::CiCreateQpIn in{};
+    in.pd = pd_;
+    in.send_cq = cq_;
+    in.recv_cq = cq_;
+    in.params.qp_type = abi::QpType::UD;
+    in.params.sq_signaled = 1;
+    in.params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
+    abi::CiCreateQpOut out{};
+    s = co_await CiIrp(device, kernel::BuildCiCreateQpIrp(device, nullptr, kKernel, in, &out), &out,
+                       sizeof out);
+    if (s == Status::SUCCESS) {
+      qp_ = out.qpn;
+      started_ = true;
+      s = ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT);
+    }
+    done(s);  // the last touch of this QP
+    co_return;
   }
   if (s == Status::SUCCESS) {
     abi::CiCreateSpecialQpIn in{};
@@ -79,9 +100,9 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
     in.params.sq_signaled = 1;
     in.params.caps = {kSendSlots, kRecvDepth, 1, 1, 0, 0};
     abi::CiCreateSpecialQpOut out{};
-    s = co_await CiCall(device,
-                        kernel::BuildCiCreateSpecialQpIrp(device, nullptr, kKernel, in, &out), &out,
-                        sizeof out);
+    s = co_await CiIrp(device,
+                       kernel::BuildCiCreateSpecialQpIrp(device, nullptr, kKernel, in, &out), &out,
+                       sizeof out);
     if (s == Status::SUCCESS) {
       qp_ = out.qp;
       started_ = true;
@@ -104,29 +125,11 @@ kernel::IrpTask SpecialQp::StartTask(std::function<void(Status)> done) {
       a.mask = M::STATE | M::SQ_PSN;
       a.state = abi::QpState::RTS;
     }
-    s = co_await CiCall(device, kernel::BuildCiModifyQpIrp(device, nullptr, kKernel, in));
+    s = co_await CiIrp(device, kernel::BuildCiModifyQpIrp(device, nullptr, kKernel, in));
   }
   for (uint32_t i = 0; i < kRecvDepth && s == Status::SUCCESS; ++i) s = PostRecv(i);
   if (s == Status::SUCCESS) s = ca_->ci->RearmCq(cq_, abi::CqNotify::NEXT);
   done(s);  // the last touch of this QP
-}
-
-// A client's MAD QP: still direct CI calls, because its start is part of the client's
-// CreateQp verb, whose handler (qp_handlers.cc, the verb handlers' conversion) answers
-// synchronously today; it moves to StartTask's chain once that handler continues in
-// completions.
-Status SpecialQp::StartMad() {
-  ci::CaInterface* ci = ca_->ci;
-  InitResources();
-  Status s = ci->AllocPd(&pd_);
-  if (s != Status::SUCCESS) return s;
-  uint32_t size = 0;
-  s = ci->CreateCq(kRecvDepth + kSendSlots, &cq_, &size);
-  if (s != Status::SUCCESS) return s;
-  s = ci->RegisterMr(pd_, reinterpret_cast<uint64_t>(memory_.data()), memory_.size(),
-                     abi::AccessFlags::LOCAL_WRITE, {}, &key_);
-  if (s != Status::SUCCESS) return s;
-  return StartMadQp();
 }
 
 void SpecialQp::Close() {
@@ -154,7 +157,7 @@ void SpecialQp::Close() {
 }
 
 kernel::IrpTask SpecialQp::ReleaseTask(kernel::Irp* irp) {
-  (void)co_await CiCall(ca_->lower, irp);  // a release fails only for a removed CA: gone anyway
+  (void)co_await CiIrp(ca_->lower, irp);  // a release fails only for a removed CA: gone anyway
   ci_in_flight_.fetch_sub(1, std::memory_order_acq_rel);  // the last touch of this QP
 }
 

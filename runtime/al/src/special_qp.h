@@ -118,9 +118,9 @@ class SpecialQp {
 
   // QP0/QP1 at the CA's arrival: the setup chain of CI IRPs (PD, CQ, MR, QP, INIT, RTR,
   // RTS), `done` with its status in the last completion (maybe at DISPATCH). DISPATCH or
-  // below. A QP whose chain failed is stopped (Stop) by its starter.
+  // below. A QP whose chain failed is stopped (Stop) by its starter. A client's MAD QP
+  // (type MAD, mad_qp.cc): PD, CQ, MR and a UD QP the client brings up itself.
   void Start(std::function<void(kernel::Status)> done);
-  kernel::Status StartMad();  // a client's MAD QP (mad_qp.cc), direct CI calls: see there
   // DISPATCH or below: sends CANCELED, the device QP's destruction sent (a CiDestroyQp
   // IRP), nothing queued any more.
   void Close();
@@ -185,8 +185,7 @@ class SpecialQp {
   static void CompletionDpc(kernel::Kdpc*, void* context, void*, void*);
   void ProcessCompletions();
   void OnTimer();
-  kernel::Status StartMadQp();  // mad_qp.cc
-  void InitResources();         // DPCs, timer, buffers and slots
+  void InitResources();  // DPCs, timer, buffers and slots
   kernel::IrpTask StartTask(std::function<void(kernel::Status)> done);
   // Redirection (IBA 13.5.3.3, mad_redirect.cc): a request to QP1 goes where the cache
   // says; a response asking for a redirect is consumed (true) and the request re-sent.

@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -512,6 +514,28 @@ inline void BringUpUd(Client& client, uint64_t qp, uint32_t qkey) {
   in.attributes.state = abi::QpState::RTS;
   ASSERT_EQ(client.ModifyQp(in), Status::SUCCESS);
 }
+
+// SOFTIB_CI_PEND for one boot (the node stack reads it when it adds a CA): the HCA driver
+// completes every CI IRP later, from a DPC.
+class PendMode {
+ public:
+  explicit PendMode(bool pend) {
+    if (const char* old = std::getenv("SOFTIB_CI_PEND")) saved_ = old;
+    setenv("SOFTIB_CI_PEND", pend ? "1" : "0", 1);
+  }
+  ~PendMode() {
+    if (saved_.empty()) {
+      unsetenv("SOFTIB_CI_PEND");
+    } else {
+      setenv("SOFTIB_CI_PEND", saved_.c_str(), 1);
+    }
+  }
+  PendMode(const PendMode&) = delete;
+  PendMode& operator=(const PendMode&) = delete;
+
+ private:
+  std::string saved_;
+};
 
 inline std::unique_ptr<stack::NodeStack> BootDefault(const char* name) {
   stack::NodeConfig config;

@@ -9,7 +9,10 @@ namespace {
 constexpr uint8_t kVendorClass = 0x09;  // vendor class range 1, no RMPP
 
 struct GsiPair {
-  explicit GsiPair(const char* name) : node(BootDefault(name)) {}
+  explicit GsiPair(const char* name, bool pend = false) {
+    PendMode mode(pend);
+    node = BootDefault(name);
+  }
   void Open(Client& client) {
     ASSERT_NO_FATAL_FAILURE(
         OpenMadEnd(client, node->ca_guids()[0], 1, abi::QpType::GSI_ALIAS, &requester));
@@ -20,8 +23,9 @@ struct GsiPair {
   MadEnd requester, responder;
 };
 
-TEST(MadGsi, RequestReachesTheClassAgentAndTheResponseItsSenderByTid) {
-  GsiPair pair("mad-gsi-rr");
+// A request and its response through the special QPs' send path: the CA completing CI IRPs
+// inline, or (pend mode) later from its DPC.
+void RequestAndResponse(GsiPair& pair) {
   ASSERT_TRUE(pair.node);
   Client client(pair.node->node());
   ASSERT_NO_FATAL_FAILURE(pair.Open(client));
@@ -76,6 +80,16 @@ TEST(MadGsi, RequestReachesTheClassAgentAndTheResponseItsSenderByTid) {
   EXPECT_EQ(done.out.event.kind, abi::MadEventKind::SEND_COMPLETED);
   EXPECT_EQ(done.out.event.status, abi::WcStatus::SUCCESS);
   EXPECT_EQ(done.out.event.send_id, send_id);
+}
+
+TEST(MadGsi, RequestReachesTheClassAgentAndTheResponseItsSenderByTid) {
+  GsiPair pair("mad-gsi-rr");
+  RequestAndResponse(pair);
+}
+
+TEST(MadGsi, RequestAndResponseWhileTheCaPendsEveryCiIrp) {
+  GsiPair pair("mad-gsi-pend", true);
+  RequestAndResponse(pair);
 }
 
 TEST(MadGsi, UnansweredRequestIsSentOncePlusItsRetriesThenTimesOut) {

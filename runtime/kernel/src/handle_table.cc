@@ -137,12 +137,19 @@ Status ObjectHandleTable::Destroy(uint64_t handle, abi::ObjectType type) {
 
 std::size_t ObjectHandleTable::CloseAll() {
   std::size_t forced = 0;
+  while (CloseIdle() != 0) {
+    if (ForceNewest()) ++forced;
+  }
+  return forced;
+}
+
+std::size_t ObjectHandleTable::CloseIdle() {
   for (;;) {
     // Newest first: children were created after their parents.
     std::vector<std::pair<uint64_t, uint32_t>> order;  // (sequence, index)
     {
       SpinLockGuard guard(lock_);
-      if (live_ == 0) return forced;
+      if (live_ == 0) return 0;
       for (uint32_t i = 0; i < entries_.size(); ++i) {
         if (entries_[i].object != nullptr) order.emplace_back(entries_[i].sequence, i);
       }
@@ -167,21 +174,31 @@ std::size_t ObjectHandleTable::CloseAll() {
       if (released != nullptr) DereferenceObject(released);
       progress = true;
     }
-    if (!progress) {
-      // Children that live outside this table hold the rest: destroy the newest anyway.
-      const uint32_t index = order.front().second;
-      KernelObject* released = nullptr;
-      {
-        SpinLockGuard guard(lock_);
-        if (entries_[index].object != nullptr) released = Release(index);
-      }
-      if (released != nullptr) {
-        released->ForceDestroy();
-        DereferenceObject(released);
-        ++forced;
+    if (!progress) return order.size();
+  }
+}
+
+bool ObjectHandleTable::ForceNewest() {
+  // Children that live outside this table hold the rest: destroy the newest anyway.
+  KernelObject* released = nullptr;
+  {
+    SpinLockGuard guard(lock_);
+    uint64_t newest = 0;
+    uint32_t index = 0;
+    bool found = false;
+    for (uint32_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].object != nullptr && (!found || entries_[i].sequence > newest)) {
+        newest = entries_[i].sequence;
+        index = i;
+        found = true;
       }
     }
+    if (found) released = Release(index);
   }
+  if (released == nullptr) return false;
+  released->ForceDestroy();
+  DereferenceObject(released);
+  return true;
 }
 
 std::size_t ObjectHandleTable::size() {

@@ -575,7 +575,7 @@ struct CepSendReqVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE20C;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = CepSendReqIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 184;
@@ -601,7 +601,7 @@ struct CepSendRepVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE210;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = CepSendRepIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 40;

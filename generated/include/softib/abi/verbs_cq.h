@@ -299,7 +299,7 @@ struct DestroyCqVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE10C;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DestroyCqIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;

@@ -168,7 +168,7 @@ struct DestroyIocVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE2C4;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DestroyIocIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;
@@ -248,7 +248,7 @@ struct RegisterIocVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE2D0;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = RegisterIocIn;
   using Out = RegisterIocOut;
   static constexpr uint32_t kInSize = 8;

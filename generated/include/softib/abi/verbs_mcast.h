@@ -100,7 +100,7 @@ struct DetachMcastVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE164;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DetachMcastIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;

@@ -535,7 +535,7 @@ struct DeregMrVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE130;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DeregMrIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;
@@ -612,7 +612,7 @@ struct DestroyMwVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE148;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DestroyMwIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;

@@ -175,7 +175,7 @@ struct DeallocPdVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE084;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DeallocPdIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;
@@ -278,7 +278,7 @@ struct DestroyAvVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0AC;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DestroyAvIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;

@@ -237,7 +237,7 @@ struct DestroySrqVerb {
   static constexpr uint32_t kIoctlCode = 0x003BE0EC;  // 0: no IOCTL
   static constexpr VerbIrql kIrql = VerbIrql::kDispatch;
   static constexpr uint32_t kPaths = kPathDirect | kPathIrp | kPathProxy;
-  static constexpr bool kAsync = false;
+  static constexpr bool kAsync = true;
   using In = DestroySrqIn;
   using Out = NoStruct;
   static constexpr uint32_t kInSize = 8;

@@ -54,10 +54,14 @@ class ConnectionManager {
 
   // The verbs (cm_handlers.cc checked handles and lengths).
   kernel::Status Listen(CepObj* cep, const abi::CepListenIn& in);
+  // SendReq/SendRep take the QP's attributes as the CA answered CiQueryQp (the verb's
+  // coroutine asked, after the checks of Check*, which need no CA).
+  static kernel::Status CheckReq(QpObj* qp, const abi::CmReqParams& params);
+  static kernel::Status CheckRep(const abi::CmRepParams& params);
   kernel::Status SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams& params,
-                         std::span<const uint8_t> private_data);
+                         std::span<const uint8_t> private_data, const abi::QpAttributes& qa);
   kernel::Status SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams& params,
-                         std::span<const uint8_t> private_data);
+                         std::span<const uint8_t> private_data, const abi::QpAttributes& qa);
   kernel::Status SendRtu(CepObj* cep, std::span<const uint8_t> private_data);
   kernel::Status SendRej(CepObj* cep, uint16_t reason, std::span<const uint8_t> ari,
                          std::span<const uint8_t> private_data);

@@ -22,8 +22,7 @@ bool AllZero(std::span<const uint8_t> bytes) {
 
 }  // namespace
 
-Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams& p,
-                                  std::span<const uint8_t> private_data) {
+Status ConnectionManager::CheckReq(QpObj* qp, const abi::CmReqParams& p) {
   if (qp->type != abi::QpType::RC && qp->type != abi::QpType::UC) {
     return Status::INVALID_SERVICE_TYPE;
   }
@@ -32,9 +31,13 @@ Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams
       p.starting_psn > 0xFFFFFF) {
     return Status::INVALID_SETTING;
   }
+  return Status::SUCCESS;
+}
+
+Status ConnectionManager::SendReq(CepObj* cep, QpObj* qp, const abi::CmReqParams& p,
+                                  std::span<const uint8_t> private_data,
+                                  const abi::QpAttributes& qa) {
   std::shared_ptr<AlCa> ca = qp->pd_obj->ca_obj->ca;
-  abi::QpAttributes qa{};
-  if (ca->ci->QueryQp(qp->qpn, &qa) != Status::SUCCESS) return Status::INVALID_QP_HANDLE;
   if (qa.state != abi::QpState::INIT) return Status::INVALID_QP_STATE;
   abi::PortAttributes port;
   if (!QueryPort(ca.get(), qa.port_num, &port)) return Status::INVALID_SETTING;

@@ -133,14 +133,17 @@ void ConnectionManager::OnReqLocked(GsiAgent& agent, std::span<const uint8_t> ma
   OfferCepLocked(listen, cep, abi::CepEventType::REQ_RECEIVED, mad, work);
 }
 
-Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams& p,
-                                  std::span<const uint8_t> private_data) {
+Status ConnectionManager::CheckRep(const abi::CmRepParams& p) {
   if (p.starting_psn > 0xFFFFFF || p.rnr_retry_count > 7 || p.target_ack_delay > 31) {
     return Status::INVALID_SETTING;
   }
-  abi::QpAttributes qa{};
+  return Status::SUCCESS;
+}
+
+Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams& p,
+                                  std::span<const uint8_t> private_data,
+                                  const abi::QpAttributes& qa) {
   std::shared_ptr<AlCa> ca = qp->pd_obj->ca_obj->ca;
-  if (ca->ci->QueryQp(qp->qpn, &qa) != Status::SUCCESS) return Status::INVALID_QP_HANDLE;
   return Locked([&](Work& work) {
     if (cep->state != CepState::REQ_RCVD && cep->state != CepState::MRA_REQ_SENT) {
       return Status::INVALID_STATE;

@@ -216,12 +216,15 @@ void TapFace::ApplyPendingMtu() {
     name = name_;
     settled = settled_;
   }
+  // Until MovedTo the interface's name and namespace are the control thread's to change
+  // (a temporary name in softibd's namespace may be another daemon's a moment later): the
+  // MTU waits for MovedTo, and so does a carrier deferred behind it.
+  if (!settled) return;
   std::string error;
   if (link::SetMtu(name, netns, mtu, &error)) {
     mtu_.store(mtu, std::memory_order_relaxed);
   } else {
-    mtu_errors_.fetch_add(1, std::memory_order_relaxed);
-    if (!settled) return;  // moving meanwhile: MovedTo tries again (the carrier waits)
+    mtu_errors_.fetch_add(1, std::memory_order_relaxed);  // final: the carrier goes up anyway
   }
   RaiseDeferredCarrier();
 }

@@ -105,6 +105,13 @@ class ObjectHandleTable final : public HandleTable {
   // (newest first, repeated until nothing is left). Objects whose children live elsewhere
   // are destroyed anyway once nothing else progresses; returns how many were forced.
   std::size_t CloseAll();
+  // CloseAll in steps, for a teardown whose releases complete later (the AL's file cleanup,
+  // whose objects give back what they hold in the HCA with IRPs): CloseIdle destroys every
+  // object it can, newest first, repeated while that progresses, and returns how many are
+  // left (busy with children); ForceNewest destroys the newest left despite its children
+  // (false when none is left).
+  std::size_t CloseIdle();
+  bool ForceNewest();
 
   std::size_t size();
   uint16_t tag() const { return tag_; }

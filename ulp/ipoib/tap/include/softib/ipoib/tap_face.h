@@ -71,8 +71,8 @@ class TapFace final : public EthernetFace {
   // The interface was moved into `netns` ("": the caller's), where SetMtu acts, and is
   // named `name` there now (a TAP is created under a temporary name when it is meant for
   // another namespace, so two namespaces may each have their "ib0"). Called once the
-  // interface is where it stays, also when it was not moved: until then an MTU that cannot
-  // be set is retried here, and the carrier waits for it.
+  // interface is where it stays, also when it was not moved: an MTU the driver sets before
+  // is applied then (by name in its final namespace), and a carrier raised after it waits.
   void MovedTo(const std::string& netns, const std::string& name);
 
   // The control thread's view (the reader thread copies it under netns_mutex_).
