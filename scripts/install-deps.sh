@@ -9,6 +9,8 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 packages=(
   # toolchain and build
   build-essential g++ gcc-multilib g++-multilib cmake ninja-build clang-format
+  # the linker of every preset (cmake/Linker.cmake)
+  mold
   # tests: GoogleTest/GoogleMock sources (built per preset, also 32-bit)
   googletest
   # the m32 tests run under qemu-i386 (these kernels have no IA32 emulation)
