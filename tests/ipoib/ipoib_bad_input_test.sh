@@ -9,7 +9,7 @@ softibd=$1
 softib=$2
 source "$(dirname "$0")/ipoib_two_hosts.sh"
 two_hosts_up
-[[ $(received "$ns_a" -c 1 -W 2 198.18.0.2) == 1 ]] || fail "ping before"
+[[ $(received "$ns_a" -c 1 -w 15 198.18.0.2) == 1 ]] || fail "ping before"
 host=$run/host-0002
 declare -A before
 for cause in runt oversize unknown_ethertype bad_arp; do
@@ -23,7 +23,7 @@ ip netns exec "$ns_a" ping -c 2 -i 0.2 -W 1 -s 3000 198.18.0.2 >/dev/null 2>&1 &
 ip -n "$ns_a" link set sibi0 mtu 2044
 # The frames reach the driver from the TAP's reader thread: until the counters show them.
 want() { echo $((before[$1] + $2)); }
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   [[ $(ipoib_counter "$host" bad_arp) -ge $(want bad_arp 5) && $(ipoib_counter "$host" oversize) -ge $(want oversize 2) ]] && break
   sleep 0.05
 done

@@ -44,7 +44,7 @@ up host-0002 "$ns_a" 198.18.0.1/24 connected
 up host-0004 "$ns_b" 198.18.0.2/24 connected
 up host-0003 "$ns_c" 198.18.0.3/24 datagram
 for ns in "$ns_a" "$ns_b" "$ns_c"; do
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     ip -n "$ns" -o link show dev sibc0 | grep -q LOWER_UP && break
     sleep 0.1
   done
@@ -98,7 +98,7 @@ grep -qE "^  mode connected mtu 65520 carrier up" "$work/show.out" || fail "show
 
 "${tied[@]}" ip netns exec "$ns_b" iperf3 -s -1 -B 198.18.0.2 --forceflush >"$work/iperf3-server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 300); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
 ip netns exec "$ns_a" iperf3 -c 198.18.0.2 -t 1 -J >"$work/iperf3.json" || true
 wait "$server" || true
 server=""

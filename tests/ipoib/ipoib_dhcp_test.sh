@@ -46,7 +46,7 @@ timeout 30 head -n1 "$work/ready" | grep -q ready || fail "softibd: $(cat "$work
   fail "softib ipoib up host-0004"
 ip -n "$ns_b" link set dev sibd0 up
 for ns in "$ns_a" "$ns_b"; do
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     ip -n "$ns" -o link show dev sibd0 | grep -q LOWER_UP && break
     sleep 0.1
   done
@@ -64,7 +64,7 @@ want_id="ff:00:00:ff:ff:00:03:00:20:$guid"
   --dhcp-range=198.18.0.50,198.18.0.60,255.255.255.0,1h --dhcp-leasefile="$work/leases" \
   --pid-file="$work/dnsmasq.pid" >"$work/dnsmasq.log" 2>&1 &
 dhcpd=$!
-for _ in $(seq 100); do grep -q "DHCP, IP range" "$work/dnsmasq.log" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 300); do grep -q "DHCP, IP range" "$work/dnsmasq.log" 2>/dev/null && break; sleep 0.05; done
 grep -q "DHCP, IP range" "$work/dnsmasq.log" || fail "dnsmasq did not start"
 
 cat >"$work/udhcpc.script" <<'SCRIPT'

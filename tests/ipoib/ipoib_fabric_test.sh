@@ -45,7 +45,7 @@ cat "$work/up-a.out"
 
 # The carrier comes up once the broadcast group is joined (bounded wait).
 for ns in "$ns_a" "$ns_b"; do
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     ip -n "$ns" -o link show dev sibi0 | grep -q LOWER_UP && break
     sleep 0.1
   done
@@ -72,7 +72,7 @@ iperf3_run() {  # ARGS...: iperf3 from $ns_a to $ns_b's server; JSON in $work/ip
   "${tied[@]}" ip netns exec "$ns_b" iperf3 -s -1 -B 198.18.0.2 --forceflush \
     >"$work/iperf3-server.log" 2>&1 &
   server=$!
-  for _ in $(seq 100); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 300); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
   ip netns exec "$ns_a" iperf3 -c 198.18.0.2 -t 1 -J "$@" >"$work/iperf3.json" || true
   wait "$server" || true
   server=""

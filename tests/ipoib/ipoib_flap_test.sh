@@ -10,7 +10,7 @@ softibd=$1
 softib=$2
 source "$(dirname "$0")/ipoib_two_hosts.sh"
 two_hosts_up
-[[ $(received "$ns_a" -c 1 -W 2 198.18.0.2) == 1 ]] || fail "ping before the flap"
+[[ $(received "$ns_a" -c 1 -w 15 198.18.0.2) == 1 ]] || fail "ping before the flap"
 
 carrier_gone() {  # NS: until sibi0 in NS has lost its carrier (bounded)
   for _ in $(seq 50); do

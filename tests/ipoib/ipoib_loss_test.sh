@@ -9,14 +9,14 @@ softib=$2
 size_mib=${3:-16}
 source "$(dirname "$0")/ipoib_two_hosts.sh"
 two_hosts_up
-[[ $(received "$ns_a" -c 1 -W 2 198.18.0.2) == 1 ]] || fail "ping before the loss"
+[[ $(received "$ns_a" -c 1 -w 15 198.18.0.2) == 1 ]] || fail "ping before the loss"
 "$softib" fabric --run-dir "$run" set host-0002:1 loss=20 >/dev/null || fail "set loss"
 head -c "$((size_mib << 20))" /dev/urandom >"$work/sent"
 "${tied[@]}" ip netns exec "$ns_b" socat -u TCP-LISTEN:5001,bind=198.18.0.2,reuseaddr \
   "OPEN:$work/received,creat,trunc" 2>"$work/socat-rx.err" &
 receiver=$!
 extra_pids+=("$receiver")
-for _ in $(seq 100); do ip netns exec "$ns_b" ss -ltn | grep -q 198.18.0.2:5001 && break; sleep 0.05; done
+for _ in $(seq 300); do ip netns exec "$ns_b" ss -ltn | grep -q 198.18.0.2:5001 && break; sleep 0.05; done
 start=$(date +%s.%N)
 ip netns exec "$ns_a" timeout 120 socat -u "OPEN:$work/sent" TCP:198.18.0.2:5001 2>"$work/socat-tx.err" ||
   fail "socat sender: $(cat "$work/socat-tx.err")"

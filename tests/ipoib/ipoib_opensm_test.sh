@@ -66,7 +66,7 @@ echo "OpenSM: SUBNET UP"
 "$softib" ipoib up --run-dir "$run/host-0004" --name sibo0 --netns "$ns_b" \
   --addr 198.18.0.2/24 >/dev/null || fail "softib ipoib up host-0004"
 for ns in "$ns_a" "$ns_b"; do
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     ip -n "$ns" -o link show dev sibo0 | grep -q LOWER_UP && break
     sleep 0.1
   done
@@ -83,7 +83,7 @@ head -c 3000 /dev/urandom >"$work/sent"
   OPEN:"$work/received",creat,trunc &
 receiver=$!
 # The receiver's IGMP report makes host-0004 a full member (bounded wait on `show`).
-for _ in $(seq 100); do show host-0004 | grep -q "mgid $mgid_text .* full" && break; sleep 0.1; done
+for _ in $(seq 300); do show host-0004 | grep -q "mgid $mgid_text .* full" && break; sleep 0.1; done
 show host-0004 | grep -q "mgid $mgid_text .* full" || fail "host-0004 did not join $mgid_text: $(show host-0004)"
 # The first datagram makes host-0002 a send-only member; OpenSM programs the switches' MFTs
 # for it after answering the join, so a datagram sent meanwhile may be lost (about one run

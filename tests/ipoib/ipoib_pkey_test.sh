@@ -67,7 +67,7 @@ up_child host-0004 "$ns_d" 198.18.1.2/24
 up host-0003 sibk0 "$ns_e" 198.18.1.3/24
 
 wait_carrier() {  # NS IF
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     ip -n "$1" -o link show dev "$2" | grep -q LOWER_UP && return 0
     sleep 0.1
   done

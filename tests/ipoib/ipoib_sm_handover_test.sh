@@ -26,17 +26,17 @@ wait_log() {
   fail "no '$2' in $1: $(cat "$1")"
 }
 start_sm host-0001 1
-wait_log "$work/sm-host-0001.log" "MASTER, subnet up" 15
+wait_log "$work/sm-host-0001.log" "MASTER, subnet up" 40
 ipoib_up "$run/host-0002" "$ns_a" 1
 ipoib_up "$run/host-0004" "$ns_b" 2
 wait_carrier "$ns_a"
 wait_carrier "$ns_b"
-[[ $(received "$ns_a" -c 1 -W 2 198.18.0.2) == 1 ]] || fail "ping before the handover"
+[[ $(received "$ns_a" -c 1 -w 15 198.18.0.2) == 1 ]] || fail "ping before the handover"
 
 handover() {
   sleep 0.5  # into the transfer (the fault's timing, not a handshake)
   start_sm host-0003 5
-  wait_log "$work/sm-host-0003.log" "MASTER, subnet up" 10
+  wait_log "$work/sm-host-0003.log" "MASTER, subnet up" 40
   master_at=$(date +%s.%N)
 }
 IPERF3_DURING=handover iperf3_run -t 3 || fail "iperf3: $(cat "$work/iperf3.json")"

@@ -23,7 +23,13 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {
+  echo "FAIL: $*" >&2
+  for log in "$work"/*.log; do  # what the daemons said (a crash's message, an SM's state)
+    [[ -f $log ]] && { echo "--- $log (tail)"; tail -n 25 "$log"; } >&2
+  done
+  exit 1
+}
 ip netns add "$ns_a"
 ip netns add "$ns_b"
 ip -n "$ns_a" link set lo up
@@ -51,7 +57,7 @@ ipoib_up() {
 
 # wait_carrier NS [SECONDS]: until sibi0 in NS has its carrier (bounded).
 wait_carrier() {
-  local n=$((${2:-10} * 10))
+  local n=$((${2:-30} * 10))
   for _ in $(seq "$n"); do
     ip -n "$1" -o link show dev sibi0 | grep -q LOWER_UP && return 0
     sleep 0.1
@@ -72,7 +78,7 @@ iperf3_run() {
   "${tied[@]}" ip netns exec "$ns_b" iperf3 -s -1 -B 198.18.0.2 --forceflush \
     >"$work/iperf3-server.log" 2>&1 &
   server=$!
-  for _ in $(seq 100); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 300); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
   ip netns exec "$ns_a" iperf3 -c 198.18.0.2 -J "$@" >"$work/iperf3.json" &
   local client=$!
   [[ -n "${IPERF3_DURING:-}" ]] && $IPERF3_DURING
