@@ -16,7 +16,7 @@ source "$(dirname "$0")/daemons.sh"
 
 rc=0
 "$softibd" --run-dir "$work/bad" --fabric default --sm external --sm-verify >"$work/bad.out" 2>&1 || rc=$?
-[[ $rc -eq 2 ]] && grep -q 'softibd: error: --sm-host and --sm-verify need --sm internal' "$work/bad.out" ||
+[[ $rc -eq 2 ]] && grep -q 'softibd: error: --sm-host, --sm-verify and --sm-partitions need --sm internal' "$work/bad.out" ||
   fail "--sm-verify without --sm internal: exit $rc: $(cat "$work/bad.out")"
 rc=0
 "$softibd" --run-dir "$work/bad" --fabric default --sm internal --sm-host nowhere >"$work/bad.out" 2>&1 || rc=$?

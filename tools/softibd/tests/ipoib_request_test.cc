@@ -41,7 +41,7 @@ TEST(IpoibRequest, Refusals) {
   EXPECT_NE(ParseIpoibUp({"name=a/b"}, &up), "");
   EXPECT_NE(ParseIpoibUp({"addr=198.18.0.1"}, &up), "");
   EXPECT_EQ(ParseIpoibUp({"colour=red"}, &up),
-            "unknown key \"colour\" (name ports pkey mode netns addr)");
+            "unknown key \"colour\" (name ports pkey mode lbfo failback netns addr)");
   EXPECT_EQ(ParseIpoibUp({"up"}, &up), "\"up\" is not key=value");
   const std::string ns = "sib-absent-" + std::to_string(getpid());
   EXPECT_EQ(ParseIpoibUp({"netns=" + ns}, &up),
