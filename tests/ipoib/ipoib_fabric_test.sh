@@ -93,6 +93,18 @@ rx=$(ip -n "$ns_a" -s -j link show dev sibi0 | /usr/bin/python3 -c 'import json,
 read -r rx_packets tx_packets <<<"$rx"
 [[ $rx_packets -gt 0 && $tx_packets -gt 0 ]] || fail "ip -s link: $stats"
 echo "ip -s link: rx $rx_packets tx $tx_packets packets"
+# The bytes took softib's path, not the host kernel's: host-0002's driver posted at least
+# what iperf3 moved (its TCP payload plus the UDP datagrams' bytes) on its UD QP, and
+# host-0004's driver received as much from the fabric.
+driver_bytes() {  # HOST tx|rx: the driver's byte counter from `softib ipoib show`
+  "$softib" ipoib show --run-dir "$run/$1" sibi0 |
+    sed -nE "s/.* $2 [0-9]+ packets ([0-9]+) bytes.*/\1/p; s/^  $2 [0-9]+ packets ([0-9]+) bytes.*/\1/p" | head -n1
+}
+sent=$(driver_bytes host-0002 tx)
+got=$(driver_bytes host-0004 rx)
+[[ -n $sent && -n $got && $sent -ge $tcp && $got -ge $tcp ]] ||
+  fail "driver counters: host-0002 tx ${sent:-?} bytes, host-0004 rx ${got:-?} bytes < iperf3's $tcp"
+echo "driver counters: host-0002 sent $sent bytes, host-0004 received $got bytes over IPoIB (iperf3 TCP $tcp)"
 "$softib" ipoib show --run-dir "$run/host-0002" sibi0 | tee "$work/show.out"
 grep -qE "^  neighbours [1-9]" "$work/show.out" || fail "show lists no neighbour"
 grep -qE "^  mode datagram mtu 2044 carrier up" "$work/show.out" || fail "show: mode/mtu/carrier"

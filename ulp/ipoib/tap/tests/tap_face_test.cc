@@ -15,8 +15,9 @@ using taptest::Be16;
 using taptest::FrameQueue;
 using taptest::Netns;
 
-#define SKIP_UNLESS_ROOT() \
-  if (!taptest::CanMakeTaps()) GTEST_SKIP() << "needs root and /dev/net/tun"
+// Root is a requirement, not an option: a test that cannot make TAPs fails and says why.
+#define REQUIRE_ROOT() \
+  if (!taptest::CanMakeTaps()) GTEST_FAIL() << "needs root and /dev/net/tun (CI runs as root)"
 
 std::string TapName(const char* tag) {
   return std::string("sib") + tag + std::to_string(getpid() % 100000);
@@ -36,7 +37,7 @@ constexpr taptest::Ip4 kHostIp = {198, 18, 0, 1};
 constexpr taptest::Ip4 kPeerIp = {198, 18, 0, 2};
 
 TEST(TapFace, CreateSetsNameMacMtuAndCarrier) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   std::string error;
   TapConfig config;
   config.name = TapName("c");
@@ -65,7 +66,7 @@ TEST(TapFace, CreateSetsNameMacMtuAndCarrier) {
 }
 
 TEST(TapFace, RefusesBadConfigs) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   std::string error;
   TapConfig config;
   config.name = "a-name-far-too-long";
@@ -84,7 +85,7 @@ TEST(TapFace, RefusesBadConfigs) {
 }
 
 TEST(TapFace, HostAnswersArpAndEchoInANamespace) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   Netns ns;
   std::string error;
   TapConfig config;
@@ -131,7 +132,7 @@ TEST(TapFace, HostAnswersArpAndEchoInANamespace) {
 }
 
 TEST(TapFace, DeliveryToADownInterfaceIsDroppedAndCounted) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   std::string error;
   TapConfig config;
   config.name = TapName("d");

@@ -65,24 +65,6 @@ Drop RewriteArpFromHost(std::span<uint8_t> arp, const Mac& eth_source, const Loc
   return Drop::kNone;
 }
 
-// Offset of the first ND option in an ICMPv6 message of `type`, or 0: not an ND message
-// (RFC 4861 §4.1-4.5: RS 8, RA 16, NS 24, NA 24, Redirect 40).
-size_t NdOptionsOffset(uint8_t type) {
-  switch (type) {
-    case 133:
-      return 8;
-    case 134:
-      return 16;
-    case 135:
-    case 136:
-      return 24;
-    case 137:
-      return 40;
-    default:
-      return 0;
-  }
-}
-
 // ND's Ethernet link-layer address options (8 bytes) → the IPoIB ones (24 bytes) in the IPv6
 // packet at `ip6` (length `*ip_length`, room up to ip6.size()); payload length and ICMPv6
 // checksum fixed. Not an ND message: nothing changes.
@@ -92,7 +74,7 @@ Drop RewriteNdFromHost(std::span<uint8_t> ip6, size_t* ip_length, const LocalIde
   if (!upper || upper->protocol != detail::kIpProtoIcmp6) return Drop::kNone;
   const size_t icmp_at = upper->offset;
   if (icmp_at + 4 > *ip_length) return Drop::kNone;
-  const size_t options_at = NdOptionsOffset(ip6[icmp_at]);
+  const size_t options_at = detail::NdOptionsOffset(ip6[icmp_at]);
   if (options_at == 0) return Drop::kNone;
   if (icmp_at + options_at > *ip_length) return Drop::kBadNd;
   const std::vector<uint8_t> options(ip6.begin() + static_cast<ptrdiff_t>(icmp_at + options_at),

@@ -113,4 +113,22 @@ inline std::optional<UpperLayer> Ipv6UpperLayer(std::span<const uint8_t> ip6) {
   return std::nullopt;
 }
 
+// Offset of the first ND option in an ICMPv6 message of `type`, or 0: not an ND message
+// (RFC 4861 §4.1-4.5: RS 8, RA 16, NS 24, NA 24, Redirect 40). Both directions use it.
+inline size_t NdOptionsOffset(uint8_t type) {
+  switch (type) {
+    case 133:
+      return 8;
+    case 134:
+      return 16;
+    case 135:
+    case 136:
+      return 24;
+    case 137:
+      return 40;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace softib::ipoib::detail

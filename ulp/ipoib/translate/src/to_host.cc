@@ -67,22 +67,6 @@ Drop RewriteArpToHost(std::span<uint8_t> arp, const RxSource& source, const Loca
   return Drop::kNone;
 }
 
-size_t NdOptionsAt(uint8_t type) {
-  switch (type) {
-    case 133:
-      return 8;
-    case 134:
-      return 16;
-    case 135:
-    case 136:
-      return 24;
-    case 137:
-      return 40;
-    default:
-      return 0;
-  }
-}
-
 // ND's IPoIB link-layer address options (24 bytes) → Ethernet ones (8 bytes) in the IPv6
 // packet `ip6`; addresses learnt (the sender's with its LID). Length, payload length and
 // checksum fixed.
@@ -92,7 +76,7 @@ Drop RewriteNdToHost(std::span<uint8_t> ip6, size_t* ip_length, const RxSource& 
   if (!upper || upper->protocol != detail::kIpProtoIcmp6) return Drop::kNone;
   const size_t icmp_at = upper->offset;
   if (icmp_at + 4 > *ip_length) return Drop::kNone;
-  const size_t options_at = NdOptionsAt(ip6[icmp_at]);
+  const size_t options_at = detail::NdOptionsOffset(ip6[icmp_at]);
   if (options_at == 0) return Drop::kNone;
   if (icmp_at + options_at > *ip_length) return Drop::kBadNd;
   const std::vector<uint8_t> options(ip6.begin() + static_cast<ptrdiff_t>(icmp_at + options_at),
