@@ -42,7 +42,7 @@ class CmVerbs final : public kernel::CmVerbHandlers {
   }
 
   // REQ and REP need the QP's state and port: a CiQueryQp IRP, the verb continuing in its
-  // completion.
+  // completion (SendWithQpAttributes).
   Status CepSendReq(const kernel::CallContext&, const abi::CepSendReqIn& in,
                     std::span<const uint8_t> private_data, kernel::CepSendReqRefs& refs,
                     Irp* irp) override {
@@ -50,23 +50,13 @@ class CmVerbs final : public kernel::CmVerbHandlers {
         s != Status::SUCCESS) {
       return s;
     }
-    return SendReqTask(std::move(refs.cep), std::move(refs.qp), in.params,
-                       {private_data.begin(), private_data.end()})
+    return SendWithQpAttributes(std::move(refs.cep), std::move(refs.qp), in.params,
+                                {private_data.begin(), private_data.end()},
+                                [](auto* cep, QpObj* qp, const abi::CmReqParams& params,
+                                   const std::vector<uint8_t>& data, const auto& attributes) {
+                                  return cep->cm->SendReq(cep, qp, params, data, attributes);
+                                })
         .Start(irp);
-  }
-
-  static kernel::VerbTask SendReqTask(kernel::ObjectRef cep, kernel::ObjectRef qp,
-                                      abi::CmReqParams params, std::vector<uint8_t> data) {
-    AlCa* ca = As<QpObj>(qp)->pd_obj->ca_obj->ca.get();
-    if (ca->removed.load()) co_return {Status::INVALID_QP_HANDLE, 0};
-    abi::CiQueryQpOut answer{};
-    const Status s = co_await CiIrp(
-        ca->lower,
-        kernel::BuildCiQueryQpIrp(ca->lower, nullptr, kernel::ProcessorMode::kKernelMode,
-                                  {As<QpObj>(qp)->qpn}, nullptr),
-        &answer, sizeof answer);
-    if (s != Status::SUCCESS) co_return {Status::INVALID_QP_HANDLE, 0};
-    co_return {Cep(cep)->cm->SendReq(Cep(cep), As<QpObj>(qp), params, data, answer.attributes), 0};
   }
 
   Status CepSendRep(const kernel::CallContext&, const abi::CepSendRepIn& in,
@@ -75,13 +65,22 @@ class CmVerbs final : public kernel::CmVerbHandlers {
     if (const Status s = cm::ConnectionManager::CheckRep(in.params); s != Status::SUCCESS) {
       return s;
     }
-    return SendRepTask(std::move(refs.cep), std::move(refs.qp), in.params,
-                       {private_data.begin(), private_data.end()})
+    return SendWithQpAttributes(std::move(refs.cep), std::move(refs.qp), in.params,
+                                {private_data.begin(), private_data.end()},
+                                [](auto* cep, QpObj* qp, const abi::CmRepParams& params,
+                                   const std::vector<uint8_t>& data, const auto& attributes) {
+                                  return cep->cm->SendRep(cep, qp, params, data, attributes);
+                                })
         .Start(irp);
   }
 
-  static kernel::VerbTask SendRepTask(kernel::ObjectRef cep, kernel::ObjectRef qp,
-                                      abi::CmRepParams params, std::vector<uint8_t> data) {
+  // The QP's attributes from the HCA (a CiQueryQp IRP), then `send` (a captureless lambda:
+  // gcc 12 may destroy a co_await temporary twice, see ci_call.h, so nothing here owns state
+  // but the coroutine's own parameters).
+  template <typename Params, typename Send>
+  static kernel::VerbTask SendWithQpAttributes(kernel::ObjectRef cep, kernel::ObjectRef qp,
+                                               Params params, std::vector<uint8_t> data,
+                                               Send send) {
     AlCa* ca = As<QpObj>(qp)->pd_obj->ca_obj->ca.get();
     if (ca->removed.load()) co_return {Status::INVALID_QP_HANDLE, 0};
     abi::CiQueryQpOut answer{};
@@ -91,7 +90,7 @@ class CmVerbs final : public kernel::CmVerbHandlers {
                                   {As<QpObj>(qp)->qpn}, nullptr),
         &answer, sizeof answer);
     if (s != Status::SUCCESS) co_return {Status::INVALID_QP_HANDLE, 0};
-    co_return {Cep(cep)->cm->SendRep(Cep(cep), As<QpObj>(qp), params, data, answer.attributes), 0};
+    co_return {send(Cep(cep), As<QpObj>(qp), params, data, answer.attributes), 0};
   }
 
   Status CepSendRtu(const kernel::CallContext&, const abi::CepSendRtuIn&,
