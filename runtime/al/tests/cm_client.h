@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "kernel/verbs_cm_direct.h"
 #include "kernel_client.h"
@@ -150,5 +151,16 @@ inline uint32_t Be(const uint8_t* p, int bytes) {
   return v;
 }
 inline uint64_t Be64(const uint8_t* p) { return uint64_t{Be(p, 4)} << 32 | Be(p + 4, 4); }
+
+// CEPs still counted once every handle is destroyed, after a bounded wait: whoever posted
+// the last event holds its reference until its post returns, which can be after the waiter
+// woke, and a destroy in time-wait lets go when the timer does.
+inline uint32_t CepsLeft(al::AccessLayer* al) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (al::QueryNodeObjectCounts(al).cep != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return al::QueryNodeObjectCounts(al).cep;
+}
 
 }  // namespace softib::testing

@@ -214,7 +214,7 @@ TEST(CmConnect, ListenConnectTrafficDisconnectWithTheSpecsBytes) {
   for (uint64_t cep : {active, passive, listen, other}) {
     EXPECT_EQ(kernel::IbDestroyCep(client.al(), {{cep}}), Status::SUCCESS);
   }
-  EXPECT_EQ(al::QueryNodeObjectCounts(pair.node->access_layer()).cep, 0u);
+  EXPECT_EQ(CepsLeft(pair.node->access_layer()), 0u);
 }
 
 }  // namespace

@@ -78,15 +78,7 @@ class CmReject : public ::testing::Test {
     }
     active = passive = listen = 0;
   }
-  // CEPs the CM still keeps (time-wait after a destroy) go in bounded time.
-  void ExpectNoCepLeft() {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (al::QueryNodeObjectCounts(node->access_layer()).cep != 0 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    EXPECT_EQ(al::QueryNodeObjectCounts(node->access_layer()).cep, 0u);
-  }
+  void ExpectNoCepLeft() { EXPECT_EQ(CepsLeft(node->access_layer()), 0u); }
 
   std::unique_ptr<stack::NodeStack> node;
   Side a, b;

@@ -139,7 +139,7 @@ TEST(CmSidr, ARequestNobodyAnswersTimesOutAfterItsRetries) {
   EXPECT_EQ(kernel::IbDestroyCep(client.al(), {{req.new_cep.value}}), Status::SUCCESS);
   EXPECT_EQ(kernel::IbDestroyCep(client.al(), {{requester}}), Status::SUCCESS);
   EXPECT_EQ(kernel::IbDestroyCep(client.al(), {{listen}}), Status::SUCCESS);
-  EXPECT_EQ(al::QueryNodeObjectCounts(node->access_layer()).cep, 0u);
+  EXPECT_EQ(CepsLeft(node->access_layer()), 0u);
 }
 
 }  // namespace
