@@ -112,6 +112,8 @@ for preset in $presets; do
       # pend mode (every CI IRP pends and completes later from a DPC), the proof that no AL
       # code assumes that the HCA driver completes at once (issue 17).
       SOFTIB_CI_PEND=1 ctest --preset default -j "$jobs" -L '^(al|conformance|integration)$'
+      # Every case is counted here (asan registers one test per suite).
+      scripts/check-test-counts.sh build/default default
       ;;
     *)
       ctest --preset "$preset" -j "$jobs"

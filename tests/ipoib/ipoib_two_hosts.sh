@@ -72,7 +72,7 @@ received() {  # NS ARGS...: replies ping ARGS got in NS
 }
 
 # iperf3_run ARGS...: iperf3 from $ns_a to $ns_b's server (198.18.0.2); JSON in $work/iperf3.json.
-# IPERF3_DURING, if set, is run (in this shell) while the client runs.
+# IPERF3_DURING, if set, is run (in this shell) while the client (pid $iperf3_client) runs.
 iperf3_run() {
   rm -f "$work/iperf3-server.log"
   "${tied[@]}" ip netns exec "$ns_b" iperf3 -s -1 -B 198.18.0.2 --forceflush \
@@ -80,10 +80,10 @@ iperf3_run() {
   server=$!
   for _ in $(seq 300); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
   ip netns exec "$ns_a" iperf3 -c 198.18.0.2 -J "$@" >"$work/iperf3.json" &
-  local client=$!
+  iperf3_client=$!
   [[ -n "${IPERF3_DURING:-}" ]] && $IPERF3_DURING
   local rc=0
-  wait "$client" || rc=$?
+  wait "$iperf3_client" || rc=$?
   wait "$server" || true
   server=""
   return $rc
