@@ -46,15 +46,6 @@ const char* IpoibModeName(ipoib::Mode mode) {
 
 std::string IpoibError(const std::string& text) { return "error: " + text + "\n"; }
 
-// "198.18.0.1/24" or "fd00::1/64" as the driver's IpAddr (false: not an address).
-bool IpoibParseAddr(const std::string& text, ipoib::IpAddr* address) {
-  const std::string host = text.substr(0, text.find('/'));
-  *address = {};
-  if (inet_pton(AF_INET, host.c_str(), address->bytes.data()) == 1) return true;
-  address->v6 = true;
-  return inet_pton(AF_INET6, host.c_str(), address->bytes.data()) == 1;
-}
-
 }  // namespace
 
 bool IpoibNode::Start(kernel::Node* node, const std::string& label, const std::string& dir,
@@ -83,6 +74,7 @@ void IpoibNode::Stop() {
 }
 
 void IpoibNode::Destroy(Held& held) {
+  held.addresses.reset();                                                  // no SetAddresses
   if (held.tap) held.tap->Stop();                                          // no Transmit after this
   if (held.interface != nullptr) ipoib::DestroyInterface(held.interface);  // no face call after
   held.interface = nullptr;
@@ -170,13 +162,16 @@ std::string IpoibNode::Up(const IpoibUp& up, std::string* name) {
     Destroy(held);
     return error;
   }
-  // The addresses as ATS ServiceRecords with the SA (registered once the carrier is up).
-  std::vector<ipoib::IpAddr> addresses;
-  for (const std::string& a : up.addrs) {
-    ipoib::IpAddr address;
-    if (IpoibParseAddr(a, &address)) addresses.push_back(address);
+  // The addresses the host's stack announces for the interface from now on (these, `ip addr
+  // add` later, a DHCP lease) go to the driver: ATS ServiceRecords with the SA, IBAT's list.
+  held.addresses = ipoib::AddressWatch::Start(
+      ifname, up.netns,
+      [interface](const std::vector<ipoib::IpAddr>& list) { ipoib::SetAddresses(interface, list); },
+      &error);
+  if (!held.addresses) {
+    Destroy(held);
+    return error;
   }
-  if (!addresses.empty()) ipoib::SetAddresses(interface, addresses);
   *name = ifname;
   held_.emplace(ifname, std::move(held));
   return "";

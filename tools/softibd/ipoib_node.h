@@ -19,6 +19,7 @@
 
 #include "control_socket.h"
 #include "ipoib_request.h"
+#include "softib/ipoib/address_watch.h"
 #include "softib/ipoib/ipoib.h"
 #include "softib/ipoib/tap_face.h"
 #include "softib/kernel/node.h"
@@ -51,6 +52,7 @@ class IpoibNode {
   struct Held {
     std::unique_ptr<ipoib::TapFace> tap;
     ipoib::Interface* interface = nullptr;
+    std::unique_ptr<ipoib::AddressWatch> addresses;  // the host's → SetAddresses
     IpoibUp config;
   };
   std::string Down(const std::string& name);

@@ -99,12 +99,7 @@ uint32_t InterfaceMtu(Interface* interface);
 kernel::Status Query(Interface* interface, InterfaceInfo* info);
 
 // ---- added by ulp/ipoib/driver ----
-// An address the host assigned to the interface (IPv4: the first 4 bytes).
-struct IpAddr {
-  bool v6 = false;
-  std::array<uint8_t, 16> bytes{};
-  friend bool operator==(const IpAddr&, const IpAddr&) = default;
-};
+// IpAddr (translate.h): an address the host assigned to the interface.
 // The host's addresses on the interface now (softibd calls it after `ip addr add/del`):
 // each gets an ATS ServiceRecord registered with the SA (service ID 0x10000CE100415453,
 // "DAPL Address Translation Service", the address in ServiceData8 — IPv4 at byte 12, as

@@ -33,6 +33,13 @@ inline constexpr uint16_t kEthertypeIpv6 = 0x86DD;
 // Bytes a transmit buffer must have free after the frame (the ARP and ND growth).
 inline constexpr size_t kTxTailroom = 64;
 
+// An IP address of the host's (IPv4: the first 4 bytes).
+struct IpAddr {
+  bool v6 = false;
+  std::array<uint8_t, 16> bytes{};
+  friend bool operator==(const IpAddr&, const IpAddr&) = default;
+};
+
 // The 20-byte IPoIB hardware address.
 struct HwAddr {
   static constexpr uint8_t kConnectedFlag = 0x80;  // 'C' (RFC 4755): connected mode offered
