@@ -1,7 +1,7 @@
 // The IPoIB driver's internals (ulp/ipoib/driver): the driver and its FDOs (driver.cc), an
 // interface's set-up and teardown (interface.cc), the verb IRPs it sends to its PDO
 // (pdo_call.cc), transmit (transmit.cc), receive (receive.cc), multicast groups
-// (multicast.cc), port events (events.cc) and ATS records (ats.cc).
+// (multicast.cc), port events (events.cc), ATS records (ats.cc) and IBAT (ibat.cc).
 //
 // Locking: one spin lock per interface (Interface::lock) guards everything that changes
 // after set-up (neighbours, paths, groups, buffers' free list, counters, state). The face
