@@ -34,6 +34,7 @@ void OnPortEvent(Interface* i, const abi::PnpEventRecord& record) {
     if (i->stopping) return;
     ++i->generation;
     FlushPathsLocked(i, &avs);
+    IbatForgetLocked(i);
     if (down) {
       i->port_up = false;
     } else {

@@ -35,6 +35,7 @@ void SetCarrier(Interface* i, bool up) {
     kernel::SpinLockGuard guard(i->lock);
     if (i->carrier == up || (up && i->stopping)) return;
     i->carrier = up;
+    if (!up) IbatForgetLocked(i);
     if (up && i->face_mtu != i->local.mtu) new_mtu = i->face_mtu = i->local.mtu;
   }
   if (new_mtu != 0) i->face->SetMtu(new_mtu);
@@ -238,6 +239,7 @@ Status CreateInterface(Driver* driver, const InterfaceConfig& config, EthernetFa
     DestroyInterface(i);
     return status;
   }
+  IbatAttach(i);
   Gid bcast{};
   {
     kernel::SpinLockGuard guard(i->lock);
@@ -289,6 +291,7 @@ void ShutdownInterface(Interface* i) {
 
 void DestroyInterface(Interface* i) {
   if (i->lbfo != nullptr) return DestroyLbfo(i);
+  IbatDetach(i);
   ShutdownInterface(i);
   Driver* driver = i->driver;
   {

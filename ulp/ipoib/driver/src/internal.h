@@ -1,7 +1,7 @@
 // The IPoIB driver's internals (ulp/ipoib/driver): the driver and its FDOs (driver.cc), an
 // interface's set-up and teardown (interface.cc), the verb IRPs it sends to its PDO
 // (pdo_call.cc), transmit (transmit.cc), receive (receive.cc), multicast groups
-// (multicast.cc), port events (events.cc) and ATS records (ats.cc).
+// (multicast.cc), port events (events.cc), ATS records (ats.cc) and IBAT (ibat.cc).
 //
 // Locking: one spin lock per interface (Interface::lock) guards everything that changes
 // after set-up (neighbours, paths, groups, buffers' free list, counters, state). The face
@@ -10,6 +10,7 @@
 // the speed path (post, poll, rearm) calls the AL directly.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -68,6 +69,10 @@ class Driver {
   std::mutex mutex;  // ports, interfaces (PASSIVE only)
   std::vector<PortFdo*> ports;
   std::vector<Interface*> interfaces;
+  // IBAT (ibat.cc): the single-port interfaces (LBFO members, not teams) in creation order,
+  // readable at DISPATCH. Lock order: ibat_lock, then an interface's lock.
+  kernel::KSpinLock ibat_lock;
+  std::vector<Interface*> ibat_interfaces;  // under ibat_lock
 };
 
 // A path to a unicast GID: its address vector once resolved, the frames waiting for it.
@@ -76,6 +81,32 @@ struct Path {
   uint64_t av = 0;
   uint16_t dlid = 0;
   std::deque<std::pair<uint32_t, std::vector<uint8_t>>> queued;  // (QPN, IPoIB packet)
+  std::array<uint8_t, 64> record{};  // kReady: the SA's PathRecord as on the wire (IBAT)
+};
+
+// ---- ibat.cc: IBAT (softib/ipoib/ibat.h) ----
+inline constexpr size_t kIbatMaxEntries = 256;  // per interface; the least recently used goes
+inline constexpr uint8_t kIbatTries = 3;        // ARP/ND requests before TIMEOUT
+// A remote IP address: its hardware address once an ARP or ND message named it, or the
+// requests the driver sent for it.
+struct IbatEntry {
+  bool known = false;  // `hw` and `mac` learnt
+  HwAddr hw;
+  Mac mac{};
+  bool path_asked = false;  // IBAT started the path query of hw.gid
+  uint8_t tries = 0;        // unknown: requests sent
+  bool timed_out = false;   // unknown: every try went unanswered
+  std::chrono::steady_clock::time_point last_sent{};
+  std::array<uint8_t, 16> source{};  // unknown: the address the requests come from
+  uint64_t touched = 0;              // LRU order
+};
+struct IbatCache {
+  std::map<std::array<uint8_t, 17>, IbatEntry> entries;  // (v6 flag, address)
+  uint64_t clock = 0;
+  bool attached = false;  // in Driver::ibat_interfaces
+  bool timer_armed = false;
+  kernel::Ktimer timer{};  // the retries (ibat_retry_interval)
+  kernel::Kdpc dpc{};
 };
 
 // A multicast group the interface joined or is joining.
@@ -153,6 +184,7 @@ class Interface {
   // kAtsPending while the SA is asked.
   std::map<std::vector<uint8_t>, uint64_t> ats;
   uint32_t generation = 0;  // bumped at each port change
+  IbatCache ibat;           // ibat.cc (its timer and DPC: ibat.cc's)
 
   // IRPs in flight and work queued (completion routines, DPCs): Shutdown waits for 0.
   std::atomic<int64_t> outstanding{0};
@@ -255,6 +287,16 @@ uint32_t LbfoMtu(Interface* team);
 kernel::Status LbfoQuery(Interface* team, InterfaceInfo* info);
 void LbfoSetAddresses(Interface* team, std::span<const IpAddr> addresses);
 size_t LbfoAtsRecords(Interface* team);
+
+// ---- ibat.cc ----
+// After set-up (PASSIVE): the interface answers IBAT. Before shutdown (PASSIVE): no more.
+void IbatAttach(Interface* i);
+void IbatDetach(Interface* i);
+// Under `lock`: an Ethernet frame the driver translated (from the host, or delivered to it):
+// ARP and ND teach the cache remote IP -> hardware address (through the neighbour table).
+void IbatLearnLocked(Interface* i, std::span<const uint8_t> frame, bool from_host);
+// Under `lock`: a port change or the carrier's loss: the cache is forgotten.
+void IbatForgetLocked(Interface* i);
 
 // ---- ats.cc ----
 void UpdateAtsRecords(Interface* i);  // register/deregister per `addresses`

@@ -58,6 +58,7 @@ void OnReceive(Interface* i, const abi::WorkCompletion& wc) {
         ++i->counters.rx_packets;
         i->counters.rx_bytes += result.length;
         deliver = true;
+        IbatLearnLocked(i, {buffer + result.offset, result.length}, false);
       }
     }
   }

@@ -89,6 +89,7 @@ struct Resolution {
   std::vector<uint8_t> response = std::vector<uint8_t>(sizeof(abi::GetSaResponseOut) + 256);
   abi::CreateAvOut av{};
   uint16_t dlid = 0;
+  std::array<uint8_t, mad::PathRecord::kSize> record{};  // as the SA sent it (IBAT)
 };
 
 // The resolution ended: the path is ready (frames sent) or failed (frames dropped, the
@@ -111,6 +112,7 @@ void Resolved(const std::shared_ptr<Resolution>& r, uint64_t av) {
       Path& path = it->second;
       path.av = av;
       path.dlid = r->dlid;
+      path.record = r->record;
       path.state = Path::State::kReady;
       for (auto& [qpn, packet] : path.queued) PostPacketLocked(i, packet, av, qpn, i->bcast_qkey);
       path.queued.clear();
@@ -157,6 +159,7 @@ void AwaitPath(const std::shared_ptr<Resolution>& r) {
                Resolved(r, 0);
                return;
              }
+             std::memcpy(r->record.data(), r->response.data() + sizeof out, r->record.size());
              CreatePathAv(r, record);
            });
 }
@@ -245,6 +248,7 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
       CountDropLocked(i, r.drop, true);
       return;
     }
+    IbatLearnLocked(i, frame, true);
     const std::span<const uint8_t> packet(buffer + r.offset, r.length);
     if (r.multicast) {
       auto it = i->groups.find(r.mgid);

@@ -60,7 +60,8 @@ struct IbatPath {
 //   PENDING           resolution is under way (an ARP/ND request or a path query went
 //                     out); ask again. Repeated calls while pending send nothing new.
 //   NOT_FOUND         no interface holds `local`, or none has a carrier.
-//   TIMEOUT           nobody answered the ARP/ND requests (3 tries, 1 s apart), or the
+//   TIMEOUT           nobody answered the ARP/ND requests (3 tries, 1 s apart: the
+//                     interface's InterfaceConfig::ibat_retry_interval), or the
 //                     SA gave no path; the next call starts over.
 //   INVALID_PARAMETER `remote` is unspecified, multicast or broadcast.
 // A `remote` that is an address of one of the driver's interfaces resolves at once to that

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -34,6 +35,9 @@ struct InterfaceConfig {
   // moves back to ports[0] (the primary) when its link returns (default: yes).
   LbfoMode lbfo = LbfoMode::kActiveStandby;
   bool failback = true;
+  // (Added by IBAT, ibat.h.) How long IbatResolve's ARP/ND requests wait for an answer
+  // before the next try (3 tries, then TIMEOUT). Tests shorten it.
+  std::chrono::milliseconds ibat_retry_interval{1000};
 };
 
 struct Counters {
