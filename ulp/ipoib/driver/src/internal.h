@@ -68,7 +68,13 @@ class Driver {
   std::mutex mutex;  // ports, interfaces (PASSIVE only)
   std::vector<PortFdo*> ports;
   std::vector<Interface*> interfaces;
+  kernel::DeviceObject* ibat_device = nullptr;  // "ibat" (ibat_device.cc)
 };
+
+// The IBAT device (ibat_device.cc): created at load, deleted at unload; its IRPs.
+kernel::Status CreateIbatDevice(Driver* driver);
+void DeleteIbatDevice(Driver* driver);
+kernel::Status DispatchIbatDevice(kernel::DeviceObject* device, kernel::Irp* irp);
 
 // A path to a unicast GID: its address vector once resolved, the frames waiting for it.
 struct Path {
