@@ -7,9 +7,14 @@
 #   from host-0002 gives host-0004's GID and QPN and a path whose DLID is host-0004's LID,
 #   SLID host-0002's; an address nobody has -> TIMEOUT (exit 3); a --src no interface holds
 #   -> NOT_FOUND (exit 3); garbage -> a clear error (exit 2); no device -> exit 1.
-#   ipoib_ibat_test.sh SOFTIBD SOFTIB
+#   softib_ibat_client (softib/user/ibat.h) of the 64-bit and of the m32 tree resolves
+#   198.18.0.2 to the same GID, QPN and DLID.
+#   ipoib_ibat_test.sh SOFTIBD SOFTIB IBAT_CLIENT M32_IBAT_CLIENT
 softibd=$1
 softib=$2
+client=$3
+m32_client=$4
+[[ -x $m32_client ]] || { echo "FAIL: no m32 softib_ibat_client at $m32_client (build the m32 preset first)"; exit 1; }
 source "$(dirname "$0")/ipoib_two_hosts.sh"
 two_hosts_up
 a=$run/host-0002
@@ -62,4 +67,18 @@ expect_error 2 '"198.18.0.300" is not an IPv4 or IPv6 address' resolve --run-dir
 expect_error 2 '"bogus" is not an IPv4 or IPv6 address' resolve --run-dir "$a" --src bogus 198.18.0.2
 expect_error 2 "INVALID_PARAMETER" resolve --run-dir "$a" 239.1.1.1
 expect_error 1 "no IBAT device at $work/nowhere/ibat" ips --run-dir "$work/nowhere"
-echo "PASS: ibat ips/resolve from host-0002: $gid_b qpn $qpn_b dlid $lid_b"
+
+# The m32 client natively where the kernel runs 32-bit programs (its usage: exit 2), else
+# under qemu-i386 (as the integration tests' M32 cases run theirs).
+rc=0
+"$m32_client" >/dev/null 2>&1 || rc=$?
+m32_run=("$m32_client")
+[[ $rc == 2 ]] || m32_run=(/usr/bin/qemu-i386 "$m32_client")
+want="dgid $gid_b qpn $qpn_b dlid $lid_b"
+got=$("$client" "$a" 198.18.0.2 2>&1) || fail "$client: $got"
+[[ $got == "$want" ]] || fail "$client: \"$got\", want \"$want\""
+got=$("${m32_run[@]}" "$a" 198.18.0.2 2>&1) || fail "${m32_run[*]}: $got"
+[[ $got == "$want" ]] || fail "${m32_run[*]}: \"$got\", want \"$want\""
+# EI_CLASS (ELF byte 4): 1 is a 32-bit program.
+[[ $(od -An -tu1 -j4 -N1 "$m32_client" | tr -d ' ') == 1 ]] || fail "$m32_client is not a 32-bit program"
+echo "PASS: ibat ips/resolve from host-0002 (softib, 64-bit and ${m32_run[*]} clients): $want"
