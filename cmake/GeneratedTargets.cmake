@@ -61,7 +61,7 @@ endif()
 
 # Kernel dispatch, direct calls, IRP builders: #include "kernel/<module>_dispatch.h".
 set(_softib_gen_kernel ${SOFTIB_GEN_KERNEL_SOURCES})
-list(FILTER _softib_gen_kernel EXCLUDE REGEX "/kernel/hca/")
+list(FILTER _softib_gen_kernel EXCLUDE REGEX "/kernel/(hca|device)/")
 add_library(softib_gen_kernel OBJECT ${_softib_gen_kernel})
 target_include_directories(softib_gen_kernel PUBLIC ${SOFTIB_GENERATED_DIR})
 target_link_libraries(softib_gen_kernel PUBLIC softib_kernel_api)
@@ -74,6 +74,23 @@ list(FILTER _softib_gen_hca INCLUDE REGEX "/kernel/hca/")
 add_library(softib_gen_hca STATIC ${_softib_gen_hca})
 target_include_directories(softib_gen_hca PUBLIC ${SOFTIB_GENERATED_DIR})
 target_link_libraries(softib_gen_hca PUBLIC softib_kernel_api)
+
+# The devices of `target device` modules (idl/ibat.idl): the owning driver's dispatch and the
+# IRP builders of its kernel clients, #include "kernel/device/<module>_{dispatch,irp}.h".
+set(_softib_gen_device ${SOFTIB_GEN_KERNEL_SOURCES})
+list(FILTER _softib_gen_device INCLUDE REGEX "/kernel/device/")
+add_library(softib_gen_device STATIC ${_softib_gen_device})
+target_include_directories(softib_gen_device PUBLIC ${SOFTIB_GENERATED_DIR})
+target_link_libraries(softib_gen_device PUBLIC softib_kernel_api)
+
+# Their conformance cases: linked by a test binary that implements DeviceConformanceHarness
+# over the driver's device.
+set(_softib_conf_device ${SOFTIB_GEN_CONFORMANCE_SOURCES})
+list(FILTER _softib_conf_device INCLUDE REGEX "_device_conformance\\.cc$")
+add_library(softib_conformance_device OBJECT ${_softib_conf_device})
+softib_compile_unoptimised(softib_conformance_device)
+target_include_directories(softib_conformance_device PUBLIC ${SOFTIB_GENERATED_DIR}/conformance/verbs)
+target_link_libraries(softib_conformance_device PUBLIC softib_kernel_api GTest::gtest)
 
 # The conformance cases of `target hca` modules: linked by the HCA driver's tests, which
 # implement HcaConformanceHarness over a CA device.

@@ -24,6 +24,8 @@ set(SOFTIB_GEN_CODEC_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/wire_roundtrip.cc
 )
 set(SOFTIB_GEN_KERNEL_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/device/ibat_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/device/ibat_irp.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/ci_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/hca/ci_irp.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/runtime_ioctls_direct.cc
@@ -58,6 +60,7 @@ set(SOFTIB_GEN_KERNEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verbs_srq_ib.cc
 )
 set(SOFTIB_GEN_USER_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/user/ibat_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/runtime_ioctls_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_al_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/verbs_ca_proxy.cc
@@ -73,6 +76,8 @@ set(SOFTIB_GEN_USER_SOURCES
 set(SOFTIB_GEN_CONFORMANCE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/ci_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/ci_hca_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/ibat_abi_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/ibat_device_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/rings_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/runtime_ioctls_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/runtime_ioctls_dispatch_conformance.cc

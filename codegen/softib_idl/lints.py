@@ -99,6 +99,8 @@ def check_verbs(program: m.Program, errors: ErrorCollector) -> None:
         check_params(v, errors)
         if program.module_target(v.module) == "hca":
             check_hca_verb(v, errors)
+        elif program.module_target(v.module) == "device":
+            check_device_verb(v, errors)
 
 
 def check_hca_verb(v: m.Verb, errors: ErrorCollector) -> None:
@@ -116,6 +118,26 @@ def check_hca_verb(v: m.Verb, errors: ErrorCollector) -> None:
         if q.type.is_handle:
             errors.add(q.loc, f"{where}: parameter '{q.name}' is a handle; objects of the HCA "
                               f"are CA-local numbers (u32)")
+
+
+def check_device_verb(v: m.Verb, errors: ErrorCollector) -> None:
+    """A verb of a `target device` module is an IOCTL of a driver's own named device, sent by
+    user processes (proxies) and kernel clients (IRP builders): `paths irp, proxy;`, an ioctl
+    code, and no handles (the device has no per-file object table; what it names, it names by
+    value)."""
+    where = f"verb '{v.name}' of a 'target device' module"
+    if v.paths and sorted(v.paths) != ["irp", "proxy"]:
+        errors.add(v.ref_locs.get("paths", v.loc), f"{where} has the irp and proxy paths (paths irp, proxy;)")
+    if v.ioctl_function is None and not v.is_speed:
+        errors.add(v.loc, f"{where} needs an 'ioctl' clause")
+    if v.mode == "sync" and "PENDING" in v.returns:
+        errors.add(v.ref_locs.get("PENDING", v.loc),
+                   f"{where} is sync: its IRP is completed with what the handler returns, and never "
+                   f"with PENDING; return another status for 'not yet' (NOT_DONE)")
+    for q in v.params:
+        if q.type.is_handle:
+            errors.add(q.loc, f"{where}: parameter '{q.name}' is a handle; a driver's device "
+                              f"resolves no per-file handles")
 
 
 def check_params(v: m.Verb, errors: ErrorCollector) -> None:

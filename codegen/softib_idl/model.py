@@ -383,13 +383,15 @@ class Module:
     path: str
     # Who implements the module's verbs (`target <name>;`): "al", the Access Layer (handle
     # resolution, user proxies, direct calls), or "hca", the HCA driver's command interface
-    # (CA-local object numbers, IRP_MJ_INTERNAL_DEVICE_CONTROL on the CA's device).
+    # (CA-local object numbers, IRP_MJ_INTERNAL_DEVICE_CONTROL on the CA's device), or
+    # "device", a driver's own named device that user processes open (IRP_MJ_DEVICE_CONTROL:
+    # the driver's dispatch, user proxies, kernel IRP builders).
     target: str = "al"
     imports: list[str] = field(default_factory=list)
     decls: list[object] = field(default_factory=list)  # in source order
 
 
-MODULE_TARGETS = ("al", "hca")
+MODULE_TARGETS = ("al", "hca", "device")
 
 
 @dataclass

@@ -201,7 +201,7 @@ class FileParser:
 
     def p_target(self) -> None:
         kw = self.next()
-        name = self.expect_ident("a module target (al or hca)")
+        name = self.expect_ident("a module target (al, hca or device)")
         self.expect_punct(";")
         if self.out.target is not None:
             raise IdlError(kw.loc, "a second 'target' declaration; a module has one target")

@@ -183,3 +183,44 @@ class HcaTargetLintTest(IdlTestCase):
                                   "verb V = 1 { async; paths irp; ioctl 0x900; in handle<Al> al; }",
                             "t.idl:6:59: error: verb 'V' of a 'target hca' module: parameter 'al' is a handle; "
                             "objects of the HCA are CA-local numbers (u32)")
+
+
+DEVICE = """\
+// A four-line prelude: snippets appended to it start on line 5.
+module t;
+statuses Status : u32 { SUCCESS = 0, INVALID_PARAMETER = 1, PENDING = 2, INVALID_PERMISSION = 3, }
+target device;
+"""
+
+
+class DeviceTargetLintTest(IdlTestCase):
+    def test_a_valid_device_verb(self):
+        p = frontend(DEVICE + "verb V = 1 { irql dispatch; sync; paths irp, proxy; ioctl 0x900; in u32 a; out u32 b; }")
+        self.assertEqual(p.module_target("t"), "device")
+
+    def test_async_is_allowed(self):
+        frontend(DEVICE + "verb V = 1 { async; paths proxy, irp; ioctl 0x900; returns PENDING; in u32 a; }")
+
+    def test_irp_and_proxy_paths(self):
+        self.assertIdlError(DEVICE + "verb V = 1 { sync; paths proxy; ioctl 0x900; in u32 a; }",
+                            "t.idl:5:20: error: verb 'V' of a 'target device' module has the irp and proxy paths "
+                            "(paths irp, proxy;)")
+        self.assertIdlError(DEVICE + "verb V = 1 { sync; paths irp, direct; ioctl 0x900; in u32 a; }",
+                            "t.idl:5:20: error: verb 'V' of a 'target device' module has the irp and proxy paths "
+                            "(paths irp, proxy;)")
+
+    def test_needs_ioctl(self):
+        self.assertIdlError(DEVICE + "verb V = 1 { sync; paths irp; in u32 a; }",
+                            "t.idl:5:6: error: verb 'V' of a 'target device' module needs an 'ioctl' clause")
+
+    def test_sync_never_returns_pending(self):
+        self.assertIdlError(DEVICE + "verb V = 1 { sync; paths irp, proxy; ioctl 0x900; returns SUCCESS, PENDING; }",
+                            "t.idl:5:68: error: verb 'V' of a 'target device' module is sync: its IRP is completed "
+                            "with what the handler returns, and never with PENDING; return another status for "
+                            "'not yet' (NOT_DONE)")
+
+    def test_no_handles(self):
+        self.assertIdlError(DEVICE + "object Al { implicit; }\n"
+                                     "verb V = 1 { sync; paths irp, proxy; ioctl 0x900; in handle<Al> al; }",
+                            "t.idl:6:65: error: verb 'V' of a 'target device' module: parameter 'al' is a handle; "
+                            "a driver's device resolves no per-file handles")

@@ -421,9 +421,13 @@ class ModuleTargetTest(IdlTestCase):
         self.assertEqual(p.module_target("b"), "al")
         self.assertEqual(p.consts["A"].module, "a")
 
+    def test_target_device(self):
+        p = frontend("module a;\ntarget device;\nconst u8 A = 1;", stage="parse")
+        self.assertEqual(p.module_target("a"), "device")
+
     def test_unknown_target(self):
         self.assertIdlError("module t;\ntarget gpu;",
-                            "t.idl:2:8: error: unknown module target 'gpu'; expected one of al, hca",
+                            "t.idl:2:8: error: unknown module target 'gpu'; expected one of al, hca, device",
                             stage="parse")
 
     def test_second_target(self):

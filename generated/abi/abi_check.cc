@@ -6,6 +6,7 @@
 #include "softib/abi/abi_status.h"
 #include "softib/abi/abi_verbs.h"
 #include "softib/abi/ci.h"
+#include "softib/abi/ibat.h"
 #include "softib/abi/qp_state_table.h"
 #include "softib/abi/rings.h"
 #include "softib/abi/runtime_ioctls.h"

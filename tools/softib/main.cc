@@ -6,6 +6,7 @@
 //   softib topology gen|default|preset|check ...   (topology_cmd.h)
 //   softib fabric --run-dir D links|set|down|up|capture|capture-stop ...   (fabric_cmd.h)
 //   softib ipoib up|down|show --run-dir D ...   (ipoib_cmd.h)
+//   softib ibat ips|resolve --run-dir D ...     (ibat_cmd.h)
 // Bad input gets one line on stderr ("softib: error: ...") and exit code 2.
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "fabric_cmd.h"
+#include "ibat_cmd.h"
 #include "ipoib_cmd.h"
 #include "mad_text.h"
 #include "packet_walk.h"
@@ -168,6 +170,8 @@ int main(int argc, char** argv) {
   softib::fabrictool::AddFabricCommand(app, fabric);
   softib::ipoibtool::IpoibCli ipoib;
   softib::ipoibtool::AddIpoibCommand(app, ipoib);
+  softib::ibattool::IbatCli ibat;
+  softib::ibattool::AddIbatCommand(app, ibat);
 
   try {
     app.parse(argc, argv);
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
   if (topology.topology->parsed()) return softib::topotool::RunTopologyCommand(topology);
   if (fabric.fabric->parsed()) return softib::fabrictool::RunFabricCommand(fabric);
   if (ipoib.ipoib->parsed()) return softib::ipoibtool::RunIpoibCommand(ipoib);
+  if (ibat.ibat->parsed()) return softib::ibattool::RunIbatCommand(ibat);
   if (dec->parsed()) return RunDecode(decode);
   if (enc->parsed()) return RunEncode(encode);
   if (list->parsed()) {

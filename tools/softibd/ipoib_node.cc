@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "softib/ipoib/ibat_device.h"
 #include "softib/ipoib/link_config.h"
 
 namespace softib::softibd {
@@ -56,6 +57,8 @@ bool IpoibNode::Start(kernel::Node* node, const std::string& label, const std::s
     driver_ = nullptr;
     driver_error_ = std::string("the IPoIB driver did not load on ") + label + " (status " +
                     abi::ToString(status) + ")";
+  } else if (!ibat_.Serve(node, dir, ipoib::kIbatDeviceName, error)) {
+    return false;
   }
   return control_.Start(
       dir + "/" + kControlName,
@@ -64,6 +67,7 @@ bool IpoibNode::Start(kernel::Node* node, const std::string& label, const std::s
 
 void IpoibNode::Stop() {
   control_.Stop();
+  ibat_.Stop();  // no IBAT request in flight or to come: the device may go with the driver
   {
     std::lock_guard lock(mutex_);
     for (auto& [name, held] : held_) Destroy(held);

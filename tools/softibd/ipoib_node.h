@@ -8,6 +8,8 @@
 //   down NAME                            destroys it (its TAP goes)
 //   show [NAME]                          mode, MTU, QPN, GID, MAC, LID, carrier, groups,
 //                                        neighbours, counters (the driver's Query)
+// With the driver loaded, its IBAT device (softib/ipoib/ibat_device.h) is served to user
+// processes as `<node dir>/ibat` (`softib ibat`, softib/user/ibat.h).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "control_socket.h"
+#include "device_servers.h"
 #include "ipoib_request.h"
 #include "softib/ipoib/address_watch.h"
 #include "softib/ipoib/ipoib.h"
@@ -33,12 +36,13 @@ class IpoibNode {
   IpoibNode(const IpoibNode&) = delete;
   IpoibNode& operator=(const IpoibNode&) = delete;
 
-  // Loads the driver on `node` and serves `<dir>/ipoib.ctl`. A driver that does not load
-  // is reported in `driver_error` (the socket still answers, refusing `up` with it); false
-  // only when the socket cannot be served.
+  // Loads the driver on `node` and serves `<dir>/ipoib.ctl` and, with the driver, its IBAT
+  // device as `<dir>/ibat`. A driver that does not load is reported in `driver_error` (the
+  // socket still answers, refusing `up` with it); false only when a socket cannot be served.
   bool Start(kernel::Node* node, const std::string& label, const std::string& dir,
              std::string* error);
-  // Every interface down (no TAP left), the socket closed, the driver unloaded. PASSIVE.
+  // Every interface down (no TAP left), the sockets closed (the IBAT device's open files
+  // too), the driver unloaded. PASSIVE.
   void Stop();
   // The request's whole answer ("ok\n..." or "error: ...\n"), as the socket sends it.
   std::string Execute(const std::vector<std::string>& args);
@@ -65,6 +69,7 @@ class IpoibNode {
   std::mutex mutex_;  // the control socket's thread and Stop
   std::map<std::string, Held> held_;
   ControlSocket control_;
+  DeviceServers ibat_;  // <dir>/ibat while the driver is loaded
 };
 
 }  // namespace softib::softibd

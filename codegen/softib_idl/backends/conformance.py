@@ -9,6 +9,13 @@ conformance/verbs/<module>_hca_conformance.cc       a `target hca` module: every
                                                     lengths, reserved, enums, flags), against
                                                     HcaConformanceHarness
 conformance/verbs/hca_dispatch_support.h            its runners (when such a module exists).
+conformance/verbs/<module>_device_conformance.cc    a `target device` module: the same rejections
+                                                    of the driver's device dispatch, plus every
+                                                    valid request reaching the handler (kernel
+                                                    and user requestors, and at DISPATCH for
+                                                    verbs callable there), against
+                                                    DeviceConformanceHarness
+conformance/verbs/device_dispatch_support.h         its runners (when such a module exists).
 
 Offsets and sizes are written as literal numbers from the layout stage, so the tests
 compare the compiler's layout with the IDL's, in 32- and 64-bit builds.
@@ -259,18 +266,28 @@ def verb_hca_view(program: m.Program, v: m.Verb) -> dict:
 def emit_hca_suite(program: m.Program, module: str, verbs: list[m.Verb], render,
                    comment: str) -> dict[str, str]:
     st = "Status"
+    device = program.module_target(module) == "device"
     views = [verb_hca_view(program, v) for v in verbs]
+    for v, vw in zip(verbs, views):
+        # What a valid request may answer: the verb's statuses and INVALID_PARAMETER (the
+        # handler's own checks of values the dispatch cannot judge).
+        statuses = sorted(set(v.returns) | {"INVALID_PARAMETER"},
+                          key=lambda s: program.statuses.member(s).value)
+        vw["valid_statuses"] = ", ".join(f"abi::{st}::{s}" for s in statuses)
+    kind = "device" if device else "hca"
+    names = {"P": "Device" if device else "Hca", "device": device, "kind": kind}
     used = sorted(set().union(*[vw["used_enums"] for vw in views])) if views else []
     invalid = [{"name": n, "literals": ", ".join(
         (f"{x}u" if x >= 0 else f"static_cast<uint64_t>({x})") for x in invalid_enum_values(program.enums[n]))}
         for n in used]
     return {
-        f"{CDIR}/hca_dispatch_support.h": render(
-            "conf_hca_support.h.j2", comment=a.header_comment(a.all_sources(program)), status=st),
-        f"{CDIR}/{module}_hca_conformance.cc": render(
+        f"{CDIR}/{kind}_dispatch_support.h": render(
+            "conf_hca_support.h.j2", comment=a.header_comment(a.all_sources(program)), status=st,
+            **names),
+        f"{CDIR}/{module}_{kind}_conformance.cc": render(
             "conf_hca_dispatch.cc.j2", comment=comment, module=module,
-            suite=test_suite_name(module, "HcaDispatch"), verbs=views, invalid=invalid, status=st,
-            abi_header=f"softib/abi/{module}.h"),
+            suite=test_suite_name(module, names["P"] + "Dispatch"), verbs=views, invalid=invalid,
+            status=st, abi_header=f"softib/abi/{module}.h", **names),
     }
 
 
@@ -301,7 +318,7 @@ def emit(program: m.Program, render) -> dict[str, str]:
             structs=[struct_abi_view(s) for s in structs],
             verbs=[verb_abi_view(v) for v in verbs])
         dverbs = [v for v in verbs if a.is_dispatched(v) or "direct" in v.paths]
-        if program.module_target(module) == "hca":
+        if program.module_target(module) in ("hca", "device"):
             files.update(emit_hca_suite(program, module, dverbs, render, comment))
             continue
         if not dverbs:

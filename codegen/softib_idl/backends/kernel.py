@@ -7,7 +7,10 @@
 A module with `target hca` is the HCA driver's command interface instead: its handler
 interface, its internal-IOCTL dispatch (kernel/hca/<module>_dispatch.{h,cc}) and the IRP
 builders its callers use (kernel/hca/<module>_irp.{h,cc}); it is no part of the Access
-Layer's handler set.
+Layer's handler set. A module with `target device` is a driver's own named device, opened by
+user processes and kernel clients: the same handler interface and checks over
+IRP_MJ_DEVICE_CONTROL (kernel/device/<module>_dispatch.{h,cc}) and IRP builders
+(kernel/device/<module>_irp.{h,cc}); its user proxies come from backends/user.py.
 
 Written against the runtime interfaces in runtime/kernel/include/softib/kernel/.
 """
@@ -20,6 +23,7 @@ from . import objects
 
 KDIR = "kernel"
 HCA_DIR = "kernel/hca"
+DEVICE_DIR = "kernel/device"
 
 
 def _elem_type(f: m.Field) -> str:
@@ -207,23 +211,30 @@ def _hca_build_signature(view: dict) -> dict:
 
 
 def emit_hca_module(program: m.Program, module: str, render, st: str) -> dict[str, str]:
-    a.require_status(program, "INVALID_PERMISSION", f"module '{module}' (target hca: the requestor check)")
+    """A `target hca` or `target device` module: the driver's handler interface and dispatch,
+    and the IRP builders of its kernel callers. The two differ in the IRP's major function
+    (internal device control for the CA's command interface, device control for a driver's
+    own device, which user processes open too) and in their directory."""
+    target = program.module_target(module)
+    a.require_status(program, "INVALID_PERMISSION", f"module '{module}' (target {target}: the requestor check)")
     verbs = module_kernel_verbs(program, module)
     views = []
     for v in verbs:
         view = verb_kernel_view(program, v)
         view.update(_hca_build_signature(view))
         views.append(view)
+    device = target == "device"
     ctx = {
         "comment": a.header_comment([a.source_of(program, module)]),
         "module": module, "handlers": a.handler_class(module), "verbs": views, "status": st,
-        "abi_header": f"softib/abi/{module}.h", "prefix": a.camel(module),
+        "abi_header": f"softib/abi/{module}.h", "prefix": a.camel(module), "device": device,
     }
+    d = DEVICE_DIR if device else HCA_DIR
     return {
-        f"{HCA_DIR}/{module}_dispatch.h": render("kernel_hca_dispatch.h.j2", **ctx),
-        f"{HCA_DIR}/{module}_dispatch.cc": render("kernel_hca_dispatch.cc.j2", **ctx),
-        f"{HCA_DIR}/{module}_irp.h": render("kernel_hca_irp.h.j2", **ctx),
-        f"{HCA_DIR}/{module}_irp.cc": render("kernel_hca_irp.cc.j2", **ctx),
+        f"{d}/{module}_dispatch.h": render("kernel_hca_dispatch.h.j2", **ctx),
+        f"{d}/{module}_dispatch.cc": render("kernel_hca_dispatch.cc.j2", **ctx),
+        f"{d}/{module}_irp.h": render("kernel_hca_irp.h.j2", **ctx),
+        f"{d}/{module}_irp.cc": render("kernel_hca_irp.cc.j2", **ctx),
     }
 
 
@@ -243,7 +254,7 @@ def emit(program: m.Program, render) -> dict[str, str]:
         verbs = module_kernel_verbs(program, module)
         if not verbs:
             continue
-        if program.module_target(module) == "hca":
+        if program.module_target(module) in ("hca", "device"):
             files.update(emit_hca_module(program, module, render, st))
             continue
         views = [verb_kernel_view(program, v) for v in verbs]

@@ -10,6 +10,8 @@ set(SOFTIB_GEN_CODEC_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/mad/fixture_roundtrip.cc
 )
 set(SOFTIB_GEN_KERNEL_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/device/fixture_dev_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/kernel/device/fixture_dev_irp.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_direct.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/kernel/fixture_ib.cc
@@ -18,10 +20,13 @@ set(SOFTIB_GEN_KERNEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/kernel/verb_handlers.cc
 )
 set(SOFTIB_GEN_USER_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/user/fixture_dev_proxy.cc
     ${CMAKE_CURRENT_LIST_DIR}/user/fixture_proxy.cc
 )
 set(SOFTIB_GEN_CONFORMANCE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_abi_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_dev_abi_conformance.cc
+    ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_dev_device_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_dispatch_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_hca_abi_conformance.cc
     ${CMAKE_CURRENT_LIST_DIR}/conformance/verbs/fixture_hca_hca_conformance.cc

@@ -6,6 +6,7 @@
 #include "softib/abi/abi_status.h"
 #include "softib/abi/abi_verbs.h"
 #include "softib/abi/fixture.h"
+#include "softib/abi/fixture_dev.h"
 #include "softib/abi/fixture_hca.h"
 #include "softib/abi/qp_state_table.h"
 

@@ -8,6 +8,7 @@
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/abi_status.h"
 #include "softib/abi/ci.h"
+#include "softib/abi/ibat.h"
 #include "softib/abi/runtime_ioctls.h"
 #include "softib/abi/verbs_al.h"
 #include "softib/abi/verbs_ca.h"
@@ -160,6 +161,9 @@ enum class VerbId : uint32_t {
   CiMapCqRing = 0x1020,
   CiMapQpRings = 0x1021,
   CiMapSrqRing = 0x1022,
+  IbatGetIpList = 0x1100,
+  IbatIpToPort = 0x1101,
+  IbatResolve = 0x1102,
 };
 
 // X(Name, Module): Name##Verb is the verb's descriptor (softib/abi/<Module>.h).
@@ -300,7 +304,10 @@ enum class VerbId : uint32_t {
   X(CiDetachMcast, ci)                  \
   X(CiMapCqRing, ci)                    \
   X(CiMapQpRings, ci)                   \
-  X(CiMapSrqRing, ci)
+  X(CiMapSrqRing, ci)                   \
+  X(IbatGetIpList, ibat)                \
+  X(IbatIpToPort, ibat)                 \
+  X(IbatResolve, ibat)
 
 struct VerbInfo {
   const char* name;
@@ -322,7 +329,7 @@ struct VerbInfo {
   constexpr uint32_t MinOutputLength() const { return out_size; }
 };
 
-inline constexpr std::array<VerbInfo, 137> kVerbInfos = {{
+inline constexpr std::array<VerbInfo, 140> kVerbInfos = {{
     {"GetCaGuids", "verbs_ca", 0x0100, 0x003B6040, VerbIrql::kDispatch,
      kPathDirect | kPathIrp | kPathProxy, false, 8, 8, 0, 0, 8, 64},
     {"OpenCa", "verbs_ca", 0x0101, 0x003BE044, VerbIrql::kPassive,
@@ -590,8 +597,14 @@ inline constexpr std::array<VerbInfo, 137> kVerbInfos = {{
      0},
     {"CiMapSrqRing", "ci", 0x1022, 0x003BE488, VerbIrql::kPassive, kPathIrp, true, 4, 40, 0, 0, 0,
      0},
+    {"IbatGetIpList", "ibat", 0x1100, 0x003B6500, VerbIrql::kDispatch, kPathIrp | kPathProxy, false,
+     8, 4104, 0, 0, 0, 0},
+    {"IbatIpToPort", "ibat", 0x1101, 0x003B6504, VerbIrql::kDispatch, kPathIrp | kPathProxy, false,
+     20, 64, 0, 0, 0, 0},
+    {"IbatResolve", "ibat", 0x1102, 0x003B6508, VerbIrql::kDispatch, kPathIrp | kPathProxy, false,
+     40, 112, 0, 0, 0, 0},
 }};
-inline constexpr uint32_t kVerbCount = 137;
+inline constexpr uint32_t kVerbCount = 140;
 
 constexpr const VerbInfo* FindVerbByOrdinal(uint32_t ordinal) {
   for (const VerbInfo& v : kVerbInfos) {

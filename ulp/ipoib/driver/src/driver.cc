@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "internal.h"
+#include "kernel/device/ibat_dispatch.h"
 #include "softib/bus/bus_driver.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/pnp.h"
@@ -65,6 +66,9 @@ Status OnRemove(kernel::DeviceObject* fdo, Irp* irp) {
 }
 
 Status Dispatch(kernel::DeviceObject* device, Irp* irp) {
+  if (device == static_cast<Driver*>(device->DriverObject->DriverExtension)->ibat_device) {
+    return DispatchIbatDevice(device, irp);
+  }
   const kernel::IoStackLocation* location = kernel::IoGetCurrentIrpStackLocation(irp);
   if (location->MajorFunction == kernel::IrpMajor::kPnp &&
       location->MinorFunction == kernel::kIrpMinorRemoveDevice) {
@@ -114,6 +118,7 @@ Status DriverEntry(kernel::DriverObject* object, void* context) {
   object->DriverExtension = context;
   for (auto& dispatch : object->MajorFunction) dispatch = &Dispatch;
   object->Unload = [](kernel::DriverObject*) {};
+  object->NonBlockingIoctl = &kernel::IsIbatIoctlNonBlocking;  // the IBAT device's IOCTLs
   return Status::SUCCESS;
 }
 
@@ -127,9 +132,13 @@ Status LoadDriver(kernel::Node* node, Driver** out) {
     delete driver;
     return status;
   }
-  status = kernel::IoRegisterPlugPlayNotification(node, bus::kIpoibInterfaceClass, true, &OnArrival,
-                                                  driver, &driver->registration);
+  status = CreateIbatDevice(driver);
+  if (status == Status::SUCCESS) {
+    status = kernel::IoRegisterPlugPlayNotification(node, bus::kIpoibInterfaceClass, true,
+                                                    &OnArrival, driver, &driver->registration);
+  }
   if (status != Status::SUCCESS) {
+    DeleteIbatDevice(driver);
     kernel::IoUnloadDriver(driver->object);
     delete driver;
     return status;
@@ -162,6 +171,7 @@ void UnloadDriver(Driver* driver) {
     kernel::ObDereferenceObject(port->pdo);
     delete port;
   }
+  DeleteIbatDevice(driver);
   kernel::IoUnloadDriver(driver->object);
   delete driver;
 }

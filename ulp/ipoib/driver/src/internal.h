@@ -73,7 +73,13 @@ class Driver {
   // readable at DISPATCH. Lock order: ibat_lock, then an interface's lock.
   kernel::KSpinLock ibat_lock;
   std::vector<Interface*> ibat_interfaces;  // under ibat_lock
+  kernel::DeviceObject* ibat_device = nullptr;  // "ibat" (ibat_device.cc)
 };
+
+// The IBAT device (ibat_device.cc): created at load, deleted at unload; its IRPs.
+kernel::Status CreateIbatDevice(Driver* driver);
+void DeleteIbatDevice(Driver* driver);
+kernel::Status DispatchIbatDevice(kernel::DeviceObject* device, kernel::Irp* irp);
 
 // A path to a unicast GID: its address vector once resolved, the frames waiting for it.
 struct Path {

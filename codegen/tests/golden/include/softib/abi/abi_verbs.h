@@ -8,6 +8,7 @@
 #include "softib/abi/abi_objects.h"
 #include "softib/abi/abi_status.h"
 #include "softib/abi/fixture.h"
+#include "softib/abi/fixture_dev.h"
 #include "softib/abi/fixture_hca.h"
 
 namespace softib::abi {
@@ -19,6 +20,8 @@ enum class VerbId : uint32_t {
   FixHcaCreateCq = 0x0200,
   FixHcaRegister = 0x0201,
   FixHcaQuery = 0x0202,
+  FixDevLookup = 0x0300,
+  FixDevRegister = 0x0301,
 };
 
 // X(Name, Module): Name##Verb is the verb's descriptor (softib/abi/<Module>.h).
@@ -28,7 +31,9 @@ enum class VerbId : uint32_t {
   X(FixPollCq, fixture)             \
   X(FixHcaCreateCq, fixture_hca)    \
   X(FixHcaRegister, fixture_hca)    \
-  X(FixHcaQuery, fixture_hca)
+  X(FixHcaQuery, fixture_hca)       \
+  X(FixDevLookup, fixture_dev)      \
+  X(FixDevRegister, fixture_dev)
 
 struct VerbInfo {
   const char* name;
@@ -50,7 +55,7 @@ struct VerbInfo {
   constexpr uint32_t MinOutputLength() const { return out_size; }
 };
 
-inline constexpr std::array<VerbInfo, 6> kVerbInfos = {{
+inline constexpr std::array<VerbInfo, 8> kVerbInfos = {{
     {"FixCreateCq", "fixture", 0x0100, 0x003BE400, VerbIrql::kPassive,
      kPathDirect | kPathIrp | kPathProxy, false, 96, 16, 0, 0, 0, 0},
     {"FixDestroyCq", "fixture", 0x0101, 0x003BA404, VerbIrql::kDispatch, kPathDirect | kPathProxy,
@@ -63,8 +68,12 @@ inline constexpr std::array<VerbInfo, 6> kVerbInfos = {{
      16, 4, 0, 0},
     {"FixHcaQuery", "fixture_hca", 0x0202, 0x003B6608, VerbIrql::kPassive, kPathIrp, true, 0, 8, 0,
      0, 4, 4},
+    {"FixDevLookup", "fixture_dev", 0x0300, 0x003B6640, VerbIrql::kDispatch, kPathIrp | kPathProxy,
+     false, 12, 20, 0, 0, 0, 0},
+    {"FixDevRegister", "fixture_dev", 0x0301, 0x003BE644, VerbIrql::kPassive, kPathIrp | kPathProxy,
+     true, 8, 4, 16, 4, 0, 0},
 }};
-inline constexpr uint32_t kVerbCount = 6;
+inline constexpr uint32_t kVerbCount = 8;
 
 constexpr const VerbInfo* FindVerbByOrdinal(uint32_t ordinal) {
   for (const VerbInfo& v : kVerbInfos) {
