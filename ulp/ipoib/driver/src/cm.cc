@@ -473,8 +473,9 @@ Status CmSetUp(Interface* i, uint8_t* base) {
   return Status::SUCCESS;
 }
 
-bool CmTransmit(Interface* i, std::span<const uint8_t> frame) {
+bool CmTransmit(Interface* i, std::span<const uint8_t> frame, bool resend) {
   if (i->cm == nullptr || frame.size() < kEthHeaderBytes) return false;
+  StopFaceOnExit stop{i};  // flow.cc: after the guard below
   CmConnection* start = nullptr;
   uint32_t ud_mtu = 0;
   std::array<uint8_t, 4> v4{};
@@ -491,9 +492,12 @@ bool CmTransmit(Interface* i, std::span<const uint8_t> frame) {
       CmConnection* pending = nullptr;
       CmConnection* c = FindConnectionLocked(i, n->hw, &pending);
       if (c != nullptr && c->state == CmConnection::State::kEstablished) {
-        if (frame.size() > kCmSlotBytes - kTxFrameOffset - kTxTailroom || i->cm->tx_free.empty()) {
-          CountDropLocked(i, i->cm->tx_free.empty() ? Drop::kNone : Drop::kOversize, true);
-          if (i->cm->tx_free.empty()) ++i->counters.tx_dropped;
+        if (frame.size() > kCmSlotBytes - kTxFrameOffset - kTxTailroom) {
+          CountDropLocked(i, Drop::kOversize, true);
+          return true;
+        }
+        if (i->cm->tx_free.empty()) {  // the RC send ring is full: the frame waits (flow.cc)
+          HoldFrameLocked(i, frame, true, resend, &stop.stop);
           return true;
         }
         const uint32_t slot = i->cm->tx_free.back();
