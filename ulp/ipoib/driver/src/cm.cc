@@ -475,7 +475,6 @@ Status CmSetUp(Interface* i, uint8_t* base) {
 
 bool CmTransmit(Interface* i, std::span<const uint8_t> frame, bool resend) {
   if (i->cm == nullptr || frame.size() < kEthHeaderBytes) return false;
-  StopFaceOnExit stop{i};  // flow.cc: after the guard below
   CmConnection* start = nullptr;
   uint32_t ud_mtu = 0;
   std::array<uint8_t, 4> v4{};
@@ -497,7 +496,7 @@ bool CmTransmit(Interface* i, std::span<const uint8_t> frame, bool resend) {
           return true;
         }
         if (i->cm->tx_free.empty()) {  // the RC send ring is full: the frame waits (flow.cc)
-          HoldFrameLocked(i, frame, true, resend, &stop.stop);
+          HoldFrameLocked(i, frame, true, resend);
           return true;
         }
         const uint32_t slot = i->cm->tx_free.back();

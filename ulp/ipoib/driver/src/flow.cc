@@ -11,12 +11,7 @@
 
 namespace softib::ipoib {
 
-StopFaceOnExit::~StopFaceOnExit() {
-  if (stop) i->face->StopQueue();
-}
-
-bool HoldFrameLocked(Interface* i, std::span<const uint8_t> frame, bool ring_full, bool resend,
-                     bool* stop_face) {
+bool HoldFrameLocked(Interface* i, std::span<const uint8_t> frame, bool ring_full, bool resend) {
   TxFlow& flow = i->flow;
   if (!ring_full && (resend || (flow.held.empty() && !flow.draining))) return false;
   if (resend) {
@@ -28,16 +23,17 @@ bool HoldFrameLocked(Interface* i, std::span<const uint8_t> frame, bool ring_ful
     flow.held.emplace_back(frame.begin(), frame.end());
   }
   flow.pending.store(!flow.held.empty(), std::memory_order_relaxed);
+  // Under the lock, as WakeQueue is: the face sees them in the order they were decided (a
+  // StopQueue told after the unlock could come after the WakeQueue that answers it).
   if (!flow.held.empty() && !flow.face_stopped) {
     flow.face_stopped = true;
-    *stop_face = true;
+    i->face->StopQueue();
   }
   return true;
 }
 
 void SendHeldFrames(Interface* i) {
   if (!i->flow.pending.load(std::memory_order_relaxed)) return;
-  bool wake = false;
   for (;;) {
     std::vector<uint8_t> frame;
     uint64_t requeued = 0;
@@ -55,8 +51,8 @@ void SendHeldFrames(Interface* i) {
       }
       if (flow.held.empty()) {
         flow.pending.store(false, std::memory_order_relaxed);
-        wake = std::exchange(flow.face_stopped, false);
-        break;
+        if (std::exchange(flow.face_stopped, false)) i->face->WakeQueue();
+        return;
       }
       frame = std::move(flow.held.front());
       flow.held.pop_front();
@@ -71,7 +67,6 @@ void SendHeldFrames(Interface* i) {
     // came meanwhile and found us busy: then try again now).
     if (i->flow.requeued != requeued && !std::exchange(i->flow.again, false)) return;
   }
-  if (wake) i->face->WakeQueue();
 }
 
 }  // namespace softib::ipoib

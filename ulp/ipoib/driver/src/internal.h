@@ -5,9 +5,10 @@
 //
 // Locking: one spin lock per interface (Interface::lock) guards everything that changes
 // after set-up (neighbours, paths, groups, buffers' free list, counters, state). The face
-// is called only with the lock released. Control-path verbs are IRPs sent to the
-// interface's PDO with completion routines (never waited for once the interface is up);
-// the speed path (post, poll, rearm) calls the AL directly.
+// is called only with the lock released, but for StopQueue/WakeQueue (flags, told under
+// the lock so that they reach the face in the order they were decided: flow.cc). Control-path verbs
+// are IRPs sent to the interface's PDO with completion routines (never waited for once the
+// interface is up); the speed path (post, poll, rearm) calls the AL directly.
 #pragma once
 
 #include <atomic>
@@ -265,21 +266,12 @@ void CmDropAll(Interface* i);
 // ---- flow.cc ----
 // Under `lock`, in Transmit: true when `frame` must wait (the ring it needs is full, or
 // older frames wait: `ring_full` false asks only that) and was taken (held, or dropped as
-// kSendQueueFull beyond the bound); `*stop_face` is set when the caller, after unlocking,
-// must call StopQueue on the face. `resend`: the frame is SendHeldFrames' own (it goes back
-// to the front).
-bool HoldFrameLocked(Interface* i, std::span<const uint8_t> frame, bool ring_full, bool resend,
-                     bool* stop_face);
+// kSendQueueFull beyond the bound); the face is told StopQueue (under the lock). `resend`:
+// the frame is SendHeldFrames' own (it goes back to the front).
+bool HoldFrameLocked(Interface* i, std::span<const uint8_t> frame, bool ring_full, bool resend);
 // From the CQ's DPC after send completions (lock not held): sends the frames held, in
 // order, while slots last; wakes the face once none is left.
 void SendHeldFrames(Interface* i);
-// Tells the face StopQueue when it goes out of scope with `stop` set: declared before a
-// SpinLockGuard, it runs once the lock is released.
-struct StopFaceOnExit {
-  Interface* i;
-  bool stop = false;
-  ~StopFaceOnExit();
-};
 // Transmit's body; `resend` from SendHeldFrames.
 void TransmitFrame(Interface* i, std::span<const uint8_t> frame, bool resend);
 

@@ -205,7 +205,6 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
 }
 
 void TransmitFrame(Interface* i, std::span<const uint8_t> frame, bool resend) {
-  StopFaceOnExit stop{i};  // destroyed after the guards below: the face is called unlocked
   LocalIdentity local;
   {
     kernel::SpinLockGuard guard(i->lock);
@@ -215,7 +214,7 @@ void TransmitFrame(Interface* i, std::span<const uint8_t> frame, bool resend) {
     }
     local = i->local;
     // Older frames wait for the send ring (flow.cc): this one goes behind them.
-    if (HoldFrameLocked(i, frame, false, resend, &stop.stop)) return;
+    if (HoldFrameLocked(i, frame, false, resend)) return;
   }
   for (const GroupChange& change : SnoopHostMembership(frame, local)) {
     if (change.join) {
@@ -238,7 +237,7 @@ void TransmitFrame(Interface* i, std::span<const uint8_t> frame, bool resend) {
       return;
     }
     if (i->tx_free.empty()) {
-      HoldFrameLocked(i, frame, true, resend, &stop.stop);
+      HoldFrameLocked(i, frame, true, resend);
       return;
     }
     const uint32_t slot = i->tx_free.back();

@@ -25,9 +25,11 @@ class EthernetFace {
   // is kept and sent later; the face should hand no more, so that the host's stack holds
   // them), WakeQueue once the driver can take frames again. Always in pairs: StopQueue,
   // then WakeQueue. A face that keeps handing frames meanwhile gets them held up to a bound,
-  // then dropped and counted (Drop::kSendQueueFull). May be called from the face's own
-  // Transmit call (StopQueue) or from the driver's DPC (WakeQueue). IRQL <= DISPATCH, must
-  // not block. The defaults ignore them.
+  // then dropped and counted (Drop::kSendQueueFull). Called with the driver's interface
+  // lock held (so that a StopQueue never arrives after the WakeQueue answering it), from
+  // the face's own Transmit call (StopQueue) or the driver's DPC (WakeQueue): set a flag or
+  // signal, never call into the driver. IRQL <= DISPATCH, must not block. The defaults
+  // ignore them.
   virtual void StopQueue() {}
   virtual void WakeQueue() {}
 };
