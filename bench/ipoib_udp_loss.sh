@@ -2,7 +2,7 @@
 # IPoIB UD under a UDP flood (issue 18, udflow): iperf3 -u -b RATE (default 0) from host-0002 (198.18.0.1)
 # to host-0004 (198.18.0.2) over `softib ipoib up` in datagram mode (MTU 2044) on softibd
 # --fabric default --sm internal, for SECONDS; prints the loss iperf3's server saw, what the
-# client sent, and both drivers' drop counters (`softib ipoib show`), and the HCA's.
+# client sent, the sending TAP's TX drops and both drivers' counters (`softib ipoib show`).
 #   ipoib_udp_loss.sh SOFTIBD SOFTIB [SECONDS] [LENGTH] [RATE]   (RATE: iperf3 -b, default 0: unlimited)
 # Root (TAP devices, namespaces sibi-<pid>-a/-b; addresses from 198.18.0.0/15 only inside them).
 softibd=$1
@@ -10,6 +10,7 @@ softib=$2
 seconds=${3:-3}
 length=${4:-2016}
 rate=${5:-0}
+# shellcheck source=../tests/ipoib/ipoib_two_hosts.sh
 source "$(dirname "$0")/../tests/ipoib/ipoib_two_hosts.sh"
 command -v iperf3 >/dev/null || fail "iperf3 missing (scripts/install-deps.sh)"
 two_hosts_up
