@@ -239,7 +239,7 @@ std::string IpoibNode::Show(const std::string& name) {
   const ipoib::TapCounters t = held.tap->counters();
   out << "  tap from host " << t.from_host_frames << " frames " << t.from_host_bytes
       << " bytes; to host " << t.to_host_frames << " frames " << t.to_host_bytes << " bytes "
-      << t.to_host_dropped << " dropped\n";
+      << t.to_host_dropped << " dropped; stops " << t.stops << " wakes " << t.wakes << "\n";
   return out.str();
 }
 

@@ -473,7 +473,7 @@ Status CmSetUp(Interface* i, uint8_t* base) {
   return Status::SUCCESS;
 }
 
-bool CmTransmit(Interface* i, std::span<const uint8_t> frame) {
+bool CmTransmit(Interface* i, std::span<const uint8_t> frame, bool resend) {
   if (i->cm == nullptr || frame.size() < kEthHeaderBytes) return false;
   CmConnection* start = nullptr;
   uint32_t ud_mtu = 0;
@@ -491,9 +491,12 @@ bool CmTransmit(Interface* i, std::span<const uint8_t> frame) {
       CmConnection* pending = nullptr;
       CmConnection* c = FindConnectionLocked(i, n->hw, &pending);
       if (c != nullptr && c->state == CmConnection::State::kEstablished) {
-        if (frame.size() > kCmSlotBytes - kTxFrameOffset - kTxTailroom || i->cm->tx_free.empty()) {
-          CountDropLocked(i, i->cm->tx_free.empty() ? Drop::kNone : Drop::kOversize, true);
-          if (i->cm->tx_free.empty()) ++i->counters.tx_dropped;
+        if (frame.size() > kCmSlotBytes - kTxFrameOffset - kTxTailroom) {
+          CountDropLocked(i, Drop::kOversize, true);
+          return true;
+        }
+        if (i->cm->tx_free.empty()) {  // the RC send ring is full: the frame waits (flow.cc)
+          HoldFrameLocked(i, frame, true, resend);
           return true;
         }
         const uint32_t slot = i->cm->tx_free.back();

@@ -5,9 +5,10 @@
 //
 // Locking: one spin lock per interface (Interface::lock) guards everything that changes
 // after set-up (neighbours, paths, groups, buffers' free list, counters, state). The face
-// is called only with the lock released. Control-path verbs are IRPs sent to the
-// interface's PDO with completion routines (never waited for once the interface is up);
-// the speed path (post, poll, rearm) calls the AL directly.
+// is called only with the lock released, but for StopQueue/WakeQueue (flags, told under
+// the lock so that they reach the face in the order they were decided: flow.cc). Control-path verbs
+// are IRPs sent to the interface's PDO with completion routines (never waited for once the
+// interface is up); the speed path (post, poll, rearm) calls the AL directly.
 #pragma once
 
 #include <array>
@@ -43,8 +44,12 @@ namespace softib::ipoib {
 
 inline constexpr uint32_t kDefaultQkey = 0x00000B1B;  // the broadcast group's when we create it
 inline constexpr uint32_t kSlotBytes = 4352;          // GRH + a 4 KiB IB MTU + room
-inline constexpr uint32_t kRxSlots = 64;
-inline constexpr uint32_t kTxSlots = 64;
+// The UD rings (HCA limits: 16384 WRs per queue, 65536 CQEs): deep enough that a burst the
+// host's stack sends at once fits the send ring (and the face is paused when it does not,
+// flow.cc) and a burst from the fabric finds posted receives (the HCA drops a UD packet
+// that finds none, silently to us). Every slot is in the one registration made at set-up.
+inline constexpr uint32_t kRxSlots = 512;
+inline constexpr uint32_t kTxSlots = 256;
 inline constexpr uint32_t kTxFrameOffset = 64;     // where a host frame is copied in its slot
 inline constexpr size_t kMaxQueuedPerTarget = 16;  // frames waiting for a path or a join
 inline constexpr uint64_t kSendWrBit = uint64_t{1} << 63;
@@ -133,6 +138,21 @@ struct Group {
 
 class Lbfo;
 
+// ---- flow.cc: the send ring's back-pressure to the face ----
+// Frames that found the send ring (UD or RC) full wait here, in order, and go when send
+// completions free slots; meanwhile the face is told to stop (EthernetFace::StopQueue) and
+// told to wake once they are all gone. Only beyond kMaxHeldFrames (a face that does not
+// stop) is a frame dropped (Drop::kSendQueueFull).
+inline constexpr size_t kMaxHeldFrames = 128;
+struct TxFlow {
+  std::deque<std::vector<uint8_t>> held;  // host frames, oldest first
+  bool draining = false;                  // SendHeldFrames is resending one
+  bool again = false;                     // a DPC found it draining: the drainer retries
+  bool face_stopped = false;              // the face was told StopQueue, not yet WakeQueue
+  std::atomic<bool> pending{false};       // `held` non-empty (read without the lock)
+  uint64_t requeued = 0;                  // resent frames that found the ring full again
+};
+
 // ---- cm.cc: connected mode (RFC 4755) ----
 inline constexpr uint64_t kCmWrBit = uint64_t{1} << 62;  // an RC receive or send (cm.cc)
 inline constexpr uint64_t kCmServiceIdBase = 0x1000000000000000ull;
@@ -184,6 +204,7 @@ class Interface {
   std::map<Gid, Path> paths;
   std::map<Gid, Group> groups;
   std::vector<uint32_t> tx_free;
+  TxFlow flow;  // flow.cc
   Counters counters;
   std::vector<IpAddr> addresses;  // SetAddresses
   // ATS: address (17 bytes: v6 flag, address) → SaReg handle; 0 not registered (yet),
@@ -270,7 +291,7 @@ kernel::Status CmSetUp(Interface* i, uint8_t* base);
 // A host frame in connected mode: true when cm.cc took it (sent over RC, queued for a
 // connection, fragmented to the UD MTU, or answered with ICMP); false: the UD path sends
 // it as it is. Takes `lock` itself.
-bool CmTransmit(Interface* i, std::span<const uint8_t> frame);
+bool CmTransmit(Interface* i, std::span<const uint8_t> frame, bool resend = false);
 // An RC completion (wr_id has kCmWrBit), from the CQ's DPC.
 void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc);
 // After `stopping` is set, before the AL is released: waits for a CM work item running.
@@ -279,6 +300,18 @@ void CmQuiesce(Interface* i);
 void CmShutdown(Interface* i);
 // A port change: every connection is dropped (DREQ) and made again on demand.
 void CmDropAll(Interface* i);
+
+// ---- flow.cc ----
+// Under `lock`, in Transmit: true when `frame` must wait (the ring it needs is full, or
+// older frames wait: `ring_full` false asks only that) and was taken (held, or dropped as
+// kSendQueueFull beyond the bound); the face is told StopQueue (under the lock). `resend`:
+// the frame is SendHeldFrames' own (it goes back to the front).
+bool HoldFrameLocked(Interface* i, std::span<const uint8_t> frame, bool ring_full, bool resend);
+// From the CQ's DPC after send completions (lock not held): sends the frames held, in
+// order, while slots last; wakes the face once none is left.
+void SendHeldFrames(Interface* i);
+// Transmit's body; `resend` from SendHeldFrames.
+void TransmitFrame(Interface* i, std::span<const uint8_t> frame, bool resend);
 
 // ---- events.cc ----
 kernel::Status StartPortEvents(Interface* i);  // PASSIVE, at set-up

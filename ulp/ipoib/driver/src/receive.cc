@@ -25,9 +25,11 @@ void PostReceiveSlot(Interface* i, uint32_t slot) {
 
 namespace {
 
+constexpr uint32_t kPollBatch = 32;  // completions per IbPollCq
+
 void IssueCqEvent(Interface* i);
 
-void OnReceive(Interface* i, const abi::WorkCompletion& wc) {
+void OnReceive(Interface* i, const abi::WorkCompletion& wc, std::vector<uint32_t>* repost) {
   const auto slot = static_cast<uint32_t>(wc.wr_id);
   uint8_t* buffer = i->rx_base + static_cast<size_t>(slot) * kSlotBytes;
   RxResult result{};
@@ -63,8 +65,26 @@ void OnReceive(Interface* i, const abi::WorkCompletion& wc) {
     }
   }
   if (deliver) i->face->DeliverToHost({buffer + result.offset, result.length});
+  repost->push_back(slot);
+}
+
+// The receive slots of one poll, posted again in one call (the ring refilled as soon as the
+// batch was delivered).
+void RepostReceives(Interface* i, std::span<const uint32_t> slots) {
+  if (slots.empty()) return;
+  abi::RecvWorkRequest wrs[kPollBatch];
+  for (size_t n = 0; n < slots.size(); ++n) {
+    wrs[n] = {};
+    wrs[n].wr_id = slots[n];
+    wrs[n].num_sge = 1;
+    wrs[n].sge[0] = {
+        reinterpret_cast<uint64_t>(i->rx_base + static_cast<size_t>(slots[n]) * kSlotBytes),
+        kSlotBytes, i->lkey};
+  }
   kernel::SpinLockGuard guard(i->lock);
-  if (!i->stopping) PostReceiveSlot(i, slot);
+  if (i->stopping) return;
+  uint32_t posted = 0;
+  kernel::IbPostRecv(i->al, i->qp, {wrs, slots.size()}, &posted);
 }
 
 void OnSendDone(Interface* i, const abi::WorkCompletion& wc) {
@@ -75,7 +95,9 @@ void OnSendDone(Interface* i, const abi::WorkCompletion& wc) {
 
 // Polls until the CQ is empty; false when the interface stops.
 bool Drain(Interface* i) {
-  abi::WorkCompletion wcs[16];
+  abi::WorkCompletion wcs[kPollBatch];
+  std::vector<uint32_t> repost;
+  repost.reserve(kPollBatch);
   for (;;) {
     uint32_t count = 0;
     {
@@ -84,15 +106,18 @@ bool Drain(Interface* i) {
       if (kernel::IbPollCq(i->al, i->cq, wcs, &count) != Status::SUCCESS) count = 0;
     }
     if (count == 0) return true;
+    repost.clear();
     for (uint32_t n = 0; n < count; ++n) {
       if ((wcs[n].wr_id & kCmWrBit) != 0) {
         CmOnCompletion(i, wcs[n]);
       } else if ((wcs[n].wr_id & kSendWrBit) != 0) {
         OnSendDone(i, wcs[n]);
       } else {
-        OnReceive(i, wcs[n]);
+        OnReceive(i, wcs[n], &repost);
       }
     }
+    RepostReceives(i, repost);
+    SendHeldFrames(i);  // flow.cc: slots the send completions freed take the frames held
   }
 }
 

@@ -53,7 +53,7 @@ void PostSlotLocked(Interface* i, uint32_t slot, size_t offset, size_t length, u
 void PostPacketLocked(Interface* i, std::span<const uint8_t> packet, uint64_t av, uint32_t qpn,
                       uint32_t qkey) {
   if (i->tx_free.empty() || packet.size() > kSlotBytes) {
-    ++i->counters.tx_dropped;
+    CountDropLocked(i, i->tx_free.empty() ? Drop::kSendQueueFull : Drop::kOversize, true);
     return;
   }
   const uint32_t slot = i->tx_free.back();
@@ -204,6 +204,10 @@ void StartResolve(Interface* i, const Gid& gid) {
 
 void Transmit(Interface* i, std::span<const uint8_t> frame) {
   if (i->lbfo != nullptr) return LbfoTransmit(i, frame);
+  TransmitFrame(i, frame, false);
+}
+
+void TransmitFrame(Interface* i, std::span<const uint8_t> frame, bool resend) {
   LocalIdentity local;
   {
     kernel::SpinLockGuard guard(i->lock);
@@ -212,6 +216,8 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
       return;
     }
     local = i->local;
+    // Older frames wait for the send ring (flow.cc): this one goes behind them.
+    if (HoldFrameLocked(i, frame, false, resend)) return;
   }
   for (const GroupChange& change : SnoopHostMembership(frame, local)) {
     if (change.join) {
@@ -220,7 +226,7 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
       LeaveGroup(i, change.mgid);
     }
   }
-  if (CmTransmit(i, frame)) return;
+  if (CmTransmit(i, frame, resend)) return;
   bool resolve = false, join = false;
   Gid target{};
   {
@@ -234,7 +240,7 @@ void Transmit(Interface* i, std::span<const uint8_t> frame) {
       return;
     }
     if (i->tx_free.empty()) {
-      ++i->counters.tx_dropped;
+      HoldFrameLocked(i, frame, true, resend);
       return;
     }
     const uint32_t slot = i->tx_free.back();

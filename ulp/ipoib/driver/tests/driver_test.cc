@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -50,6 +51,39 @@ class RecordingFace : public EthernetFace {
     std::lock_guard guard(mutex_);
     mtu_ = mtu;
   }
+  // Back-pressure: a host stack that honours it (WaitRunning before each frame).
+  void StopQueue() override {
+    std::lock_guard guard(mutex_);
+    stopped_ = true;
+    ++stops_;
+    cv_.notify_all();
+  }
+  void WakeQueue() override {
+    std::lock_guard guard(mutex_);
+    stopped_ = false;
+    ++wakes_;
+    cv_.notify_all();
+  }
+  bool WaitRunning() {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, kWait, [&] { return !stopped_; });
+  }
+  bool WaitStops(int n) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, kWait, [&] { return stops_ >= n; });
+  }
+  int stops() {
+    std::lock_guard guard(mutex_);
+    return stops_;
+  }
+  int wakes() {
+    std::lock_guard guard(mutex_);
+    return wakes_;
+  }
+  bool stopped() {
+    std::lock_guard guard(mutex_);
+    return stopped_;
+  }
   // What SetMtu had said when the carrier last came up (0: nothing).
   uint32_t mtu_at_carrier() {
     std::lock_guard guard(mutex_);
@@ -87,6 +121,8 @@ class RecordingFace : public EthernetFace {
   int carrier_changes_ = 0;
   uint32_t mtu_ = 0;  // the last SetMtu (0: never told)
   uint32_t mtu_at_carrier_ = 0;
+  bool stopped_ = false;
+  int stops_ = 0, wakes_ = 0;
 };
 
 void PutBe16(uint8_t* p, uint16_t v) {
@@ -183,6 +219,24 @@ bool SameCounts(abi::ObjectCounts a, abi::ObjectCounts b, bool sa_running = fals
     }
   }
   return same;
+}
+
+// White box: once every send of `i` completed, takes its free send slots away (the ring
+// looks full to Transmit); the caller gives them back.
+std::vector<uint32_t> TakeEverySendSlot(Interface* i) {
+  std::vector<uint32_t> taken;
+  for (int n = 0; n < 1000; ++n) {
+    {
+      kernel::SpinLockGuard guard(i->lock);
+      if (i->tx_free.size() == kTxSlots) {
+        taken.swap(i->tx_free);
+        return taken;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ADD_FAILURE() << "sends still outstanding after 10 s";
+  return taken;
 }
 
 class IpoibDriverTest : public ::testing::Test {
@@ -483,6 +537,123 @@ TEST_F(IpoibDriverTest, BadEncapsulationFromTheWireIsDroppedAndCounted) {
   ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
 }
 
+// Back-pressure (flow.cc): a burst larger than the send ring, from a host that honours
+// StopQueue/WakeQueue, arrives whole and in order, with no transmit drop. The ring is made
+// full at the start (white box: its free slots taken away) so the first frame must wait and
+// the face must be stopped; a send of the test's own (a bad-encapsulation packet B drops)
+// then completes with the slots back, the held frame goes and the face is woken. The burst
+// (400) is larger than the send ring (256) and smaller than B's receive ring (512).
+TEST_F(IpoibDriverTest, ABurstLargerThanTheSendRingArrivesWholeWithTheFacePausedAndResumed) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  const auto is_echo = [](const Frame& f) {
+    return f.size() > 34 && Be16(f.data() + 12) == kEthertypeIpv4 && f[23] == 1 && f[34] == 8;
+  };
+  // The path to B is resolved (the first echo waits for it).
+  const Frame first = Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, 0, 16));
+  Transmit(a_, first);
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(is_echo, &got));
+  InterfaceInfo before, before_b;
+  ASSERT_EQ(Query(a_, &before), Status::SUCCESS);
+  ASSERT_EQ(Query(b_, &before_b), Status::SUCCESS);
+  ASSERT_EQ(kTxSlots, 256u);
+  ASSERT_EQ(kRxSlots, 512u);
+  constexpr uint16_t kBurst = 400;
+
+  std::vector<uint32_t> taken = TakeEverySendSlot(a_);
+  ASSERT_EQ(taken.size(), kTxSlots) << "every send completed before the burst";
+  std::atomic<bool> sender_failed{false};
+  std::thread sender([&] {
+    for (uint16_t sequence = 1; sequence <= kBurst; ++sequence) {
+      if (!face_a_.WaitRunning()) {
+        sender_failed = true;
+        return;
+      }
+      Transmit(a_, Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, sequence, 16)));
+    }
+  });
+  // The first frame found the ring full: held, the face stopped, nothing else taken.
+  ASSERT_TRUE(face_a_.WaitStops(1));
+  {
+    kernel::SpinLockGuard guard(a_->lock);
+    EXPECT_EQ(a_->flow.held.size(), 1u);
+  }
+  EXPECT_TRUE(face_a_.stopped());
+  EXPECT_EQ(face_b_.count(is_echo), 0u);
+  // The slots back, and a send whose completion runs the CQ's DPC.
+  std::vector<uint8_t> bad_encap = {0x88, 0xB5, 0x00, 0x00};
+  bad_encap.resize(64, 0x45);
+  {
+    kernel::SpinLockGuard guard(a_->lock);
+    a_->tx_free.insert(a_->tx_free.end(), taken.begin(), taken.end());
+    const Gid mgid = BroadcastMgid(a_->local.pkey, a_->local.mcast_scope);
+    auto it = a_->groups.find(mgid);
+    ASSERT_NE(it, a_->groups.end());
+    PostPacketLocked(a_, bad_encap, it->second.av, 0xFFFFFF, it->second.qkey);
+  }
+  sender.join();
+  ASSERT_FALSE(sender_failed) << "the face was never woken";
+  for (uint16_t sequence = 1; sequence <= kBurst; ++sequence) {
+    ASSERT_TRUE(face_b_.WaitFrame(is_echo, &got)) << "echo " << sequence << " never arrived";
+    EXPECT_EQ(Be16(got.data() + 40), sequence) << "in order";
+    EXPECT_EQ(got, Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, sequence, 16)));
+  }
+  EXPECT_EQ(face_b_.count(is_echo), 0u) << "each once";
+  InterfaceInfo after, after_b;
+  ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
+  ASSERT_EQ(Query(b_, &after_b), Status::SUCCESS);
+  EXPECT_EQ(after.counters.tx_dropped, before.counters.tx_dropped);
+  EXPECT_EQ(after.counters.drops[static_cast<size_t>(Drop::kSendQueueFull)], 0u);
+  EXPECT_EQ(after.counters.tx_packets, before.counters.tx_packets + kBurst + 1);
+  EXPECT_EQ(after_b.counters.rx_packets, before_b.counters.rx_packets + kBurst);
+  EXPECT_GE(face_a_.stops(), 1);
+  EXPECT_EQ(face_a_.wakes(), face_a_.stops());
+  EXPECT_FALSE(face_a_.stopped());
+  kernel::SpinLockGuard guard(a_->lock);
+  EXPECT_TRUE(a_->flow.held.empty());
+}
+
+// A face that ignores StopQueue: frames beyond the hold's bound are dropped and counted as
+// send_queue_full (transmit drops), the ones held go once the ring has room.
+TEST_F(IpoibDriverTest, AFaceThatKeepsSendingPastAFullRingLosesOnlyWhatTheHoldCannotKeep) {
+  ASSERT_NO_FATAL_FAILURE(CreateBoth());
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  const auto is_echo = [](const Frame& f) {
+    return f.size() > 34 && Be16(f.data() + 12) == kEthertypeIpv4 && f[23] == 1 && f[34] == 8;
+  };
+  Transmit(a_, Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, 0, 16)));
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(is_echo, &got));
+  InterfaceInfo before;
+  ASSERT_EQ(Query(a_, &before), Status::SUCCESS);
+  std::vector<uint32_t> taken = TakeEverySendSlot(a_);
+  const uint16_t extra = 5;
+  for (uint16_t sequence = 1; sequence <= kMaxHeldFrames + extra; ++sequence)
+    Transmit(a_, Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, sequence, 16)));
+  EXPECT_EQ(face_a_.stops(), 1);
+  InterfaceInfo full;
+  ASSERT_EQ(Query(a_, &full), Status::SUCCESS);
+  EXPECT_EQ(full.counters.drops[static_cast<size_t>(Drop::kSendQueueFull)], extra);
+  EXPECT_EQ(full.counters.tx_dropped, before.counters.tx_dropped + extra);
+  std::vector<uint8_t> bad_encap = {0x88, 0xB5, 0x00, 0x00};
+  bad_encap.resize(64, 0x45);
+  {
+    kernel::SpinLockGuard guard(a_->lock);
+    a_->tx_free.insert(a_->tx_free.end(), taken.begin(), taken.end());
+    const Gid mgid = BroadcastMgid(a_->local.pkey, a_->local.mcast_scope);
+    auto it = a_->groups.find(mgid);
+    ASSERT_NE(it, a_->groups.end());
+    PostPacketLocked(a_, bad_encap, it->second.av, 0xFFFFFF, it->second.qkey);
+  }
+  for (uint16_t sequence = 1; sequence <= kMaxHeldFrames; ++sequence) {
+    ASSERT_TRUE(face_b_.WaitFrame(is_echo, &got)) << "echo " << sequence << " never arrived";
+    EXPECT_EQ(Be16(got.data() + 40), sequence) << "in order";
+  }
+  ASSERT_TRUE(face_a_.WaitRunning());
+  EXPECT_EQ(face_a_.wakes(), 1);
+}
+
 TEST_F(IpoibDriverTest, AtsRecordsFollowTheHostsAddresses) {
   ASSERT_NO_FATAL_FAILURE(CreateBoth());
   IpAddr v4;
@@ -518,7 +689,7 @@ TEST_F(IpoibDriverTest, ALinkFlapTakesTheCarrierDownAndBackWithTrafficResuming) 
   // Down: frames are dropped and counted.
   InterfaceInfo before;
   ASSERT_EQ(Query(a_, &before), Status::SUCCESS);
-  Transmit(a_, Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
+  Transmit(a_, Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
   InterfaceInfo after;
   ASSERT_EQ(Query(a_, &after), Status::SUCCESS);
   EXPECT_EQ(after.counters.tx_dropped, before.counters.tx_dropped + 1);
@@ -528,7 +699,7 @@ TEST_F(IpoibDriverTest, ALinkFlapTakesTheCarrierDownAndBackWithTrafficResuming) 
   ASSERT_TRUE(face_a_.WaitCarrier(true));
   ASSERT_TRUE(face_b_.WaitCarrier(true));
   const uint64_t queries = sa_->path_queries();
-  const Frame echo = Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 2, 100));
+  const Frame echo = Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, 2, 100));
   Transmit(a_, echo);
   Frame got;
   ASSERT_TRUE(face_b_.WaitFrame(
@@ -549,7 +720,7 @@ TEST_F(IpoibDriverTest, CaRemovalTakesTheCarrierDownAndLeavesNothing) {
   EXPECT_EQ(Query(a_, &info), Status::CA_REMOVED);
   EXPECT_FALSE(info.carrier);
   // A frame for a removed interface is dropped, not a crash.
-  Transmit(a_, Ipv4(mac_a_, peer_b_, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
+  Transmit(a_, Ipv4(mac_a_, mac_b_, kIpA, kIpB, 1, IcmpEcho(8, 1, 8)));
   DestroyInterface(a_);
   DestroyInterface(b_);
   EXPECT_TRUE(SameCounts(al::QueryNodeObjectCounts(node_->access_layer()), baseline_));

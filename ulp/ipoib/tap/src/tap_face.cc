@@ -81,7 +81,8 @@ std::unique_ptr<TapFace> TapFace::Create(const TapConfig& config, std::string* e
   if (!face->Configure(config.mac, config.mtu, error)) return nullptr;
   face->stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   face->mtu_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (face->stop_fd_ < 0 || face->mtu_fd_ < 0) {
+  face->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (face->stop_fd_ < 0 || face->mtu_fd_ < 0 || face->wake_fd_ < 0) {
     *error = Errno("eventfd");
     return nullptr;
   }
@@ -121,6 +122,7 @@ TapFace::~TapFace() {
   if (fd_ >= 0) close(fd_);
   if (stop_fd_ >= 0) close(stop_fd_);
   if (mtu_fd_ >= 0) close(mtu_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 void TapFace::Start(FrameHandler handler) {
@@ -142,20 +144,30 @@ void TapFace::ReadLoop() {
   // A TAP frame is at most the MTU plus the Ethernet header (and a VLAN tag).
   std::vector<uint8_t> buffer(kTapMaxMtu + 32);
   for (;;) {
-    pollfd fds[3] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}, {mtu_fd_, POLLIN, 0}};
-    if (poll(fds, 3, -1) < 0) {
+    // Stopped (StopQueue): the TAP is not polled for frames; WakeQueue's eventfd wakes us.
+    const bool stopped = stopped_.load(std::memory_order_acquire);
+    pollfd fds[4] = {{fd_, static_cast<short>(stopped ? 0 : POLLIN), 0},
+                     {stop_fd_, POLLIN, 0},
+                     {mtu_fd_, POLLIN, 0},
+                     {wake_fd_, POLLIN, 0}};
+    if (poll(fds, 4, -1) < 0) {
       if (errno == EINTR) continue;
       read_errors_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     if (fds[1].revents != 0) return;
     if (fds[2].revents != 0) ApplyPendingMtu();
+    if (fds[3].revents != 0) {
+      uint64_t drained;
+      (void)!read(wake_fd_, &drained, sizeof drained);
+    }
     if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
       read_errors_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    // Everything queued now, then poll again (the stop request is seen between batches).
-    for (int i = 0; i < 64; ++i) {
+    // Everything queued now, then poll again (the stop request is seen between batches);
+    // a StopQueue from the handler ends the batch at once.
+    for (int i = 0; i < 64 && !stopped_.load(std::memory_order_acquire); ++i) {
       const ssize_t n = read(fd_, buffer.data(), buffer.size());
       if (n < 0) {
         if (errno != EAGAIN && errno != EINTR) read_errors_.fetch_add(1, std::memory_order_relaxed);
@@ -180,6 +192,18 @@ void TapFace::DeliverToHost(std::span<const uint8_t> frame) {
   }
   to_host_frames_.fetch_add(1, std::memory_order_relaxed);
   to_host_bytes_.fetch_add(frame.size(), std::memory_order_relaxed);
+}
+
+void TapFace::StopQueue() {
+  if (!stopped_.exchange(true, std::memory_order_acq_rel))
+    stops_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TapFace::WakeQueue() {
+  if (!stopped_.exchange(false, std::memory_order_acq_rel)) return;
+  wakes_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
 }
 
 void TapFace::SetMtu(uint32_t mtu) {
@@ -266,6 +290,8 @@ TapCounters TapFace::counters() const {
   c.to_host_dropped = to_host_dropped_.load(std::memory_order_relaxed);
   c.read_errors = read_errors_.load(std::memory_order_relaxed);
   c.mtu_errors = mtu_errors_.load(std::memory_order_relaxed);
+  c.stops = stops_.load(std::memory_order_relaxed);
+  c.wakes = wakes_.load(std::memory_order_relaxed);
   return c;
 }
 

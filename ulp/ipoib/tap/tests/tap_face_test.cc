@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <sstream>
+#include <thread>
+
 #include "softib/ipoib/link_config.h"
 #include "tap_test_support.h"
 
@@ -128,6 +133,77 @@ TEST(TapFace, HostAnswersArpAndEchoInANamespace) {
   EXPECT_EQ(counters.to_host_bytes, 42u + 14u + 2044u);
   EXPECT_EQ(counters.to_host_dropped, 0u);
   EXPECT_GE(counters.from_host_frames, 2u);
+  face->Stop();
+}
+
+// Back-pressure: StopQueue from the handler (as the driver calls it from Transmit when its
+// send ring is full) stops the reader after that frame: what the host sends meanwhile waits
+// in the TAP's queue and comes out, all of it, after WakeQueue.
+TEST(TapFace, StopQueuePausesTheReaderUntilWakeQueue) {
+  REQUIRE_ROOT();
+  Netns ns;
+  std::string error;
+  TapConfig config;
+  config.name = TapName("p");
+  config.mac = kFaceMac;
+  config.mtu = 2044;
+  auto face = TapFace::Create(config, &error);
+  ASSERT_NE(face, nullptr) << error;
+  FrameQueue from_host;
+  std::atomic<int> handed{0};
+  face->Start([&](std::span<const uint8_t> frame) {
+    if (handed.fetch_add(1) == 0) face->StopQueue();  // the first frame fills "the ring"
+    from_host.Push(frame);
+  });
+  ASSERT_TRUE(link::MoveToNetns(face->name(), ns.name(), &error)) << error;
+  ASSERT_TRUE(link::AddAddress(face->name(), ns.name(), "198.18.0.1/24", &error)) << error;
+  face->SetCarrier(true);
+  ASSERT_TRUE(link::SetLinkUp(face->name(), ns.name(), true, &error)) << error;
+  // The ARP request makes the host answer (the first frame it sends, or an earlier one):
+  // the reader stops after it.
+  face->DeliverToHost(taptest::ArpRequest(kPeerMac, kPeerIp, kHostIp));
+  ASSERT_FALSE(from_host.WaitFor([](const std::vector<uint8_t>&) { return true; }).empty());
+  EXPECT_TRUE(face->stopped());
+  // Five echo requests: the host answers each (it knows the peer from its ARP request).
+  constexpr int kEchoes = 5;
+  for (int n = 1; n <= kEchoes; ++n)
+    face->DeliverToHost(taptest::EchoRequest(kFaceMac, kPeerMac, kPeerIp, kHostIp, 0x5B1B, n, 64));
+  // The host sent the replies (its ICMP OutEchoReps): they wait in the TAP, unread.
+  const auto out_echo_replies = [&]() -> long {
+    std::string out;
+    if (!link::RunIp({"netns", "exec", ns.name(), "cat", "/proc/net/snmp"}, &error, &out))
+      return -1;
+    std::istringstream lines(out);
+    std::string names, values;
+    while (std::getline(lines, names) && std::getline(lines, values)) {
+      if (names.rfind("Icmp:", 0) != 0) continue;
+      std::istringstream n(names), v(values);
+      std::string name, value;
+      while (n >> name && v >> value) {
+        if (name == "OutEchoReps") return std::stol(value);
+      }
+    }
+    return -1;
+  };
+  long replies = 0;
+  for (int n = 0; n < 500 && (replies = out_echo_replies()) < kEchoes; ++n)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(replies, kEchoes) << error;
+  EXPECT_EQ(face->counters().from_host_frames, 1u) << "nothing read while stopped";
+  EXPECT_EQ(handed.load(), 1);
+  face->WakeQueue();
+  EXPECT_FALSE(face->stopped());
+  for (int n = 1; n <= kEchoes; ++n) {
+    const std::vector<uint8_t> echo = from_host.WaitFor([n](const std::vector<uint8_t>& f) {
+      return f.size() >= 42 && Be16(f, 12) == 0x0800 && f[23] == 1 && f[34] == 0 &&
+             Be16(f, 40) == n;
+    });
+    ASSERT_FALSE(echo.empty()) << "echo reply " << n << " after WakeQueue";
+  }
+  const TapCounters counters = face->counters();
+  EXPECT_EQ(counters.stops, 1u);
+  EXPECT_EQ(counters.wakes, 1u);
+  EXPECT_GE(counters.from_host_frames, 1u + kEchoes);
   face->Stop();
 }
 

@@ -111,6 +111,8 @@ const char* DropName(Drop drop) {
       return "bad_encap";
     case Drop::kLoopedBack:
       return "looped_back";
+    case Drop::kSendQueueFull:
+      return "send_queue_full";
     case Drop::kCount:
       break;
   }

@@ -89,6 +89,7 @@ TEST(DropName, NamesEveryCause) {
   EXPECT_STREQ(DropName(Drop::kBadNd), "bad_nd");
   EXPECT_STREQ(DropName(Drop::kNoNeighbour), "no_neighbour");
   EXPECT_STREQ(DropName(Drop::kBadEncap), "bad_encap");
+  EXPECT_STREQ(DropName(Drop::kSendQueueFull), "send_queue_full");
   EXPECT_STREQ(DropName(Drop::kLoopedBack), "looped_back");
   EXPECT_STREQ(DropName(Drop::kCount), "unknown");
 }

@@ -20,6 +20,18 @@ class EthernetFace {
   // The interface's MTU changed (the broadcast group's answer may lower what the port
   // offers); told before the carrier comes up with it. IRQL <= DISPATCH, must not block.
   virtual void SetMtu(uint32_t mtu) = 0;
+  // (Added by the udflow work.) Back-pressure, as a NIC driver's netif_stop_queue /
+  // netif_wake_queue: StopQueue when the driver's send ring is full (the frame just handed
+  // is kept and sent later; the face should hand no more, so that the host's stack holds
+  // them), WakeQueue once the driver can take frames again. Always in pairs: StopQueue,
+  // then WakeQueue. A face that keeps handing frames meanwhile gets them held up to a bound,
+  // then dropped and counted (Drop::kSendQueueFull). Called with the driver's interface
+  // lock held (so that a StopQueue never arrives after the WakeQueue answering it), from
+  // the face's own Transmit call (StopQueue) or the driver's DPC (WakeQueue): set a flag or
+  // signal, never call into the driver. IRQL <= DISPATCH, must not block. The defaults
+  // ignore them.
+  virtual void StopQueue() {}
+  virtual void WakeQueue() {}
 };
 
 }  // namespace softib::ipoib

@@ -87,6 +87,7 @@ enum class Drop : uint8_t {
   kNoNeighbour,       // unicast to / from an address the table does not know
   kBadEncap,          // wire: encapsulation type unknown or reserved bits set
   kLoopedBack,        // wire: our own multicast coming back (not an error)
+  kSendQueueFull,     // driver: the send ring full and the frames held for it at their bound
   kCount
 };
 const char* DropName(Drop drop);

@@ -34,9 +34,10 @@ inline constexpr uint32_t kTapMaxMtu = 65521;
 struct TapCounters {
   uint64_t from_host_frames = 0, from_host_bytes = 0;  // read from the TAP, handed on
   uint64_t to_host_frames = 0, to_host_bytes = 0;      // DeliverToHost, written
-  uint64_t to_host_dropped = 0;  // DeliverToHost refused: queue full (EAGAIN) or interface down
-  uint64_t read_errors = 0;      // a read that failed for another reason than EAGAIN
-  uint64_t mtu_errors = 0;       // an MTU the driver asked for that `ip` could not set
+  uint64_t to_host_dropped = 0;   // DeliverToHost refused: queue full (EAGAIN) or interface down
+  uint64_t read_errors = 0;       // a read that failed for another reason than EAGAIN
+  uint64_t mtu_errors = 0;        // an MTU the driver asked for that `ip` could not set
+  uint64_t stops = 0, wakes = 0;  // StopQueue / WakeQueue: the reader paused and resumed
 };
 
 class TapFace final : public EthernetFace {
@@ -68,6 +69,13 @@ class TapFace final : public EthernetFace {
   // Taken over by the reader thread (an MTU is set from the interface's namespace, with
   // `ip`, which a DPC must not wait for); a failure is retried after SetNamespace.
   void SetMtu(uint32_t mtu) override;
+  // Back-pressure: StopQueue pauses the reader thread (it reads no frame after the one being
+  // handed, so the host's frames wait in the TAP's queue, whose length is the interface's
+  // txqueuelen: the tun driver drops beyond it and counts in `ip -s link` TX dropped);
+  // WakeQueue resumes it. Any thread; never block.
+  void StopQueue() override;
+  void WakeQueue() override;
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
   // The interface was moved into `netns` ("": the caller's), where SetMtu acts, and is
   // named `name` there now (a TAP is created under a temporary name when it is meant for
   // another namespace, so two namespaces may each have their "ib0"). Called once the
@@ -96,6 +104,8 @@ class TapFace final : public EthernetFace {
   std::atomic<uint32_t> mtu_{0};
   std::atomic<uint32_t> pending_mtu_{0};  // SetMtu's, for the reader thread (0: none)
   int mtu_fd_ = -1;                       // eventfd: wakes the reader thread to apply it
+  int wake_fd_ = -1;                      // eventfd: wakes the reader thread after WakeQueue
+  std::atomic<bool> stopped_{false};      // StopQueue: the reader reads nothing until WakeQueue
   std::mutex netns_mutex_;
   std::string netns_;
   bool settled_ = false;  // MovedTo called: the interface stays where it is
@@ -105,7 +115,7 @@ class TapFace final : public EthernetFace {
   FrameHandler handler_;
   std::thread reader_;
   std::atomic<uint64_t> from_host_frames_{0}, from_host_bytes_{0}, to_host_frames_{0},
-      to_host_bytes_{0}, to_host_dropped_{0}, read_errors_{0}, mtu_errors_{0};
+      to_host_bytes_{0}, to_host_dropped_{0}, read_errors_{0}, mtu_errors_{0}, stops_{0}, wakes_{0};
 };
 
 }  // namespace softib::ipoib
