@@ -6,7 +6,9 @@
 # test (sibd-<pid>-a/-b). udhcpc gets a lease from 198.18.0.50-60 and applies it; dnsmasq's
 # lease file shows the client identifier the driver added: ff, IAID = P_Key 0000ffff, DUID-LL
 # (type 3, hardware type 32) with host-0004's port GUID; ping from the server reaches the
-# leased address. About 6 s.
+# leased address. The host's stack announces the lease and the driver learns it (softibd's
+# address watch): `softib ibat ips` on host-0004 lists the leased address with its GID, and
+# `softib ibat resolve` from host-0002 finds host-0004 by it. About 6 s.
 #   ipoib_dhcp_test.sh SOFTIBD SOFTIB
 set -euo pipefail
 softibd=$1
@@ -95,4 +97,16 @@ echo "lease: $line"
 replies=$(ip netns exec "$ns_a" ping -c 3 -i 0.2 -W 2 "$addr" 2>&1 | sed -nE 's/.* ([0-9]+) received.*/\1/p')
 [[ $replies == 3 ]] || fail "ping to the leased $addr: $replies/3"
 echo "ping $addr: 3/3 replies"
+
+# The lease reached the driver: IBAT lists it (bounded wait: the announcement is async).
+for _ in $(seq 100); do
+  "$softib" ibat ips --run-dir "$run/host-0004" >"$work/ips.out" 2>&1 || true
+  grep -q "^$addr ${gid} " "$work/ips.out" && break
+  sleep 0.05
+done
+grep -q "^$addr ${gid} " "$work/ips.out" || fail "ibat ips on host-0004 lacks $addr (${gid}): $(cat "$work/ips.out")"
+"$softib" ibat resolve --run-dir "$run/host-0002" "$addr" >"$work/resolve.out" 2>&1 ||
+  fail "ibat resolve $addr: $(cat "$work/resolve.out")"
+grep -q "dgid ${gid#gid }" "$work/resolve.out" || fail "ibat resolve $addr: not host-0004's ${gid}: $(cat "$work/resolve.out")"
+echo "ibat: $addr is host-0004's ${gid}"
 echo PASS
