@@ -247,6 +247,7 @@ Bytes EthIcmp6(const Mac& src, const Mac& dst, const IpAddr& from, const IpAddr&
   f.insert(f.end(), hop_by_hop.begin(), hop_by_hop.end());
   const size_t icmp_at = f.size();
   f.insert(f.end(), icmp.begin(), icmp.end());
+  ip = f.data() + 14;  // the inserts may have moved the frame
   uint32_t sum = 0;
   for (size_t k = 8; k < 40; k += 2) sum += Get16(ip + k);
   sum += static_cast<uint32_t>(icmp.size()) + 58;
