@@ -77,7 +77,7 @@ class Driver {
   // IBAT (ibat.cc): the single-port interfaces (LBFO members, not teams) in creation order,
   // readable at DISPATCH. Lock order: ibat_lock, then an interface's lock.
   kernel::KSpinLock ibat_lock;
-  std::vector<Interface*> ibat_interfaces;  // under ibat_lock
+  std::vector<Interface*> ibat_interfaces;      // under ibat_lock
   kernel::DeviceObject* ibat_device = nullptr;  // "ibat" (ibat_device.cc)
 };
 
