@@ -444,6 +444,17 @@ Status CreateLbfo(Driver* driver, const InterfaceConfig& config, EthernetFace* f
     DestroyLbfo(team);
     return status;
   }
+  // Each member drops what the other sends to a group both hear (one subnet): the host would
+  // get its own ARP requests and Neighbour Advertisements back, from a stranger's MAC.
+  HwAddr hw[2];
+  for (int n = 0; n < 2; ++n) {
+    kernel::SpinLockGuard guard(t->members[n]->lock);
+    hw[n] = t->members[n]->local.hw;
+  }
+  for (int n = 0; n < 2; ++n) {
+    kernel::SpinLockGuard guard(t->members[n]->lock);
+    t->members[n]->lbfo_sibling = hw[1 - n];
+  }
   {
     std::lock_guard guard(driver->mutex);
     driver->interfaces.push_back(team);
@@ -511,6 +522,12 @@ void LbfoTransmit(Interface* team, std::span<const uint8_t> frame) {
     }
   }
   Transmit(t->members[use], frame);
+}
+
+bool LbfoFromSiblingLocked(const Interface* member, const RxSource& source) {
+  const HwAddr& sibling = member->lbfo_sibling;
+  return source.has_grh && sibling.qpn != 0 && (source.qpn & 0xFFFFFF) == sibling.qpn &&
+         source.sgid == sibling.gid;
 }
 
 Mac LbfoMac(Interface* team) {

@@ -1080,6 +1080,16 @@ TEST_F(IpoibLbfoBalanceTest, UnicastFlowsSpreadOverBothPortsAndArriveOnThePeersA
   EXPECT_EQ(a3.tx[0] - a2.tx[0], 2u) << "the ARP request and the datagram";
   EXPECT_EQ(a3.tx[1], a2.tx[1]);
   EXPECT_EQ(Info(a_).counters.tx_dropped, 0u);
+  // A's port 2 heard what port 1 sent to the groups (one subnet): dropped as the team's own,
+  // the host never got its ARP requests back.
+  EXPECT_TRUE(WaitFor(
+      [&] { return Info(a_).counters.drops[static_cast<size_t>(Drop::kLoopedBack)] >= 2; }));
+  EXPECT_EQ(face_a_.count([](const Frame& f) {
+    uint8_t own[4];
+    PutIp(own, kIpA);
+    return IsArp(f, 1) && std::memcmp(f.data() + 28, own, 4) == 0;
+  }),
+            0u);
 }
 
 // A's active port goes down: every flow moves to port 2, A announces its new hardware address
