@@ -284,20 +284,19 @@ TEST_F(IpoibDriverTest, CarrierComesUpWhenTheBroadcastGroupIsJoined) {
   const uint32_t ib_mtu = 128u << group.mtu;
   EXPECT_EQ(info.mtu, ib_mtu - 4);
   EXPECT_EQ(InterfaceMtu(a_), ib_mtu - 4);
-  // Then the all-hosts and all-nodes groups, full member: the host listens to both unasked.
-  const Gid all_hosts = Ipv4MulticastMgid(0xE0000001, 0xFFFF);
+  // Then the all-nodes group, full member: the host listens to it unasked.
   const uint8_t all_nodes_ip[16] = {0xFF, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   const Gid all_nodes = Ipv6MulticastMgid(all_nodes_ip, 0xFFFF);
   ASSERT_TRUE(WaitFor([&] {
-    return Query(a_, &info) == Status::SUCCESS && info.groups.size() == 3 &&
-           Query(b_, &info) == Status::SUCCESS && info.groups.size() == 3;
+    return Query(a_, &info) == Status::SUCCESS && info.groups.size() == 2 &&
+           Query(b_, &info) == Status::SUCCESS && info.groups.size() == 2;
   }));
   ASSERT_EQ(Query(a_, &info), Status::SUCCESS);
   std::map<Gid, GroupInfo> joined;
   for (const GroupInfo& g : info.groups) joined[g.mgid] = g;
   ASSERT_EQ(joined.count(bcast), 1u);
   EXPECT_EQ(joined[bcast].mlid, group.mlid);
-  for (const Gid& mgid : {bcast, all_hosts, all_nodes}) {
+  for (const Gid& mgid : {bcast, all_nodes}) {
     ASSERT_EQ(joined.count(mgid), 1u);
     EXPECT_FALSE(joined[mgid].send_only);
     EXPECT_EQ(sa_->groups().at(mgid).members.size(), 2u);
@@ -1070,9 +1069,21 @@ TEST_F(IpoibLbfoBalanceTest, UnicastFlowsSpreadOverBothPortsAndArriveOnThePeersA
   Transmit(a_, Arp(1, mac_a_, kBroadcast, mac_a_, kIpA, Mac{}, kIpB));
   Frame request;
   ASSERT_TRUE(face_b_.WaitFrame([](const Frame& f) { return IsArp(f, 1); }, &request));
-  const Mac group_mac = {0x01, 0x00, 0x5E, 0x00, 0x00, 0x01};  // 224.0.0.1: B listens
+  // B's host listens to 239.1.1.1 (an IGMPv2 report; its team joins on its active port).
+  constexpr uint32_t kGroup = 0xEF010101;
+  const Mac group_mac = {0x01, 0x00, 0x5E, 0x01, 0x01, 0x01};
+  std::vector<uint8_t> report = {0x16, 0, 0, 0, 0xEF, 0x01, 0x01, 0x01};
+  PutBe16(report.data() + 2, IpChecksum(report.data(), report.size()));
+  Transmit(b_, Ipv4(mac_b_, group_mac, kIpB, kGroup, 2, report, 1));
+  const Gid mgid = Ipv4MulticastMgid(kGroup, 0xFFFF);
+  ASSERT_TRUE(WaitFor([&] {
+    for (const GroupInfo& g : Info(b_).groups) {
+      if (g.mgid == mgid && !g.send_only) return true;
+    }
+    return false;
+  }));
   const std::vector<uint8_t> udp = {0x13, 0x88, 0x13, 0x88, 0, 12, 0, 0, 'l', 'b', 'f', 'o'};
-  Transmit(a_, Ipv4(mac_a_, group_mac, kIpA, 0xE0000001, 17, udp, 1));
+  Transmit(a_, Ipv4(mac_a_, group_mac, kIpA, kGroup, 17, udp, 1));
   Frame got;
   ASSERT_TRUE(face_b_.WaitFrame(
       [](const Frame& f) { return f.size() > 34 && f[23] == 17 && f[0] == 0x01; }, &got));
