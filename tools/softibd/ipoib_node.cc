@@ -214,7 +214,8 @@ std::string IpoibNode::Show(const std::string& name) {
         << "\n";
     for (const auto& p : info.lbfo_ports) {
       out << "    port " << unsigned(p.port) << " carrier " << (p.carrier ? "up" : "down")
-          << (p.active ? " active" : " standby") << " qpn " << IpoibHex(p.qpn, 6) << "\n";
+          << (p.active ? " active" : " standby") << " qpn " << IpoibHex(p.qpn, 6) << " tx "
+          << p.tx_packets << " rx " << p.rx_packets << "\n";
     }
   }
   out << "  ats " << ipoib::RegisteredAtsRecords(held.interface) << " records\n";

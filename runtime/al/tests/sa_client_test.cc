@@ -4,6 +4,7 @@
 // GetSaResponse gives (one MAD and RMPP), the PathRecord cache (hits, misses, dropped on an
 // SM change), timeouts and cancellation, service registration with lease renewal and
 // Delete, multicast joins (attach, re-join after an SM change, Delete) and Reports.
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -553,6 +554,62 @@ TEST_F(SaClientTest, JoinAttachesRejoinsAfterAnSmChangeAndLeaves) {
   in.qp.value = rc.qp;
   PendingCall wrong;
   EXPECT_EQ(kernel::IbJoinMcast(client_->al(), in, out, wrong.irp), Status::INVALID_SERVICE_TYPE);
+}
+
+// A join left while its re-join after an SM change is still unanswered: the membership (and
+// with it the file's objects) goes at once — the AL cancels the Set in flight — not when that
+// Set runs out of tries (2 s × 2 here). IPoIB leaves its old joins after a port's return while
+// the AL re-tells them, and a file's end must not wait for an SA that will never answer.
+TEST_F(SaClientTest, LeavingAJoinWhoseRejoinIsUnansweredEndsItAtOnce) {
+  Side ud;
+  client_->Build(a_guid_, a_lid_, &ud, abi::QpType::UD);
+  BringUpUd(*client_, ud.qp, 0x1234);
+  abi::JoinMcastIn in{};
+  in.qp.value = ud.qp;
+  in.port_guid = a_port_guid_;
+  in.component_mask = 1 | 2 | (1ull << 16);  // MGID, PortGID, JoinState
+  in.timeout_ms = 2000;
+  in.retry_count = 1;
+  in.member_record[0] = 0xFF;
+  in.member_record[1] = 0x12;
+  in.member_record[15] = 0x43;
+  std::memcpy(in.member_record + 24, &a_port_guid_, 8);
+  in.member_record[48] = 0x01;  // FullMember
+  abi::JoinMcastOut out{};
+  PendingCall call;
+  ASSERT_EQ(kernel::IbJoinMcast(client_->al(), in, out, call.irp), Status::PENDING);
+  Bytes request = NextRequest();
+  ASSERT_EQ(request.size(), 256u);
+  Bytes joined(request.begin() + 56, request.begin() + 108);
+  Put16(&joined[36], 0xC008);  // MLID
+  Answer(request, kGetResp, 0, 56, {joined});
+  ASSERT_TRUE(call.WaitDone());
+  ASSERT_EQ(call.status.load(), Status::SUCCESS);
+  EXPECT_EQ(al::QueryNodeObjectCounts(node_->access_layer()).mcast_join, 1u);
+  // The SM changes: the join is told again; the SA does not answer.
+  SetMasterSm(a_lid_);
+  SetMasterSm(b_lid_);
+  request = NextRequest();
+  ASSERT_EQ(request.size(), 256u);
+  EXPECT_EQ(request[3], kSet);
+  EXPECT_EQ(Be16(request, 16), kMcMember);
+  const auto left = std::chrono::steady_clock::now();
+  ASSERT_EQ(kernel::IbLeaveMcast(client_->al(), {{out.join.value}}), Status::SUCCESS);
+  while (al::QueryNodeObjectCounts(node_->access_layer()).mcast_join != 0 &&
+         std::chrono::steady_clock::now() - left < std::chrono::seconds(6)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto gone = std::chrono::steady_clock::now() - left;
+  EXPECT_EQ(al::QueryNodeObjectCounts(node_->access_layer()).mcast_join, 0u);
+  EXPECT_LT(gone, std::chrono::milliseconds(1000))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(gone).count() << " ms";
+  // The leave's Delete still reaches the SA.
+  do {
+    request = NextRequest();
+  } while (request.size() == 256 && request[3] == kSet);
+  ASSERT_EQ(request.size(), 256u);
+  EXPECT_EQ(request[3], kDelete);
+  EXPECT_EQ(client_->DestroyQp({{ud.qp}}), Status::SUCCESS);
 }
 
 TEST_F(SaClientTest, SubscriptionsGetTheirReportsAndTheSaItsReportResponse) {

@@ -35,11 +35,17 @@ struct NodeStack::State {
 
 namespace {
 
+// A stable node GUID per (node, CA index): the Mellanox OUI, a 16-bit hash of the node name,
+// the index (16 bits) and a zero low byte. The HCA gives port p the GUID node GUID + p, so the
+// low byte is the CA's own (its ports: 1..254) and a CA's port GUIDs never equal another CA's
+// node or port GUIDs. (With the index in the low bits, CA i's port 1 had CA i+1's node GUID,
+// and a two-port CA's port 2 the next CA's port-1 GUID: the AL, which finds a port by its
+// GUID, took one for the other.)
 uint64_t DerivedGuid(const std::string& node_name, uint32_t index) {
-  // A stable GUID per (node, CA index): the Mellanox OUI, a hash of the node name, the index.
   uint32_t hash = 2166136261u;
   for (const char c : node_name) hash = (hash ^ static_cast<uint8_t>(c)) * 16777619u;
-  return 0x0002C90000000000ull | (uint64_t{hash & 0xFFFFFF} << 16) | (index & 0xFFFF);
+  const uint32_t folded = (hash ^ (hash >> 16)) & 0xFFFF;
+  return 0x0002C90000000000ull | (uint64_t{folded} << 24) | (uint64_t{index & 0xFFFF} << 8);
 }
 
 }  // namespace

@@ -8,10 +8,13 @@
 
 #include <stdlib.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "kernel/hca/ci_irp.h"
 #include "kernel/verbs_ca_direct.h"
@@ -21,6 +24,7 @@
 #include "softib/kernel/event.h"
 #include "softib/kernel/io.h"
 #include "softib/kernel/pnp.h"
+#include "softib/mad/mad_sm.h"
 
 namespace softib::stack {
 namespace {
@@ -167,6 +171,48 @@ TEST(NodeStack, SeveralNodesLiveInOneProcessWithDistinctGuids) {
   EXPECT_EQ(b->ca_device_name(0x1111), "hca-0000000000001111");
   a.reset();
   EXPECT_EQ(AlCaGuids(b->node()).size(), 4u);
+}
+
+// A port's (NodeGUID, PortGUID) as its SMA answers SubnGet(NodeInfo) on it.
+std::pair<uint64_t, uint64_t> NodeInfoGuids(NodeStack& node, uint64_t ca, uint8_t port) {
+  std::array<uint8_t, 256> request{}, response{};
+  request[0] = 1;
+  request[1] = 0x01;  // LID-routed subnet management
+  request[2] = 1;
+  request[3] = 0x01;   // Get
+  request[17] = 0x11;  // NodeInfo
+  EXPECT_EQ(node.LocalMad(ca, port, request, response), Status::SUCCESS);
+  mad::NodeInfo info{};
+  EXPECT_TRUE(info.Unpack(std::span<const uint8_t>(response.data() + 64, mad::NodeInfo::kSize)));
+  return {info.NodeGUID, info.PortGUID};
+}
+
+// Derived GUIDs (CaConfig::node_guid 0) of multi-port CAs, at boot and added at run time: no
+// node or port GUID equals another (the AL, the SA and IPoIB find a port by its GUID).
+TEST(NodeStack, DerivedGuidsOfMultiPortCasNeverCollide) {
+  Status status;
+  NodeConfig config;
+  config.name = "guids";
+  config.cas = {CaConfig{0, 2}, CaConfig{0, 2}, CaConfig{0, 1}};
+  auto node = NodeStack::Boot(config, &status);
+  ASSERT_EQ(status, Status::SUCCESS);
+  uint64_t added = 0;
+  ASSERT_EQ(node->AddCa(CaConfig{0, 3}, &added), Status::SUCCESS);
+  const std::vector<uint8_t> ports = {2, 2, 1, 3};
+  const auto cas = node->ca_guids();
+  ASSERT_EQ(cas.size(), ports.size());
+  EXPECT_EQ(cas[3], added);
+  std::set<uint64_t> seen;
+  for (size_t n = 0; n < cas.size(); ++n) {
+    EXPECT_TRUE(seen.insert(cas[n]).second) << "node GUID " << std::hex << cas[n];
+    for (uint8_t port = 1; port <= ports[n]; ++port) {
+      const auto [node_guid, port_guid] = NodeInfoGuids(*node, cas[n], port);
+      EXPECT_EQ(node_guid, cas[n]);
+      EXPECT_TRUE(seen.insert(port_guid).second)
+          << "CA " << n << " port " << int{port} << ": GUID " << std::hex << port_guid;
+    }
+  }
+  EXPECT_EQ(seen.size(), 4u + 8u);
 }
 
 TEST(NodeStack, CasComeAndGoAtRunTime) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <utility>
 
 namespace softib::al::sa {
 
@@ -109,13 +111,48 @@ void SaMembership::Tell(uint8_t method) {
     SaOf(al_)->Send(now, request, timeout_ms_, retries_, [](Status, const SaAnswer&) {});
     return;
   }
+  SendSet(now, request, [this](Status s, const SaAnswer& answer) {
+    if (s == Status::SUCCESS && answer.valid && answer.mad_status == 0) OnRetold(answer);
+  });
+}
+
+// A Set of the record again (a renewal, a Redo), its answer to `done`. The object is held
+// until the answer; its end (OnDestroy) cancels the request, so a file's end does not wait
+// for an SA that no longer answers (up to timeout × tries) to let the object and its file go.
+void SaMembership::SendSet(const SaPort& port, const SaRequest& request, SaDone done) {
+  auto call = std::make_shared<SetCall>();
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (ended_) return;
+  }
   Hold();
+  SaTicket ticket;
   const Status status = SaOf(al_)->Send(
-      now, request, timeout_ms_, retries_, [this](Status s, const SaAnswer& answer) {
-        if (s == Status::SUCCESS && answer.valid && answer.mad_status == 0) OnRetold(answer);
+      port, request, timeout_ms_, retries_,
+      [this, call, done = std::move(done)](Status s, const SaAnswer& answer) {
+        {
+          kernel::SpinLockGuard guard(lock_);
+          call->done = true;
+          std::erase(sets_, call);
+        }
+        done(s, answer);
         Release();
-      });
-  if (status != Status::SUCCESS) Release();
+      },
+      &ticket);
+  if (status != Status::SUCCESS) {
+    Release();
+    return;
+  }
+  bool cancel = false;
+  {
+    kernel::SpinLockGuard guard(lock_);
+    if (!call->done) {
+      call->ticket = ticket;
+      cancel = ended_;  // OnDestroy ran meanwhile: it did not see this one
+      if (!cancel) sets_.push_back(call);
+    }
+  }
+  if (cancel) SaOf(al_)->Cancel(ticket);
 }
 
 void SaMembership::Redo() {
@@ -143,17 +180,13 @@ bool TryAgainLater(Status status, const SaAnswer& answer) {
 void SaMembership::Retell() {
   SaPort now;  // the port's present SM; a port that is not active redoes at its return
   if (SaOf(al_)->FindPort(htobe64(port_.port_guid), &now) != Status::SUCCESS) return;
-  Hold();
-  const Status status = SaOf(al_)->Send(
-      now, Request(kSet), timeout_ms_, retries_, [this](Status s, const SaAnswer& answer) {
-        if (s == Status::SUCCESS && answer.valid && answer.mad_status == 0) {
-          OnRetold(answer);
-        } else if (TryAgainLater(s, answer)) {
-          ArmRetell();
-        }
-        Release();
-      });
-  if (status != Status::SUCCESS) Release();
+  SendSet(now, Request(kSet), [this](Status s, const SaAnswer& answer) {
+    if (s == Status::SUCCESS && answer.valid && answer.mad_status == 0) {
+      OnRetold(answer);
+    } else if (TryAgainLater(s, answer)) {
+      ArmRetell();
+    }
+  });
 }
 
 void SaMembership::ArmRetell() {
@@ -180,6 +213,7 @@ void SaMembership::RetellDpc(kernel::Kdpc*, void* context, void*, void*) {
 void SaMembership::OnDestroy() {
   bool published;
   SaTicket ticket;
+  std::vector<std::shared_ptr<SetCall>> sets;
   for (;;) {
     kernel::SpinLockGuard guard(lock_);
     ended_ = true;
@@ -187,12 +221,14 @@ void SaMembership::OnDestroy() {
     if (in_answer_ && !destroying_self_) continue;
     published = published_;
     ticket = ticket_;
+    sets.swap(sets_);
     break;
   }
   StopWaiting();
   if (kernel::KeCancelTimer(&retell_timer_)) Release();
   SaOf(al_)->RemoveRedo(this);
   if (ticket) SaOf(al_)->Cancel(ticket);
+  for (const auto& set : sets) SaOf(al_)->Cancel(set->ticket);
   OnEnd();
   if (published && ShouldUndo()) Tell(kDelete);
 }

@@ -6,6 +6,7 @@
 // SA again after an SM change, a LID change, a reregister request or the port's return.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -67,6 +68,11 @@ class SaMembership : public Waitable, public SaRedo {
  private:
   void Answered(kernel::Status status, const SaAnswer& answer);
   void OnDestroy() override;
+  struct SetCall {
+    SaTicket ticket;    // lock_
+    bool done = false;  // lock_: its answer (or the cancel) came
+  };
+  void SendSet(const SaPort& port, const SaRequest& request, SaDone done);
   void Retell();     // the Set of a Redo, its answer checked
   void ArmRetell();  // a retry of it later, unless ended or out of tries
   static void RetellDpc(kernel::Kdpc*, void* context, void*, void*);
@@ -79,9 +85,10 @@ class SaMembership : public Waitable, public SaRedo {
   void* out_ = nullptr;  // the creating verb's output, until answered
   std::size_t out_size_ = 0;
   uint64_t* handle_out_ = nullptr;
-  SaTicket ticket_;               // lock_: the creating request
-  bool in_answer_ = false;        // lock_: Answered runs (OnDestroy waits for it)
-  bool destroying_self_ = false;  // lock_: Answered destroys the refused object
+  SaTicket ticket_;                             // lock_: the creating request
+  std::vector<std::shared_ptr<SetCall>> sets_;  // lock_: Sets in flight (SendSet)
+  bool in_answer_ = false;                      // lock_: Answered runs (OnDestroy waits for it)
+  bool destroying_self_ = false;                // lock_: Answered destroys the refused object
 };
 
 // The common part of the creating verbs (RegisterService, JoinMcast, SubscribeReport): the

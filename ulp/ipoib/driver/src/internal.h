@@ -169,6 +169,7 @@ class Interface {
   // one per port, do the work); a member has `team`. Both null for a plain interface.
   Lbfo* lbfo = nullptr;
   Interface* team = nullptr;
+  HwAddr lbfo_sibling{};  // lock: a member's view of the other member's address (lbfo.cc)
   PortFdo* port = nullptr;
   EthernetFace* face = nullptr;
   InterfaceConfig config;
@@ -325,6 +326,9 @@ Mac LbfoMac(Interface* team);
 uint32_t LbfoMtu(Interface* team);
 kernel::Status LbfoQuery(Interface* team, InterfaceInfo* info);
 void LbfoSetAddresses(Interface* team, std::span<const IpAddr> addresses);
+// A member's packet that its team's other member sent (a broadcast or multicast both members
+// hear on one subnet): the team's own, never the host's news. Under the member's lock.
+bool LbfoFromSiblingLocked(const Interface* member, const RxSource& source);
 size_t LbfoAtsRecords(Interface* team);
 
 // ---- ibat.cc ----

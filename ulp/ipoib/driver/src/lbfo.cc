@@ -23,11 +23,16 @@
 // new port), joins the host's full-member groups on the new member, and announces the new
 // hardware address: a gratuitous ARP request for each IPv4 address and an unsolicited
 // Neighbour Advertisement (override) for each IPv6 address the host used (snooped from its
-// frames, plus SetAddresses'), sent as host frames through the new member's translation.
+// frames, plus SetAddresses'), sent as host frames through the new member's translation, and
+// sent again kLbfoAnnounceRepeats times, 200 ms after the first then at doubling intervals
+// (a timer's DPC; bonding's num_grat_arp / num_unsol_na repeat too): a peer whose own port
+// came back with ours joins the broadcast group after our first announcement went out — a
+// second later when its first join request was lost (the SA's timeout).
 //
 // Locking: Lbfo::lock guards the state below it; member interfaces are called with it
 // released, the face too. Members never call each other.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -42,6 +47,8 @@ class Lbfo;
 namespace {
 
 constexpr size_t kMaxLbfoAddresses = 16;
+constexpr int kLbfoAnnounceRepeats = 4;  // at 0.2, 0.6, 1.4 and 3 s after the move
+constexpr auto kLbfoAnnounceFirstDelay = std::chrono::milliseconds(200);
 
 void OnMemberCarrier(Lbfo* t, int index, bool up);
 void OnMemberDeliver(Lbfo* t, int index, std::span<const uint8_t> frame);
@@ -71,6 +78,8 @@ class Lbfo {
   InterfaceConfig config;
   Interface* members[2] = {nullptr, nullptr};  // set during creation, constant afterwards
   std::unique_ptr<LbfoMemberFace> member_faces[2];
+  kernel::Kdpc announce_dpc;
+  kernel::Ktimer announce_timer;
   kernel::KSpinLock lock;
   // ---- under `lock` ----
   bool carriers[2] = {false, false};
@@ -84,6 +93,8 @@ class Lbfo {
   std::vector<IpAddr> ats;        // SetAddresses: registered by the active member
   uint64_t moves = 0;
   uint64_t tx_dropped = 0;
+  int announce_left = 0;      // repeats of the last move's announcement still due
+  bool primary_seen = false;  // member 0 has had a carrier
 };
 
 namespace {
@@ -251,6 +262,41 @@ std::vector<uint8_t> UnsolicitedNa(const Mac& mac, const IpAddr& ip) {
   return f;
 }
 
+// The host's addresses announced through `member` with the team's MAC: a gratuitous ARP per
+// IPv4 address, an unsolicited NA per IPv6 address.
+void Announce(Lbfo* t, Interface* member) {
+  std::vector<IpAddr> addresses;
+  Mac mac;
+  {
+    kernel::SpinLockGuard guard(t->lock);
+    addresses = t->addresses;
+    mac = t->mac;
+  }
+  for (const IpAddr& address : addresses) {
+    const std::vector<uint8_t> frame =
+        address.v6 ? UnsolicitedNa(mac, address) : GratuitousArp(mac, address);
+    Transmit(member, frame);
+  }
+}
+
+// The announcement timer: the last move's announcement again, through the member active now.
+void AnnounceDpc(kernel::Kdpc*, void* context, void*, void*) {
+  auto* t = static_cast<Lbfo*>(context);
+  Interface* member = nullptr;
+  {
+    kernel::SpinLockGuard guard(t->lock);
+    if (t->stopping || t->announce_left <= 0 || t->active < 0) return;
+    --t->announce_left;
+    if (t->announce_left > 0) {  // armed under the lock: DestroyLbfo's cancel sees it
+      kernel::KeSetTimer(&t->announce_timer,
+                         kLbfoAnnounceFirstDelay * (1 << (kLbfoAnnounceRepeats - t->announce_left)),
+                         &t->announce_dpc);
+    }
+    member = t->members[t->active];
+  }
+  if (member != nullptr) Announce(t, member);
+}
+
 // The active member changed from `from` to `to` (both set): neighbours, groups, announce.
 void MoveTraffic(Lbfo* t, Interface* from, Interface* to) {
   std::vector<Neighbour> neighbours;
@@ -271,21 +317,18 @@ void MoveTraffic(Lbfo* t, Interface* from, Interface* to) {
     }
   }
   for (const Gid& mgid : groups) JoinGroup(to, mgid, true, false);
-  std::vector<IpAddr> addresses, ats;
-  Mac mac;
+  std::vector<IpAddr> ats;
   {
     kernel::SpinLockGuard guard(t->lock);
-    addresses = t->addresses;
     ats = t->ats;
-    mac = t->mac;
   }
   SetAddresses(from, {});
   SetAddresses(to, ats);
-  for (const IpAddr& address : addresses) {
-    const std::vector<uint8_t> frame =
-        address.v6 ? UnsolicitedNa(mac, address) : GratuitousArp(mac, address);
-    Transmit(to, frame);
-  }
+  Announce(t, to);
+  kernel::SpinLockGuard guard(t->lock);
+  if (t->stopping) return;
+  t->announce_left = kLbfoAnnounceRepeats;
+  kernel::KeSetTimer(&t->announce_timer, kLbfoAnnounceFirstDelay, &t->announce_dpc);
 }
 
 void OnMemberCarrier(Lbfo* t, int index, bool up) {
@@ -304,9 +347,12 @@ void OnMemberCarrier(Lbfo* t, int index, bool up) {
       } else if (t->carriers[1]) {
         t->active = 1;
       }
-    } else if (up && index == 0 && t->active != 0 && t->config.failback) {
-      t->active = 0;  // failback to the primary
+    } else if (up && index == 0 && t->active != 0 && (t->config.failback || !t->primary_seen)) {
+      // Failback to the primary; or its first carrier, the other member's join having been
+      // answered first at creation: a team starts on its primary, failback or not.
+      t->active = 0;
     }
+    if (up && index == 0) t->primary_seen = true;
     if (old >= 0 && t->active != old && t->members[old] != nullptr &&
         t->members[t->active] != nullptr) {
       from = t->members[old];
@@ -370,6 +416,8 @@ Status CreateLbfo(Driver* driver, const InterfaceConfig& config, EthernetFace* f
   t->face = face;
   t->config = config;
   for (int n = 0; n < 2; ++n) t->member_faces[n] = std::make_unique<LbfoMemberFace>(t, n);
+  kernel::KeInitializeDpc(&t->announce_dpc, driver->node, &AnnounceDpc, t);
+  kernel::KeInitializeTimer(&t->announce_timer, driver->node);
   Status status = Status::SUCCESS;
   for (int n = 0; n < 2 && status == Status::SUCCESS; ++n) {
     InterfaceConfig one = config;
@@ -396,6 +444,17 @@ Status CreateLbfo(Driver* driver, const InterfaceConfig& config, EthernetFace* f
     DestroyLbfo(team);
     return status;
   }
+  // Each member drops what the other sends to a group both hear (one subnet): the host would
+  // get its own ARP requests and Neighbour Advertisements back, from a stranger's MAC.
+  HwAddr hw[2];
+  for (int n = 0; n < 2; ++n) {
+    kernel::SpinLockGuard guard(t->members[n]->lock);
+    hw[n] = t->members[n]->local.hw;
+  }
+  for (int n = 0; n < 2; ++n) {
+    kernel::SpinLockGuard guard(t->members[n]->lock);
+    t->members[n]->lbfo_sibling = hw[1 - n];
+  }
   {
     std::lock_guard guard(driver->mutex);
     driver->interfaces.push_back(team);
@@ -416,6 +475,10 @@ void DestroyLbfo(Interface* team) {
     members[0] = t->members[0];
     members[1] = t->members[1];
   }
+  // The announcement timer is armed under the lock unless `stopping`: cancelled now, and a DPC
+  // already running (it transmits through the members) finished, it never runs again.
+  kernel::KeCancelTimer(&t->announce_timer);
+  kernel::KeFlushQueuedDpcs(team->node);
   // After DestroyInterface no member calls its MemberFace any more.
   for (Interface* member : members) {
     if (member != nullptr) DestroyInterface(member);
@@ -461,6 +524,12 @@ void LbfoTransmit(Interface* team, std::span<const uint8_t> frame) {
   Transmit(t->members[use], frame);
 }
 
+bool LbfoFromSiblingLocked(const Interface* member, const RxSource& source) {
+  const HwAddr& sibling = member->lbfo_sibling;
+  return source.has_grh && sibling.qpn != 0 && (source.qpn & 0xFFFFFF) == sibling.qpn &&
+         source.sgid == sibling.gid;
+}
+
 Mac LbfoMac(Interface* team) {
   kernel::SpinLockGuard guard(team->lbfo->lock);
   return team->lbfo->mac;
@@ -500,8 +569,8 @@ Status LbfoQuery(Interface* team, InterfaceInfo* info) {
   info->lbfo_ports.clear();
   for (int n = 0; n < 2; ++n) {
     const InterfaceInfo& m = n == active ? *info : other;
-    info->lbfo_ports.push_back(
-        {t->config.ports[static_cast<size_t>(n)], carriers[n], n == active, m.local.hw.qpn});
+    info->lbfo_ports.push_back({t->config.ports[static_cast<size_t>(n)], carriers[n], n == active,
+                                m.local.hw.qpn, m.counters.tx_packets, m.counters.rx_packets});
   }
   Counters& c = info->counters;
   const Counters& o = other.counters;

@@ -3,7 +3,8 @@
 // broadcast group FF1s:401B:<P_Key>::FFFF:FFFF is joined first as a full member — as it is
 // (MGID, PortGID, JoinState), or created with the port's MTU and the default Q_Key when the
 // SA does not know it, as Linux's ipoib does — and its answer gives the interface its Q_Key
-// and MTU and brings the carrier up. Groups the host listens to (IGMP/MLD snooped on
+// and MTU and brings the carrier up; then the all-nodes group ff02::1 is joined as a full
+// member (the host listens to it unasked). Groups the host listens to (IGMP/MLD snooped on
 // transmit) are joined as full members with the broadcast group's parameters; groups it
 // only sends to, as send-only full members (IBA 1.3's JoinState bit 3: OpenSM creates a group
 // only for a full or send-only full member, so a send-only non-member join of a group nobody
@@ -60,6 +61,21 @@ void JoinFailed(const std::shared_ptr<Join>& j) {
   group.state = Group::State::kFailed;
 }
 
+// The all-nodes group ff02::1, full member once the carrier is up: a host listens to it without
+// reporting it (RFC 2710 §5), so the snooping never asks; unsolicited Neighbour Advertisements
+// (LBFO's move announces one) and MLD queries go there. (A join already made — the carrier came
+// back — is not repeated.) The all-hosts group 224.0.0.1 is not joined yet: only IGMP queries
+// use it, and no test has a querier.
+void JoinAllNodesGroup(Interface* i) {
+  uint16_t pkey;
+  {
+    kernel::SpinLockGuard guard(i->lock);
+    pkey = i->local.pkey;
+  }
+  static constexpr uint8_t kAllNodes[16] = {0xFF, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  JoinGroup(i, Ipv6MulticastMgid(kAllNodes, pkey), true, false);
+}
+
 void Joined(const std::shared_ptr<Join>& j) {
   Interface* i = j->interface;
   bool carrier = false, stale = false;
@@ -94,6 +110,7 @@ void Joined(const std::shared_ptr<Join>& j) {
   if (carrier) {
     SetCarrier(i, true);
     ReRegisterAts(i);
+    JoinAllNodesGroup(i);
   }
 }
 

@@ -52,8 +52,10 @@ void OnReceive(Interface* i, const abi::WorkCompletion& wc, std::vector<uint32_t
         std::memcpy(source.sgid.data(), buffer + 8, 16);
         std::memcpy(source.dgid.data(), buffer + 24, 16);
       }
-      result = TranslateToHost({buffer, kSlotBytes}, kGrhBytes, wc.length - kGrhBytes, source,
-                               i->local, i->neighbours);
+      result = i->team != nullptr && LbfoFromSiblingLocked(i, source)
+                   ? RxResult{Drop::kLoopedBack}
+                   : TranslateToHost({buffer, kSlotBytes}, kGrhBytes, wc.length - kGrhBytes, source,
+                                     i->local, i->neighbours);
       if (result.drop != Drop::kNone) {
         CountDropLocked(i, result.drop, false);
       } else {

@@ -191,12 +191,15 @@ bool TestSa::Start(const std::vector<std::pair<uint64_t, uint8_t>>& ends) {
   for (size_t n = 0; n < ends.size(); ++n) {
     ports_[n].ca_guid = ends[n].first;
     ports_[n].port_num = ends[n].second;
-    ports_[n].link = n / 2;
+    ports_[n].link = one_subnet_ ? 0 : n / 2;
     if (!OpenPort(ports_[n])) return false;
   }
   for (Port& port : ports_) port.thread = std::thread([this, &port] { Run(&port); });
   for (size_t n = 0; n + 1 < ports_.size(); n += 2) {
-    if (!SetMasterSm(ports_[n], ports_[n + 1].lid) || !SetMasterSm(ports_[n + 1], ports_[n].lid)) {
+    // One subnet: the ports of further pairs ask the first pair (an even index ends[1], an odd
+    // one ends[0]), so that only the first two ports answer SA requests.
+    const size_t a = one_subnet_ && n > 0 ? 1 : n + 1, b = one_subnet_ && n > 0 ? 0 : n;
+    if (!SetMasterSm(ports_[n], ports_[a].lid) || !SetMasterSm(ports_[n + 1], ports_[b].lid)) {
       return false;
     }
   }

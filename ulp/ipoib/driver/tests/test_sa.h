@@ -45,6 +45,10 @@ class TestSa {
   bool Start(uint64_t ca_a, uint64_t ca_b);
   // The same over links: (CA, port) pairs, ends[2k] cabled to ends[2k + 1].
   bool Start(const std::vector<std::pair<uint64_t, uint8_t>>& ends);
+  // Before Start: the ports are one subnet (a switch, test_switch.h): PathRecords between any
+  // two; the SA answers on ends[0] and ends[1] only (the others' MasterSMLID: ends[1] for an
+  // even index, ends[0] for an odd one).
+  void OneSubnet() { one_subnet_ = true; }
   void Stop();
   // The SM's part after a link came back: every port not Active already (handed to the SM by the
   // MasterSMLID Set, so back in Init) set Armed, then Active.
@@ -80,6 +84,7 @@ class TestSa {
   kernel::DeviceObject* device_ = nullptr;
   kernel::IbAl* al_ = nullptr;
   std::vector<Port> ports_;  // sized by Start, never grown afterwards (threads hold &port)
+  bool one_subnet_ = false;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
   std::map<Gid, SaGroup> groups_;

@@ -70,6 +70,8 @@ struct InterfaceInfo {
     bool carrier = false;
     bool active = false;
     uint32_t qpn = 0;
+    uint64_t tx_packets = 0;  // sent through this port's member (balance: its share)
+    uint64_t rx_packets = 0;  // delivered to the host from it
   };
   std::vector<LbfoPort> lbfo_ports;
   LbfoMode lbfo = LbfoMode::kActiveStandby;
