@@ -53,6 +53,7 @@ constexpr auto kLbfoAnnounceFirstDelay = std::chrono::milliseconds(200);
 void OnMemberCarrier(Lbfo* t, int index, bool up);
 void OnMemberDeliver(Lbfo* t, int index, std::span<const uint8_t> frame);
 void OnMemberMtu(Lbfo* t, int index, uint32_t mtu);
+void OnMemberQueue(Lbfo* t, bool stop);
 
 }  // namespace
 
@@ -65,6 +66,8 @@ class LbfoMemberFace final : public EthernetFace {
   }
   void SetCarrier(bool up) override { OnMemberCarrier(team_, index_, up); }
   void SetMtu(uint32_t mtu) override { OnMemberMtu(team_, index_, mtu); }
+  void StopQueue() override { OnMemberQueue(team_, true); }
+  void WakeQueue() override { OnMemberQueue(team_, false); }
 
  private:
   Lbfo* team_;
@@ -95,6 +98,10 @@ class Lbfo {
   uint64_t tx_dropped = 0;
   int announce_left = 0;      // repeats of the last move's announcement still due
   bool primary_seen = false;  // member 0 has had a carrier
+  // Back-pressure: the host's face is stopped while either member's send ring is full. A
+  // leaf lock: taken under a member's interface lock, which its Stop/WakeQueue come with.
+  kernel::KSpinLock queue_lock;
+  int stopped_members = 0;  // under queue_lock
 };
 
 namespace {
@@ -385,6 +392,17 @@ void OnMemberDeliver(Lbfo* t, int index, std::span<const uint8_t> frame) {
     }
   }
   t->face->DeliverToHost(frame);
+}
+
+// A member's StopQueue / WakeQueue (each member's come in pairs): the face stops with the
+// first full ring and wakes when none is full.
+void OnMemberQueue(Lbfo* t, bool stop) {
+  kernel::SpinLockGuard guard(t->queue_lock);
+  if (stop) {
+    if (t->stopped_members++ == 0) t->face->StopQueue();
+  } else if (t->stopped_members > 0 && --t->stopped_members == 0) {
+    t->face->WakeQueue();
+  }
 }
 
 void OnMemberMtu(Lbfo* t, int index, uint32_t mtu) {
