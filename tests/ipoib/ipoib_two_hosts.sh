@@ -28,6 +28,12 @@ fail() {
   for log in "$work"/*.log; do  # what the daemons said (a crash's message, an SM's state)
     [[ -f $log ]] && { echo "--- $log (tail)"; tail -n 25 "$log"; } >&2
   done
+  # What each interface's driver holds (carrier, groups, neighbours, counters).
+  for host in host-0002 host-0004; do
+    [[ -S $run/$host/ipoib.ctl ]] || continue
+    echo "--- softib ipoib show ($host)" >&2
+    "$softib" ipoib show --run-dir "$run/$host" 2>&1 | head -n 40 >&2 || true
+  done
   exit 1
 }
 ip netns add "$ns_a"
@@ -72,14 +78,17 @@ received() {  # NS ARGS...: replies ping ARGS got in NS
 }
 
 # iperf3_run ARGS...: iperf3 from $ns_a to $ns_b's server (198.18.0.2); JSON in $work/iperf3.json.
-# IPERF3_DURING, if set, is run (in this shell) while the client (pid $iperf3_client) runs.
+# IPERF3_DURING, if set, is run (in this shell) while the client (pid $iperf3_client) runs;
+# IPERF3_LIMIT bounds the client's seconds (default 40).
 iperf3_run() {
   rm -f "$work/iperf3-server.log"
   "${tied[@]}" ip netns exec "$ns_b" iperf3 -s -1 -B 198.18.0.2 --forceflush \
     >"$work/iperf3-server.log" 2>&1 &
   server=$!
   for _ in $(seq 300); do grep -q "Server listening" "$work/iperf3-server.log" 2>/dev/null && break; sleep 0.05; done
-  ip netns exec "$ns_a" iperf3 -c 198.18.0.2 -J "$@" >"$work/iperf3.json" &
+  # Bounded: a transfer that stalls for good fails here, with the drivers' state, instead of
+  # running into the test's timeout without a word.
+  timeout "${IPERF3_LIMIT:-40}" ip netns exec "$ns_a" iperf3 -c 198.18.0.2 -J "$@" >"$work/iperf3.json" &
   iperf3_client=$!
   [[ -n "${IPERF3_DURING:-}" ]] && $IPERF3_DURING
   local rc=0
