@@ -33,8 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "ipoib_floor: FAIL: $*" >&2; exit 1; }
-ip netns add "$ns_a"
-ip netns add "$ns_b"
+tied_netns_add "$ns_a"
+tied_netns_add "$ns_b"
 ip -n "$ns_a" link set lo up
 ip -n "$ns_b" link set lo up
 

@@ -1,6 +1,6 @@
 # softib_discover_tests(TARGET [gtest_discover_tests arguments]): the GoogleTest cases of
 # TARGET as ctest tests. Normally one ctest test per case (gtest_discover_tests). With
-# SOFTIB_TESTS_PER_SUITE (the asan and m32 presets) one ctest test per test suite instead,
+# SOFTIB_TESTS_PER_SUITE (the asan, tsan and m32 presets) one ctest test per test suite instead,
 # named `<Suite>.*<suffix>` and run as `--gtest_filter=<Suite>.*`: a sanitized process costs
 # ~0.3 s to start and to check for leaks at exit, a 32-bit one under qemu-i386 about as much,
 # more than most cases take, and CI runs ~1,900 of them. Discovery happens when ctest runs, as DISCOVERY_MODE PRE_TEST does.

@@ -198,8 +198,8 @@ trap 'ipoib_cleanup; cleanup' EXIT INT TERM
 if [[ $(id -u) != 0 ]]; then
   echo "IPoIB needs root (TAP devices, network namespaces): skipped"; failed=1
 else
-  ip netns add "$ipoib_ns_a"
-  ip netns add "$ipoib_ns_b"
+  tied_netns_add "$ipoib_ns_a"
+  tied_netns_add "$ipoib_ns_b"
   rm -f "$work/ipoib-ready"
   mkfifo "$work/ipoib-ready"
   "${tied[@]}" "$softibd" --run-dir "$work/ipoib" --fabric default --sm internal --ready-fd 3 \

@@ -28,7 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for ns in "$ns_a" "$ns_b" "$ns_c"; do ip netns add "$ns"; done
+for ns in "$ns_a" "$ns_b" "$ns_c"; do tied_netns_add "$ns"; done
 run=$work/run
 mkfifo "$work/ready"
 "${tied[@]}" "$softibd" --run-dir "$run" --fabric default --sm internal --ready-fd 3 \

@@ -34,8 +34,8 @@ fail() {
   for f in dnsmasq.log udhcpc.log; do [[ -f $work/$f ]] && { echo "--- $f"; cat "$work/$f"; } >&2; done
   exit 1
 }
-ip netns add "$ns_a"
-ip netns add "$ns_b"
+tied_netns_add "$ns_a"
+tied_netns_add "$ns_b"
 run=$work/run
 mkfifo "$work/ready"
 "${tied[@]}" "$softibd" --run-dir "$run" --fabric default --sm internal --ready-fd 3 \

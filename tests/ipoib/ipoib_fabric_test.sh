@@ -26,8 +26,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-ip netns add "$ns_a"
-ip netns add "$ns_b"
+tied_netns_add "$ns_a"
+tied_netns_add "$ns_b"
 run=$work/run
 mkfifo "$work/ready"
 "${tied[@]}" "$softibd" --run-dir "$run" --fabric default --sm internal --ready-fd 3 \

@@ -38,8 +38,8 @@ fail() {
   [[ -f $work/osm/log ]] && { echo "--- OpenSM log (tail)"; tail -30 "$work/osm/log"; } >&2
   exit 1
 }
-ip netns add "$ns_a"
-ip netns add "$ns_b"
+tied_netns_add "$ns_a"
+tied_netns_add "$ns_b"
 run=$work/run
 mkfifo "$work/ready"
 "${tied[@]}" "$softibd" --run-dir "$run" --fabric default --sm external --ibsim "$name" \

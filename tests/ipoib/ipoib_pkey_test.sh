@@ -28,7 +28,7 @@ fail() {
   [[ -d "$work/run" ]] && for h in host-0002 host-0004; do "$softib" ipoib show --run-dir "$work/run/$h" >&2 || true; done
   exit 1
 }
-for ns in "${namespaces[@]}"; do ip netns add "$ns"; done
+for ns in "${namespaces[@]}"; do tied_netns_add "$ns"; done
 ns_a=${namespaces[0]} ns_b=${namespaces[1]} ns_c=${namespaces[2]} ns_d=${namespaces[3]} ns_e=${namespaces[4]}
 cat >"$work/partitions.conf" <<'CONF'
 # the default partition, and 0x0001 with host-0002 and host-0004 (port 1 GUIDs) as full members

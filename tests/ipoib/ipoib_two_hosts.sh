@@ -36,8 +36,8 @@ fail() {
   done
   exit 1
 }
-ip netns add "$ns_a"
-ip netns add "$ns_b"
+tied_netns_add "$ns_a"
+tied_netns_add "$ns_b"
 ip -n "$ns_a" link set lo up
 ip -n "$ns_b" link set lo up
 run=$work/run

@@ -20,8 +20,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-ip netns add "$ns_a"
-ip netns add "$ns_b"
+tied_netns_add "$ns_a"
+tied_netns_add "$ns_b"
 
 mkfifo "$work/ready"
 "${tied[@]}" "$tap_pair" --netns "$ns_a,$ns_b" --addr 198.18.0.1/24,198.18.0.2/24 --mtu 2044 \

@@ -5,7 +5,9 @@
 // verb completes after its CI release IRP, and a user file's cleanup releases everything.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "kernel/hca/ci_irp.h"
 #include "kernel_client.h"
@@ -127,16 +129,20 @@ TEST_P(AlCiIrps, QpZeroAndOneOfEveryPortCameUpThroughTheirIrpChains) {
 
 // ---- Destroys in two phases (issue 17): the release is a CI IRP, the verb waits for it ----
 
-// A device put between the AL and a CA device (as AlCa::lower) that holds every CI IRP
-// until the test lets it go on to the CA: the order of a destroy verb and its release IRP
-// becomes observable whatever the HCA's mode.
+// A device put between the AL and a CA device (as AlCa::lower) that holds the CI IRPs
+// with the given IOCTL codes until the test lets them go on to the CA: the order of a
+// destroy verb and its release IRP becomes observable whatever the HCA's mode. Every other
+// CI IRP (the node's own MAD and port-cache traffic goes on beside the test) passes at once.
 class CiIrpHolder {
  public:
-  CiIrpHolder(kernel::Node* node, kernel::DeviceObject* ca_device) : ca_device_(ca_device) {
+  CiIrpHolder(kernel::Node* node, kernel::DeviceObject* ca_device, std::vector<uint32_t> codes)
+      : ca_device_(ca_device), codes_(std::move(codes)) {
     EXPECT_EQ(kernel::IoCreateDriver(node, "ci_irp_holder", &Init, this, &driver_),
               Status::SUCCESS);
     EXPECT_EQ(kernel::IoCreateDevice(driver_, 0, nullptr, 0, &device_), Status::SUCCESS);
-    device_->StackSize = static_cast<int8_t>(ca_device->StackSize + 1);
+    // The holder always skips its own stack location, so an IRP sized for the CA device is
+    // enough: the AL may have built one for the CA just before the test put the holder in.
+    device_->StackSize = ca_device->StackSize;
   }
   ~CiIrpHolder() {
     kernel::IoDeleteDevice(device_);
@@ -176,6 +182,12 @@ class CiIrpHolder {
   }
   static Status Hold(kernel::DeviceObject* device, kernel::Irp* irp) {
     auto* self = static_cast<CiIrpHolder*>(device->DriverObject->DriverExtension);
+    const uint32_t code =
+        kernel::IoGetCurrentIrpStackLocation(irp)->Parameters.DeviceIoControl.IoControlCode;
+    if (std::find(self->codes_.begin(), self->codes_.end(), code) == self->codes_.end()) {
+      kernel::IoSkipCurrentIrpStackLocation(irp);
+      return kernel::IoCallDriver(self->ca_device_, irp);
+    }
     kernel::IoMarkIrpPending(irp);
     kernel::SpinLockGuard guard(self->lock_);
     self->held_.push_back(irp);
@@ -183,6 +195,7 @@ class CiIrpHolder {
   }
 
   kernel::DeviceObject* const ca_device_;
+  const std::vector<uint32_t> codes_;
   kernel::DriverObject* driver_ = nullptr;
   kernel::DeviceObject* device_ = nullptr;
   kernel::KSpinLock lock_;
@@ -258,7 +271,8 @@ TEST_P(AlCiIrps, ADestroyVerbCompletesOnlyAfterItsCiReleaseIrp) {
 
   // From here the AL's CI IRPs wait in the holder until the test lets them go.
   kernel::DeviceObject* ca_device = ca_state->lower;
-  CiIrpHolder holder(node->node(), ca_device);
+  CiIrpHolder holder(node->node(), ca_device,
+                     {abi::CiDestroyQpVerb::kIoctlCode, abi::CiDestroyCqVerb::kIoctlCode});
   ca_state->lower = holder.device();
   {
     DestroySeen seen;
@@ -326,7 +340,7 @@ TEST_P(AlCiIrps, IbOpenCaChainsItsQueryCaAsAnIrp) {
   ASSERT_TRUE(ca_state);
   Client client(node->node());
   kernel::DeviceObject* ca_device = ca_state->lower;
-  CiIrpHolder holder(node->node(), ca_device);
+  CiIrpHolder holder(node->node(), ca_device, {abi::CiQueryCaVerb::kIoctlCode});
   ca_state->lower = holder.device();
 
   struct Seen {
