@@ -8,12 +8,16 @@
 # shares the CPUs between the loops, the two softib_perf processes and softibd's threads).
 # Prints a table of figures and the ratios to the floor; asserts no timing.
 #
-#   send_lat_under_load.sh SOFTIBD SOFTIB_PERF SOFTIB_BENCH_FLOORS [ITERATIONS] [LOOPS]
+# The whole set runs once per SOFTIB_SPIN mode in MODES (default "always auto": before and
+# after the spin gate, same run), each with fresh daemons.
+#
+#   send_lat_under_load.sh SOFTIBD SOFTIB_PERF SOFTIB_BENCH_FLOORS [ITERATIONS] [LOOPS] [MODES]
 softibd=$1
 perf=$2
 floors=$3
 iters=${4:-2000}
 nloops=${5:-2}
+modes=${6:-always auto}
 source "$(dirname "$0")/../tools/softibd/tests/daemons.sh"
 
 loops=()
@@ -59,29 +63,44 @@ phase() {
   send_lat "$work/fabric/host-0004" "$work/fabric/host-0002"
 }
 
-start_daemon node --run-dir "$work/node"
-start_daemon fabric --run-dir "$work/fabric" --fabric default --sm internal
-for _ in $(seq 200); do [[ -s "$work/fabric/sm.summary" ]] && break; sleep 0.05; done
-grep -q 'subnet up' "$work/fabric/sm.summary" 2>/dev/null ||
-  fail "the fabric's SM: $(cat "$work/fabric.log")"
+# measure MODE: both daemons started with SOFTIB_SPIN=MODE (the softib_perf processes get it
+# too), an idle phase and a phase beside the loops; their figures in $work/MODE.{idle,load}.
+measure() {
+  export SOFTIB_SPIN=$1
+  start_daemon "node-$1" --run-dir "$work/node"
+  start_daemon "fabric-$1" --run-dir "$work/fabric" --fabric default --sm internal
+  for _ in $(seq 200); do [[ -s "$work/fabric/sm.summary" ]] && break; sleep 0.05; done
+  grep -q 'subnet up' "$work/fabric/sm.summary" 2>/dev/null ||
+    fail "the fabric's SM: $(cat "$work/fabric-$1.log")"
+  phase
+  cp "$work/figures" "$work/$1.idle"
+  start_loops
+  loadavg=$(cut -d' ' -f1 /proc/loadavg)
+  phase
+  stop_loops
+  cp "$work/figures" "$work/$1.load"
+  stop_daemons
+  rm -rf "$work/node" "$work/fabric"
+  unset SOFTIB_SPIN
+}
 
-phase
-mapfile -t idle <"$work/figures"
-[[ ${#idle[@]} -eq 3 ]] || fail "idle phase: ${idle[*]}"
-start_loops
-load_during=$(cut -d' ' -f1 /proc/loadavg)
-phase
-mapfile -t loaded <"$work/figures"
-stop_loops
-[[ ${#loaded[@]} -eq 3 ]] || fail "loaded phase: ${loaded[*]}"
+for mode in $modes; do measure "$mode"; done
 
-echo "$(nproc) CPUs; load average with the loops ${load_during}; $iters iterations; nobody pinned"
-printf '%-44s %12s %12s %10s %10s\n' "8 B, one-way t_typical (us)" "idle" \
+echo "$(nproc) CPUs; load average $loadavg (1 min, with the loops); $iters iterations; nobody pinned"
+echo "SOFTIB_SPIN: always = spin before sleeping whatever the load (as before the spin gate);"
+echo "auto = spin only while a CPU is free (hca/rings/spin_gate.h)"
+printf '%-46s %-7s %10s %10s %9s %9s\n' "8 B, one-way t_typical (us)" "spin" "idle" \
   "$nloops loops" "idle/flr" "load/flr"
 labels=("futex ping-pong, two processes (floor)" "send_lat in one node (softibd, 2 CAs)"
   "send_lat host-0002 -> host-0004 (fabric)")
-for i in 0 1 2; do
-  printf '%-44s %12.2f %12.2f %10s %10s\n' "${labels[$i]}" "${idle[$i]}" "${loaded[$i]}" \
-    "$(awk -v a="${idle[$i]}" -v b="${idle[0]}" 'BEGIN {printf "%.1fx", a / b}')" \
-    "$(awk -v a="${loaded[$i]}" -v b="${loaded[0]}" 'BEGIN {printf "%.1fx", a / b}')"
+for mode in $modes; do
+  mapfile -t idle <"$work/$mode.idle"
+  mapfile -t loaded <"$work/$mode.load"
+  [[ ${#idle[@]} -eq 3 && ${#loaded[@]} -eq 3 ]] || fail "$mode: ${idle[*]} / ${loaded[*]}"
+  for i in 0 1 2; do
+    printf '%-46s %-7s %10.2f %10.2f %9s %9s\n' "${labels[$i]}" "$mode" "${idle[$i]}" \
+      "${loaded[$i]}" \
+      "$(awk -v a="${idle[$i]}" -v b="${idle[0]}" 'BEGIN {printf "%.1fx", a / b}')" \
+      "$(awk -v a="${loaded[$i]}" -v b="${loaded[0]}" 'BEGIN {printf "%.1fx", a / b}')"
+  done
 done
