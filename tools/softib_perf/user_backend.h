@@ -111,11 +111,12 @@ class UserBackend final : public Backend {
     if (busy_poll_) return;
     // hca/uvp/README.md: on two CPUs a poller hands its CPU over with sched_yield, then
     // sleeps on the CQ's doorbell when nothing came for 50 us (bounded, so that the caller
-    // still sees its deadline).
+    // still sees its deadline); it sleeps at once when no CPU is free.
     uvp::WaitPolicy policy;
     policy.spin_ns = 50000;
     policy.yield_while_spinning = true;
     policy.sleep_timeout_ns = 10'000'000;
+    policy.adaptive = true;  // no spinning while every CPU is busy (issue 19, under load)
     cq_.queue().Wait(policy);
   }
 

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "softib/rings/spin_gate.h"
+
 namespace softib::fabric {
 
 namespace {
@@ -181,8 +183,11 @@ void FabricHost::Run() {
   for (;;) {
     // Briefly watch for work without the lock (and for datagrams), then sleep in poll until
     // woken, a source is readable or the next due time.
+    // Not while every CPU is busy (hca/rings/spin_gate.h): the spin would hold a CPU that
+    // the ring services and pollers this thread hands packets to are waiting for.
     bool polled = false;
-    while (!work_hint_.load(std::memory_order_acquire) && NowNs() - last_work < kSpinNs) {
+    const uint64_t spin_ns = rings::SpinMayPay() ? kSpinNs : 0;
+    while (!work_hint_.load(std::memory_order_acquire) && NowNs() - last_work < spin_ns) {
       if (source_fds != 0 && poll(fds.data() + 1, source_fds, 0) > 0) {
         polled = true;
         break;

@@ -9,6 +9,7 @@
 #include "hca/driver/src/port_link.h"
 #include "hca/driver/src/soft_ca.h"
 #include "softib/rings/doorbell.h"
+#include "softib/rings/spin_gate.h"
 #include "steady_now.h"
 
 namespace softib::hca {
@@ -160,7 +161,10 @@ void RingService::Run() {
     // Idle: watch the rings without locks for a while, then sleep on their doorbells. A
     // wake-up that found nothing (a timeout) goes back to sleep at once.
     const uint32_t kick_seen = Load(kick_.doorbell.wake_seq);
-    const uint64_t spin_until = SteadyNowNs() + (slept ? 0 : options_.spin_ns);
+    // No spinning at all while every CPU is busy (rings/spin_gate.h): a spinner would
+    // keep the CPU from the threads it waits for, and a yield costs a time slice.
+    const bool spin = !slept && rings::SpinMayPay();
+    const uint64_t spin_until = SteadyNowNs() + (spin ? options_.spin_ns : 0);
     bool work = false;
     for (uint32_t round = 1; !stop_.load() && SteadyNowNs() < spin_until; ++round) {
       if (AnyWork(watches) || Load(kick_.doorbell.wake_seq) != kick_seen) {

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "softib/rings/entry_checks.h"
+#include "softib/rings/spin_gate.h"
 
 namespace softib::uvp {
 namespace {
@@ -160,7 +161,7 @@ bool CompletionQueue::Wait(const WaitPolicy& policy) {
   if (!ring_.attached()) return false;
   auto ready = [this] { return ring_.Available() != 0 || ring_.error() != rings::RingError::NONE; };
   if (ready()) return true;
-  if (policy.spin_ns != 0) {
+  if (policy.spin_ns != 0 && (!policy.adaptive || rings::SpinMayPay())) {
     const uint64_t deadline = MonotonicNs() + policy.spin_ns;
     for (uint32_t polls = 1;; ++polls) {
       if (policy.yield_while_spinning) {

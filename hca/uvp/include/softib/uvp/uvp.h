@@ -54,6 +54,9 @@ struct WaitPolicy {
   bool yield_while_spinning = false;
   // Then sleep on the CQ's doorbell futex for at most this long; < 0: no limit.
   int64_t sleep_timeout_ns = -1;
+  // Spin only while a CPU is free for the spinner (hca/rings/spin_gate.h); with every CPU
+  // busy, sleep on the doorbell at once.
+  bool adaptive = false;
 };
 
 class CompletionQueue {
