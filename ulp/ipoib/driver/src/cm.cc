@@ -43,7 +43,8 @@ struct CmConnection {
   uint64_t qp = 0;
   uint32_t qpn = 0;
   uint64_t cep = 0;
-  std::deque<std::vector<uint8_t>> queued;  // host frames waiting for the connection
+  std::chrono::steady_clock::time_point last_used{};  // the last RC send or receive (idle)
+  std::deque<std::vector<uint8_t>> queued;            // host frames waiting for the connection
   abi::CepGetEventOut event{};
   abi::SendSaRequestOut request{};
   std::vector<uint8_t> response = std::vector<uint8_t>(sizeof(abi::GetSaResponseOut) + 256);
@@ -55,9 +56,15 @@ struct CmState {
   abi::CepGetEventOut listen_event{};
   uint8_t* rx_base = nullptr;
   uint8_t* tx_base = nullptr;
-  std::vector<uint32_t> tx_free;                           // under the interface's lock
-  std::vector<std::unique_ptr<CmConnection>> connections;  // under the lock; freed at shutdown
+  std::vector<uint32_t> tx_free;  // under the interface's lock
+  // Under the lock. A closed connection goes at its CEP's TIMEWAIT_EXIT (its QP and CEP
+  // destroyed), the rest at shutdown.
+  std::vector<std::unique_ptr<CmConnection>> connections;
   uint32_t running = 0;  // work items inside their routine (under the lock)
+  // Idle connections (InterfaceConfig::cm_idle_timeout): a periodic check.
+  bool idle_armed = false;
+  kernel::Ktimer idle_timer{};
+  kernel::Kdpc idle_dpc{};
 };
 
 namespace {
@@ -115,6 +122,49 @@ void AtPassive(Interface* i, std::function<void()> fn) {
   kernel::IoQueueWorkItem(item, &RunCmWork, new CmWork{i, std::move(fn), item});
 }
 
+// Teardown of an established connection: its QP to ERROR (its sends flushed, their slots
+// back) and a DREQ; the CEP's DREP (or DREQ_TIMEOUT) and TIMEWAIT_EXIT follow, and at the
+// latter the connection is freed (OnConnectionEvent).
+struct CmClosing {
+  uint64_t cep = 0;
+  uint64_t qp = 0;
+};
+void QpToError(Interface* i, uint64_t qp) {
+  if (qp == 0) return;
+  abi::ModifyQpIn in{};
+  in.qp.value = qp;
+  in.attributes.mask = abi::QpAttrMask::STATE;
+  in.attributes.state = abi::QpState::ERROR;
+  kernel::IbModifyQp(i->al, in);
+}
+// Under the lock: `c`, when established, is closed and its teardown added to `out`.
+void CloseLocked(CmConnection* c, std::vector<CmClosing>* out) {
+  if (c->state != CmConnection::State::kEstablished) return;
+  c->state = CmConnection::State::kClosed;
+  out->push_back({c->cep, c->qp});
+}
+// At PASSIVE (a work item; may be called under the lock).
+void DisconnectLater(Interface* i, std::vector<CmClosing> closing) {
+  if (closing.empty()) return;
+  AtPassive(i, [i, closing] {
+    for (const CmClosing& c : closing) {
+      QpToError(i, c.qp);  // first: the QP is destroyed only after the DREQ's time-wait
+      if (c.cep != 0) kernel::IbCepSendDreq(i->al, {{c.cep}, 0, 0}, {});
+    }
+  });
+}
+
+// TIMEWAIT_EXIT: the connection's CEP is done; its QP and CEP are destroyed and it leaves
+// the list (nothing refers to it any more: no event IRP armed, not found by CmTransmit).
+void Free(Interface* i, CmConnection* c) {
+  if (c->qp != 0) kernel::IbDestroyQp(i->al, {{c->qp}});
+  if (c->cep != 0) kernel::IbDestroyCep(i->al, {{c->cep}});
+  kernel::SpinLockGuard guard(i->lock);
+  auto& list = i->cm->connections;
+  list.erase(std::remove_if(list.begin(), list.end(), [c](const auto& o) { return o.get() == c; }),
+             list.end());
+}
+
 void CmPostReceive(Interface* i, uint32_t slot) {
   abi::RecvWorkRequest wr{};
   wr.wr_id = kCmWrBit | slot;
@@ -150,6 +200,7 @@ void Established(Interface* i, CmConnection* c) {
     kernel::SpinLockGuard guard(i->lock);
     if (c->state == CmConnection::State::kClosed) return;
     c->state = CmConnection::State::kEstablished;
+    c->last_used = std::chrono::steady_clock::now();
   }
   Requeue(i, c);
 }
@@ -241,17 +292,23 @@ void OnConnectionEvent(Interface* i, CmConnection* c) {
         kernel::SpinLockGuard guard(i->lock);
         c->state = CmConnection::State::kClosed;
       }
+      QpToError(i, c->qp);
       kernel::IbCepSendDrep(i->al, {{c->cep}, 0, 0}, {});
+      Requeue(i, c);        // before the next event: TIMEWAIT_EXIT frees `c`
       ArmConnection(i, c);  // TIMEWAIT_EXIT
-      Requeue(i, c);
+      return;
+    }
+    case E::DREP_RECEIVED:
+    case E::DREQ_TIMEOUT: {  // our DREQ answered or not: time-wait, then TIMEWAIT_EXIT
+      {
+        kernel::SpinLockGuard guard(i->lock);
+        c->state = CmConnection::State::kClosed;
+      }
+      ArmConnection(i, c);
       return;
     }
     case E::TIMEWAIT_EXIT:
-    case E::DREP_RECEIVED: {
-      kernel::SpinLockGuard guard(i->lock);
-      c->state = CmConnection::State::kClosed;
-    }
-      if (c->event.event == E::DREP_RECEIVED) ArmConnection(i, c);
+      Free(i, c);
       return;
     case E::MRA_RECEIVED:
       ArmConnection(i, c);
@@ -525,6 +582,7 @@ bool CmTransmit(Interface* i, std::span<const uint8_t> frame, bool resend) {
         }
         ++i->counters.tx_packets;
         i->counters.tx_bytes += r.length;
+        c->last_used = std::chrono::steady_clock::now();
         return true;
       }
       if (pending != nullptr) {
@@ -593,11 +651,13 @@ void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc) {
     i->cm->tx_free.push_back(slot);
     if (wc.status != abi::WcStatus::SUCCESS) {
       ++i->counters.tx_dropped;
-      // The connection broke (retries exhausted, flushed): the next frame connects anew.
+      // The connection broke (retries exhausted, flushed): it is torn down and the next
+      // frame connects anew.
+      std::vector<CmClosing> closing;
       for (auto& c : i->cm->connections) {
-        if (c->qpn == wc.qp_num && c->state == CmConnection::State::kEstablished)
-          c->state = CmConnection::State::kClosed;
+        if (c->qpn == wc.qp_num) CloseLocked(c.get(), &closing);
       }
+      if (!i->stopping) DisconnectLater(i, std::move(closing));
     }
     return;
   }
@@ -607,10 +667,11 @@ void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc) {
   {
     kernel::SpinLockGuard guard(i->lock);
     if (i->stopping) return;
-    const CmConnection* from = nullptr;
+    CmConnection* from = nullptr;
     for (const auto& c : i->cm->connections) {
       if (c->qpn == wc.qp_num && c->qp != 0) from = c.get();
     }
+    if (from != nullptr) from->last_used = std::chrono::steady_clock::now();
     if (wc.status != abi::WcStatus::SUCCESS) {
       ++i->counters.rx_dropped;
     } else if (from == nullptr) {
@@ -632,6 +693,8 @@ void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc) {
         ++i->counters.rx_packets;
         i->counters.rx_bytes += result.length;
         deliver = true;
+        // ARP/ND over RC (a unicast reply) teach IBAT as over UD (and show a peer moving).
+        IbatLearnLocked(i, {buffer + result.offset, result.length}, false);
       }
     }
   }
@@ -642,22 +705,29 @@ void CmOnCompletion(Interface* i, const abi::WorkCompletion& wc) {
 
 void CmDropAll(Interface* i) {
   if (i->cm == nullptr) return;
-  std::vector<uint64_t> ceps;
+  std::vector<CmClosing> closing;
   {
     kernel::SpinLockGuard guard(i->lock);
     if (i->stopping) return;
     for (auto& c : i->cm->connections) {
-      if (c->state == CmConnection::State::kEstablished ||
-          c->state == CmConnection::State::kFailed) {
+      if (c->state == CmConnection::State::kFailed) {
         c->state = CmConnection::State::kClosed;
-        if (c->cep != 0) ceps.push_back(c->cep);
+        if (c->cep != 0) closing.push_back({c->cep, 0});
       }
+      CloseLocked(c.get(), &closing);
     }
   }
-  if (ceps.empty()) return;
-  AtPassive(i, [i, ceps] {
-    for (uint64_t cep : ceps) kernel::IbCepSendDreq(i->al, {{cep}, 0, 0}, {});
-  });
+  DisconnectLater(i, std::move(closing));
+}
+
+void CmPeerChangedLocked(Interface* i, const HwAddr& old_hw) {
+  if (i->cm == nullptr || i->stopping) return;
+  std::vector<CmClosing> closing;
+  for (auto& c : i->cm->connections) {
+    if (c->peer.qpn == (old_hw.qpn & 0xFFFFFF) && c->peer.gid == old_hw.gid)
+      CloseLocked(c.get(), &closing);
+  }
+  DisconnectLater(i, std::move(closing));
 }
 
 void CmQuiesce(Interface* i) {

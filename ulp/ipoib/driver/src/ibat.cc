@@ -135,6 +135,10 @@ void LearnLocked(Interface* i, const IpAddr& ip, const uint8_t* mac_bytes) {
   const IbatKey key = IbatKeyOf(ip);
   auto it = i->ibat.entries.find(key);
   IbatEntry& e = it != i->ibat.entries.end() ? it->second : NewEntryLocked(i, key);
+  // The peer moved (another port or QP) or dropped 'C': its old connection goes (cm.cc).
+  if (e.known && (!(e.hw.gid == n->hw.gid && e.hw.qpn == n->hw.qpn) ||
+                  (e.hw.connected() && !n->hw.connected())))
+    CmPeerChangedLocked(i, e.hw);
   if (!e.known || !(e.hw.gid == n->hw.gid && e.hw.qpn == n->hw.qpn)) {
     e = IbatEntry{};
     e.known = true;

@@ -301,6 +301,10 @@ void CmQuiesce(Interface* i);
 void CmShutdown(Interface* i);
 // A port change: every connection is dropped (DREQ) and made again on demand.
 void CmDropAll(Interface* i);
+// Under `lock`: an IP address of the link no longer names `old_hw` (ARP/ND taught another
+// hardware address, or the same one without 'C'): the connection to `old_hw` is torn down
+// (its QP to ERROR, DREQ); the next frame goes to the new address (RC or UD).
+void CmPeerChangedLocked(Interface* i, const HwAddr& old_hw);
 
 // ---- flow.cc ----
 // Under `lock`, in Transmit: true when `frame` must wait (the ring it needs is full, or

@@ -312,7 +312,7 @@ class IpoibDriverTest : public ::testing::Test {
   abi::ObjectCounts baseline_{}, sa_baseline_{};
   std::unique_ptr<test::TestSa> sa_;
   Driver* driver_ = nullptr;
-  RecordingFace face_a_, face_b_;
+  RecordingFace face_a_, face_b_, face_c_;  // face_c_: a third interface's, when a case makes one
   Interface* a_ = nullptr;
   Interface* b_ = nullptr;
   Mac mac_a_{}, mac_b_{}, peer_a_{}, peer_b_{};
@@ -863,6 +863,60 @@ TEST_F(IpoibDriverTest, ConnectedModeToADatagramPeerFragmentsAndAnswersDf) {
   EXPECT_TRUE(std::equal(df.begin() + 14, df.begin() + 14 + 28, icmp.begin() + 42)) << "quoted";
   EXPECT_EQ(IpChecksum(icmp.data() + 34, icmp.size() - 34), 0) << "ICMP checksum";
   EXPECT_EQ(face_b_.count(IsUdp), 0u) << "nothing of the DF datagram went out";
+}
+
+// Connected mode: ARP says B's IP moved to another hardware address (a second interface on
+// B's port, its own QPN, announces it with a gratuitous ARP): the RC connection to the old
+// address is torn down (DREQ; both ends close it) and the next frame for that IP connects
+// to the new address.
+TEST_F(IpoibDriverTest, ConnectedModeTearsDownTheConnectionToAPeersOldAddress) {
+  sa_->SetPacketLifeTime(10);  // about 4 ms: the CM's time-wait about 17 ms
+  ASSERT_NO_FATAL_FAILURE(CreateBoth(Mode::kConnected, Mode::kConnected));
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  Transmit(a_, Ipv4(mac_a_, peer_b_, kIpA, kIpB, 17, UdpPayload(3000, 1)));
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(IsUdp, &got));
+  EXPECT_EQ(CmConnections(a_), 1u);
+  ASSERT_TRUE(WaitFor([&] { return CmConnections(b_) == 1; }));
+  InterfaceConfig config;
+  config.name = "ib2";
+  config.ca_guid = guids_[1];
+  config.mode = Mode::kConnected;
+  Interface* c = nullptr;
+  ASSERT_EQ(CreateInterface(driver_, config, &face_c_, &c), Status::SUCCESS);
+  ASSERT_TRUE(face_c_.WaitCarrier(true));
+  const Mac mac_c = InterfaceMac(c);
+  Transmit(c, Arp(1, mac_c, kBroadcast, mac_c, kIpB, Mac{}, kIpB));  // gratuitous
+  Frame garp;
+  ASSERT_TRUE(face_a_.WaitFrame([](const Frame& f) { return IsArp(f, 1); }, &garp));
+  Mac peer_c;
+  std::memcpy(peer_c.data(), garp.data() + 22, 6);
+  EXPECT_NE(peer_c, peer_b_) << "a new hardware address, a new MAC";
+  EXPECT_TRUE(WaitFor([&] { return CmConnections(a_) == 0; })) << "A closed it";
+  EXPECT_TRUE(WaitFor([&] { return CmConnections(b_) == 0; })) << "B got the DREQ";
+  // The next frame for B's IP (to the MAC the ARP taught A's host) connects to C.
+  const Frame next = Ipv4(mac_a_, peer_c, kIpA, kIpB, 17, UdpPayload(3000, 2));
+  Transmit(a_, next);
+  ASSERT_TRUE(face_c_.WaitFrame(IsUdp, &got));
+  EXPECT_TRUE(std::equal(next.begin() + 12, next.end(), got.begin() + 12));
+  EXPECT_EQ(CmConnections(a_), 1u);
+  EXPECT_TRUE(WaitFor([&] { return CmConnections(c) == 1; }));
+  EXPECT_EQ(face_b_.count(IsUdp), 0u) << "nothing more for the old address";
+  // Once the old connection's time-wait ended, its QP and CEP are gone at both ends: two RC
+  // QPs (A's and C's) and their CEPs are left beside the interfaces' own.
+  EXPECT_TRUE(WaitFor([&] {
+    const abi::ObjectCounts now = al::QueryNodeObjectCounts(node_->access_layer());
+    return now.qp == sa_baseline_.qp + 3 + 2 && now.cep == sa_baseline_.cep + 3 + 2;
+  })) << al::QueryNodeObjectCounts(node_->access_layer()).qp;
+  DestroyInterface(c);
+  DestroyInterface(std::exchange(b_, nullptr));
+  DestroyInterface(std::exchange(a_, nullptr));
+  EXPECT_TRUE(WaitFor([&] {  // the last connection's time-wait, then nothing left
+    abi::ObjectCounts now = al::QueryNodeObjectCounts(node_->access_layer());
+    abi::ObjectCounts want = sa_baseline_;
+    now.pending_requests = want.pending_requests = 0;
+    return std::memcmp(&now, &want, sizeof now) == 0;
+  }));
 }
 
 // ---- LBFO: one interface over two ports ----

@@ -299,7 +299,7 @@ void TestSa::Answer(Port* port, const abi::MadEventRecord& from, std::vector<uin
         path.RateSelector = 2;
         path.Rate = 3;
         path.PacketLifeTimeSelector = 2;
-        path.PacketLifeTime = 18;
+        path.PacketLifeTime = packet_life_time_.load();
         path.Pack({record, mad::PathRecord::kSize});
       }
     } else if (attribute == mad::MCMemberRecord::kAttributeId &&

@@ -57,6 +57,9 @@ class TestSa {
   // Groups created from then on get at most this MTU (IBTA code: 4 = 2048), as an SM whose
   // partition configuration says so (OpenSM's default IPoIB group: 2048).
   void CapGroupMtu(uint8_t mtu) { max_group_mtu_ = mtu; }
+  // PathRecords answered from then on carry this PacketLifeTime (IBTA code; default 18, about
+  // 1 s): connected-mode cases shorten the CM's time-wait (2 lifetimes + the ACK timeout).
+  void SetPacketLifeTime(uint8_t code) { packet_life_time_ = code; }
   std::map<Gid, SaGroup> groups() const;
   size_t services() const;
   size_t services_of(const Gid& gid) const;  // the ServiceRecords whose ServiceGID is `gid`
@@ -91,6 +94,7 @@ class TestSa {
   std::vector<std::vector<uint8_t>> services_;
   uint16_t next_mlid_ = 0xC000;
   std::atomic<uint8_t> max_group_mtu_{0};
+  std::atomic<uint8_t> packet_life_time_{18};
   std::atomic<uint64_t> path_queries_{0}, refused_joins_{0};
 };
 
