@@ -489,6 +489,34 @@ void DeliverAnswer(Interface* i, const std::vector<uint8_t>& answer) {
   i->face->DeliverToHost(answer);
 }
 
+// The idle check (every quarter of cm_idle_timeout, at most 1 s apart): an established
+// connection without a send or a receive for cm_idle_timeout is torn down.
+void CmIdleDpc(kernel::Kdpc*, void* context, void*, void*) {
+  auto* i = static_cast<Interface*>(context);
+  std::vector<CmClosing> closing;
+  kernel::SpinLockGuard guard(i->lock);
+  if (i->stopping || i->cm == nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& c : i->cm->connections) {
+    if (c->state == CmConnection::State::kEstablished &&
+        now - c->last_used >= i->config.cm_idle_timeout)
+      CloseLocked(c.get(), &closing);
+  }
+  DisconnectLater(i, std::move(closing));
+}
+
+void StartIdleCheck(Interface* i) {
+  const auto timeout = i->config.cm_idle_timeout;
+  if (timeout <= std::chrono::milliseconds::zero()) return;
+  const auto period = std::clamp<std::chrono::nanoseconds>(
+      timeout / 4, std::chrono::milliseconds(5), std::chrono::seconds(1));
+  CmState* cm = i->cm;
+  kernel::KeInitializeDpc(&cm->idle_dpc, i->node, &CmIdleDpc, i);
+  kernel::KeInitializeTimer(&cm->idle_timer, i->node);
+  kernel::KeSetTimer(&cm->idle_timer, period, &cm->idle_dpc, period);
+  cm->idle_armed = true;
+}
+
 }  // namespace
 
 size_t CmMemoryBytes(const Interface* i) {
@@ -527,6 +555,7 @@ Status CmSetUp(Interface* i, uint8_t* base) {
   status = kernel::IbCepListen(i->al, listen);
   if (status != Status::SUCCESS) return status;
   ArmListen(i);
+  StartIdleCheck(i);
   return Status::SUCCESS;
 }
 
@@ -732,6 +761,10 @@ void CmPeerChangedLocked(Interface* i, const HwAddr& old_hw) {
 
 void CmQuiesce(Interface* i) {
   if (i->cm == nullptr) return;
+  if (i->cm->idle_armed) {
+    kernel::KeCancelTimer(&i->cm->idle_timer);
+    kernel::KeFlushQueuedDpcs(i->node);
+  }
   for (;;) {
     {
       kernel::SpinLockGuard guard(i->lock);

@@ -282,6 +282,7 @@ class IpoibDriverTest : public ::testing::Test {
     config.name = "ib0";
     config.ca_guid = guids_[0];
     config.mode = mode_a;
+    config.cm_idle_timeout = cm_idle_timeout_;
     ASSERT_EQ(CreateInterface(driver_, config, &face_a_, &a_), Status::SUCCESS);
     config.name = "ib1";
     config.ca_guid = guids_[1];
@@ -316,6 +317,7 @@ class IpoibDriverTest : public ::testing::Test {
   Interface* a_ = nullptr;
   Interface* b_ = nullptr;
   Mac mac_a_{}, mac_b_{}, peer_a_{}, peer_b_{};
+  std::chrono::milliseconds cm_idle_timeout_{60000};  // CreateBoth's (InterfaceConfig's default)
 };
 
 TEST_F(IpoibDriverTest, CarrierComesUpWhenTheBroadcastGroupIsJoined) {
@@ -917,6 +919,40 @@ TEST_F(IpoibDriverTest, ConnectedModeTearsDownTheConnectionToAPeersOldAddress) {
     now.pending_requests = want.pending_requests = 0;
     return std::memcmp(&now, &want, sizeof now) == 0;
   }));
+}
+
+// Connected mode: a connection idle both ways for cm_idle_timeout is torn down at both ends
+// (DREQ), its RC QPs and CEPs destroyed once the time-wait ended; traffic later connects
+// again.
+TEST_F(IpoibDriverTest, ConnectedModeTearsDownAnIdleConnectionAndConnectsAgainOnTraffic) {
+  sa_->SetPacketLifeTime(10);  // the CM's time-wait about 17 ms
+  cm_idle_timeout_ = std::chrono::milliseconds(100);
+  ASSERT_NO_FATAL_FAILURE(CreateBoth(Mode::kConnected, Mode::kConnected));
+  ASSERT_NO_FATAL_FAILURE(ResolveBothWays());
+  const auto counts = [&] { return al::QueryNodeObjectCounts(node_->access_layer()); };
+  abi::ObjectCounts before = sa_baseline_;  // with the interfaces' UD QPs and listens
+  before.qp += 2;
+  before.cep += 2;
+  Transmit(a_, Ipv4(mac_a_, peer_b_, kIpA, kIpB, 17, UdpPayload(3000, 1)));
+  Frame got;
+  ASSERT_TRUE(face_b_.WaitFrame(IsUdp, &got));
+  EXPECT_EQ(CmConnections(a_), 1u);
+  EXPECT_EQ(counts().qp, before.qp + 2) << "an RC QP at each end (B's ARP reply made it)";
+  ASSERT_TRUE(WaitFor([&] { return CmConnections(a_) == 0 && CmConnections(b_) == 0; }))
+      << "idle: torn down";
+  EXPECT_TRUE(WaitFor([&] {
+    const abi::ObjectCounts now = counts();
+    return now.qp == before.qp && now.cep == before.cep;
+  })) << "the RC QPs and CEPs destroyed: "
+      << counts().qp << " QPs";
+  // Traffic again: a new connection (B's reply on it).
+  const Frame again = Ipv4(mac_a_, peer_b_, kIpA, kIpB, 17, UdpPayload(3000, 2));
+  Transmit(a_, again);
+  ASSERT_TRUE(face_b_.WaitFrame(IsUdp, &got));
+  EXPECT_TRUE(std::equal(again.begin() + 12, again.end(), got.begin() + 12));
+  InterfaceInfo info;
+  ASSERT_EQ(Query(a_, &info), Status::SUCCESS);
+  EXPECT_EQ(info.counters.tx_dropped, 0u);
 }
 
 // ---- LBFO: one interface over two ports ----

@@ -38,6 +38,11 @@ struct InterfaceConfig {
   // (Added by IBAT, ibat.h.) How long IbatResolve's ARP/ND requests wait for an answer
   // before the next try (3 tries, then TIMEOUT). Tests shorten it.
   std::chrono::milliseconds ibat_retry_interval{1000};
+  // (Added by connected mode's idle teardown.) An RC connection with no traffic either way
+  // for this long is torn down (DREQ; its QP freed); the next frame connects again. 60 s, as
+  // Linux ages an unused neighbour (and with it ipoib_cm's active-side connection: the ARP
+  // table's gc_stale_time); 0: never. Tests shorten it.
+  std::chrono::milliseconds cm_idle_timeout{60000};
 };
 
 struct Counters {
