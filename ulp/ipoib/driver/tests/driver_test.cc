@@ -774,6 +774,7 @@ std::vector<uint8_t> UdpPayload(size_t bytes, uint8_t seed) {
 bool IsUdp(const Frame& f) { return f.size() > 34 && Be16(f.data() + 12) == 0x0800 && f[23] == 17; }
 
 TEST_F(IpoibDriverTest, ConnectedModeCarriesA60KDatagramOverRcBothWays) {
+  sa_->SetPacketLifeTime(10);  // the teardown's time-wait about 17 ms, not 4 s
   ASSERT_NO_FATAL_FAILURE(CreateBoth(Mode::kConnected, Mode::kConnected));
   EXPECT_EQ(InterfaceMtu(a_), 65520u);
   InterfaceInfo info;
