@@ -153,6 +153,7 @@ class SpecialQp {
   std::atomic<uint64_t> unmatched{0};   // responses that matched no send
   std::atomic<uint64_t> retries{0};     // resends after a timeout
   std::atomic<uint64_t> redirected{0};  // requests re-sent where a redirect pointed
+  std::atomic<uint64_t> ahs_made{0};    // CiCreateAh IRPs sent (the AH cache's misses)
 
   // MAD QPs (mad_qp.cc): the client's ModifyQp went through; RESET->INIT posts the
   // receive buffers and fixes the port.

@@ -90,6 +90,7 @@ void SpecialQp::CreateAhs() {
       continue;
     }
     ci_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+    ahs_made.fetch_add(1, std::memory_order_relaxed);
     CreateAhTask(entry, av);
   }
 }
