@@ -149,8 +149,8 @@ class McastJoinObj final : public sa::SaMembership {
     {
       kernel::SpinLockGuard guard(lock_);
       if (ended_ || !attached_ || mlid == mlid_) return;
-      QueueLocked(false, mgid_, mlid_);
-      start = QueueLocked(true, mgid, mlid);
+      start = QueueLocked(false, mgid_, mlid_);  // the first of the two says whether to start
+      QueueLocked(true, mgid, mlid);
       mgid_ = mgid;
       mlid_ = mlid;
     }
