@@ -46,7 +46,8 @@ class CiVerbHandlers {
   /// Change a port's capabilities, InitTypeReply or the system image GUID.
   virtual Status CiModifyCa(const CallContext& ctx, const abi::CiModifyCaIn& in, Irp* irp) = 0;
 
-  /// A MAD answered by the port's own agents (SMA, PMA), as ci::CaInterface::LocalMad.
+  /// A MAD answered by the port's own agents (SMA, PMA) as if it had arrived on `port`,
+  /// without going on the wire (IBAL ib_local_mad).
   virtual Status CiLocalMad(const CallContext& ctx, const abi::CiLocalMadIn& in,
                             abi::CiLocalMadOut& out, Irp* irp) = 0;
 
@@ -60,7 +61,8 @@ class CiVerbHandlers {
 
   virtual Status CiDestroyAh(const CallContext& ctx, const abi::CiDestroyAhIn& in, Irp* irp) = 0;
 
-  /// Tells the CA which AH a user process's AV handle names (ci::CaInterface::BindAhHandle).
+  /// Tells the CA which AH a user process's AV handle names, within the AH's PD (the ring
+  /// consumer translates a UD entry's av.value through the sending QP's PD).
   virtual Status CiBindAhHandle(const CallContext& ctx, const abi::CiBindAhHandleIn& in,
                                 Irp* irp) = 0;
 
@@ -79,8 +81,8 @@ class CiVerbHandlers {
   virtual Status CiDeregisterMr(const CallContext& ctx, const abi::CiDeregisterMrIn& in,
                                 Irp* irp) = 0;
 
-  /// Change what `what` selects of region `key` (ci::CaInterface::ReregisterMr); the memory
-  /// of TRANSLATION is the requestor's, as CiRegisterMr.
+  /// Change what `what` selects of region `key` in place (a new key, the old one dead at
+  /// once); the memory of TRANSLATION is the requestor's, as CiRegisterMr.
   virtual Status CiReregisterMr(const CallContext& ctx, const abi::CiReregisterMrIn& in,
                                 abi::CiReregisterMrOut& out, Irp* irp) = 0;
 

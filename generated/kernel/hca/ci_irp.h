@@ -79,7 +79,8 @@ Status SendCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode m
 Status CallCiModifyCaIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                          const abi::CiModifyCaIn& in);
 
-/// A MAD answered by the port's own agents (SMA, PMA), as ci::CaInterface::LocalMad.
+/// A MAD answered by the port's own agents (SMA, PMA) as if it had arrived on `port`,
+/// without going on the wire (IBAL ib_local_mad).
 Irp* BuildCiLocalMadIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                         const abi::CiLocalMadIn& in, abi::CiLocalMadOut* out);
 Irp* BuildCiLocalMadIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -126,7 +127,8 @@ Status SendCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode 
 Status CallCiDestroyAhIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                           const abi::CiDestroyAhIn& in);
 
-/// Tells the CA which AH a user process's AV handle names (ci::CaInterface::BindAhHandle).
+/// Tells the CA which AH a user process's AV handle names, within the AH's PD (the ring
+/// consumer translates a UD entry's av.value through the sending QP's PD).
 Irp* BuildCiBindAhHandleIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiBindAhHandleIn& in);
 Irp* BuildCiBindAhHandleIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,
@@ -176,8 +178,8 @@ Status SendCiDeregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMo
 Status CallCiDeregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                              const abi::CiDeregisterMrIn& in);
 
-/// Change what `what` selects of region `key` (ci::CaInterface::ReregisterMr); the memory
-/// of TRANSLATION is the requestor's, as CiRegisterMr.
+/// Change what `what` selects of region `key` in place (a new key, the old one dead at
+/// once); the memory of TRANSLATION is the requestor's, as CiRegisterMr.
 Irp* BuildCiReregisterMrIrp(DeviceObject* target, FileObject* file, ProcessorMode mode,
                             const abi::CiReregisterMrIn& in, abi::CiReregisterMrOut* out);
 Irp* BuildCiReregisterMrIrpInPlace(DeviceObject* target, FileObject* file, ProcessorMode mode,

@@ -20,7 +20,7 @@ namespace {
 
 // Whose memory a registration names: a user requestor's process (through its file, which
 // the generated dispatch has checked: a user process's open), or the kernel's.
-ci::MemoryOwner OwnerOf(const kernel::CallContext& ctx) {
+MemoryOwner OwnerOf(const kernel::CallContext& ctx) {
   if (ctx.requestor_mode != kernel::ProcessorMode::kUserMode || ctx.file == nullptr) return {};
   return {ctx.file->ProcessId, ctx.file->DmaAddressOffset};
 }

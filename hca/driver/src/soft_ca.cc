@@ -262,13 +262,13 @@ Status SoftCa::BindAhHandle(uint32_t ah, uint64_t handle) {
   return hca_.BindAhHandle(ah, handle);
 }
 
-std::shared_ptr<DmaAccessor> SoftCa::AccessorOf(ci::MemoryOwner owner) const {
+std::shared_ptr<DmaAccessor> SoftCa::AccessorOf(MemoryOwner owner) const {
   return owner.pid == 0 ? kernel_dma_
                         : std::make_shared<ProcessVmDma>(static_cast<pid_t>(owner.pid));
 }
 
 Status SoftCa::RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
-                          ci::MemoryOwner owner, uint32_t* key) {
+                          MemoryOwner owner, uint32_t* key) {
   // Where the region's bytes are for the DMA engine; the device checks keys and bounds
   // against vaddr (Hca::RegisterMr: iova vs addr) and that addr + length does not wrap.
   const uint64_t addr = vaddr + owner.address_offset;
@@ -309,7 +309,7 @@ Status SoftCa::DeregisterMr(uint32_t key) {
 // ---- MR reregistration -------------------------------------------------------------------
 
 Status SoftCa::ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
-                            uint64_t length, abi::AccessFlags access, ci::MemoryOwner owner,
+                            uint64_t length, abi::AccessFlags access, MemoryOwner owner,
                             uint32_t* new_key) {
   // A new translation needs the accessor of the memory's owner, made before the lock as in
   // RegisterMr; without TRANSLATION the device keeps the region's own.

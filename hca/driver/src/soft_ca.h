@@ -22,8 +22,18 @@ namespace softib::hca {
 
 class PortLink;
 
-// A SoftCa is both the C++ CI (ci::CaInterface: the speed path, and the control path until
-// the AL moves to IRPs) and the handler set of the CA device's CI IRPs (ci_handlers.cc).
+// Whose memory a region is, and how the addresses it is registered at reach that memory:
+// what the CI IRP handlers learn from the IRP (a user-mode IRP's file names the process).
+struct MemoryOwner {
+  int32_t pid = 0;  // the user process; 0: kernel memory (this process's, by memcpy)
+  // Added to a registered address to reach the process's own (process_vm_readv/writev): 0
+  // natively, qemu's guest base for a 32-bit process under qemu-i386 (GetFileAl).
+  uint64_t address_offset = 0;
+};
+
+// A SoftCa is both the C++ CI (ci::CaInterface: the speed path and identity) and the
+// handler set of the CA device's CI IRPs (ci_handlers.cc), which alone reach its control
+// verbs.
 class SoftCa final : public ci::CaInterface, public kernel::CiVerbHandlers {
  public:
   // `rings`: the driver's ring service (null: Map* answer INSUFFICIENT_RESOURCES).
@@ -38,73 +48,23 @@ class SoftCa final : public ci::CaInterface, public kernel::CiVerbHandlers {
   uint8_t num_ports() const override { return config_.num_ports; }
   bool removed() const override { return removed_.load(std::memory_order_acquire); }
 
-  Status QueryCa(abi::CaAttributes* attributes, std::span<abi::PortAttributes> ports) override;
-  Status QueryGidTable(uint8_t port, uint32_t start, std::span<abi::Gid> out,
-                       uint32_t* count) override;
-  Status QueryPkeyTable(uint8_t port, uint32_t start, std::span<uint16_t> out,
-                        uint32_t* count) override;
-  Status ModifyCa(uint8_t port, abi::ModifyCaFlags flags, abi::PortCapabilities cap_set,
-                  abi::PortCapabilities cap_clear, uint8_t init_type,
-                  uint64_t system_image_guid) override;
-  Status LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
-                  std::span<uint8_t, 256> response) override;
-  Status AllocPd(uint32_t* pd) override;
-  Status FreePd(uint32_t pd) override;
-  Status CreateAh(uint32_t pd, const abi::AddressVector& av, uint32_t* ah) override;
-  Status DestroyAh(uint32_t ah) override;
-  Status RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
-                    ci::MemoryOwner owner, uint32_t* key) override;
-  Status DeregisterMr(uint32_t key) override;
-  // A physical registration (CiRegisterPhysMr, IBAL ib_reg_phys): the kernel buffers
-  // `ranges` (pointers of this process) laid end to end are the region at `iova`; its pages
-  // may be discontiguous. INVALID_PARAMETER: no range, an empty or wrapping one, a region
-  // that wraps.
-  Status RegisterPhysMr(uint32_t pd, uint64_t iova, std::span<const abi::PhysRange> ranges,
-                        abi::AccessFlags access, uint32_t* key);
-  // MR reregistration
-  Status ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
-                      uint64_t length, abi::AccessFlags access, ci::MemoryOwner owner,
-                      uint32_t* new_key) override;
-  Status CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size) override;
-  Status ResizeCq(uint32_t cq, uint32_t* size) override;
-  Status QueryCq(uint32_t cq, uint32_t* size) override;
-  Status DestroyCq(uint32_t cq) override;
+  // --- the speed path of ci::CaInterface ----------------------------------------------
   Status PollCq(uint32_t cq, std::span<abi::WorkCompletion> wcs, uint32_t* count) override;
   Status PeekCq(uint32_t cq, uint32_t* count) override;
   Status RearmCq(uint32_t cq, abi::CqNotify notify) override;
-  Status CreateQp(uint32_t pd, const abi::QpCreateParams& params, uint32_t send_cq,
-                  uint32_t recv_cq, uint32_t srq, uint32_t* qpn, abi::QpCaps* caps) override;
-  Status CreateSpecialQp(uint32_t pd, uint8_t port, const abi::QpCreateParams& params,
-                         uint32_t send_cq, uint32_t recv_cq, uint32_t* qp, uint32_t* qp_num,
-                         abi::QpCaps* caps) override;
-  Status ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attributes) override;
-  Status QueryQp(uint32_t qpn, abi::QpAttributes* attributes) override;
-  Status DestroyQp(uint32_t qpn) override;
   Status PostSend(uint32_t qpn, std::span<const abi::SendWorkRequest> wrs,
                   uint32_t* num_posted) override;
   Status PostRecv(uint32_t qpn, std::span<const abi::RecvWorkRequest> wrs,
                   uint32_t* num_posted) override;
-  Status CreateSrq(uint32_t pd, const abi::SrqAttributes& attributes, uint32_t* srq,
-                   abi::SrqAttributes* granted) override;
-  Status ModifySrq(uint32_t srq, abi::SrqAttrMask mask,
-                   const abi::SrqAttributes& attributes) override;
-  Status QuerySrq(uint32_t srq, abi::SrqAttributes* attributes) override;
-  Status DestroySrq(uint32_t srq) override;
   Status PostSrqRecv(uint32_t srq, std::span<const abi::RecvWorkRequest> wrs,
                      uint32_t* num_posted) override;
-  Status AllocMw(uint32_t pd, abi::MwType type, uint32_t* mw, uint32_t* rkey) override;
-  Status QueryMw(uint32_t mw, abi::MwType* type, uint32_t* rkey) override;
-  Status DestroyMw(uint32_t mw) override;
   Status BindMw(uint32_t mw, uint32_t qpn, uint32_t mr_key, const abi::MwBindParams& bind,
                 uint32_t* rkey) override;
-  Status AttachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) override;
-  Status DetachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid) override;
   // Speed path (ca_rings.cc).
   Status MapCqRing(uint32_t cq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) override;
   Status MapQpRings(uint32_t qpn, abi::RingMapping* send_ring, abi::RingMapping* recv_ring,
                     uint32_t* shm_id, int* fd) override;
   Status MapSrqRing(uint32_t srq, abi::RingMapping* ring, uint32_t* shm_id, int* fd) override;
-  Status BindAhHandle(uint32_t ah, uint64_t handle) override;
 
   // --- the CI as IRPs (idl/ci.idl; ci_handlers.cc) -------------------------------------------
   // Every completion goes through Complete: in pend mode (HcaConfig::pend_ci) each IRP is
@@ -185,6 +145,12 @@ class SoftCa final : public ci::CaInterface, public kernel::CiVerbHandlers {
                       abi::CiMapSrqRingOut& out, kernel::Irp* irp) override;
 
   // --- driver side -----------------------------------------------------------------------
+  // The port's own agents answering a MAD (HcaLocalMad, and CiLocalMad's handler): SUCCESS
+  // with the GetResp in `response`; INVALID_PERMISSION when the agent consumed it without
+  // an answer (an M_Key violation, a response or trap MAD); INVALID_SETTING when no agent
+  // takes it; INVALID_PORT, CA_REMOVED.
+  Status LocalMad(uint8_t port, std::span<const uint8_t, 256> request,
+                  std::span<uint8_t, 256> response);
   // Packets for this CA's ports (delivery DPC or ring service), received under one hold of
   // the lock: the rings' completions move once per batch, not once per packet.
   struct InboundPacket {
@@ -214,6 +180,58 @@ class SoftCa final : public ci::CaInterface, public kernel::CiVerbHandlers {
   ~SoftCa() override;
 
  private:
+  // --- the control verbs: the CA's own, reached only by its CI IRPs' handlers
+  // (ci_handlers.cc), which learn from the IRP whose memory a registration names --------
+  // `ports` gets min(ports.size(), num_ports) entries.
+  Status QueryCa(abi::CaAttributes* attributes, std::span<abi::PortAttributes> ports);
+  Status QueryGidTable(uint8_t port, uint32_t start, std::span<abi::Gid> out, uint32_t* count);
+  Status QueryPkeyTable(uint8_t port, uint32_t start, std::span<uint16_t> out, uint32_t* count);
+  Status ModifyCa(uint8_t port, abi::ModifyCaFlags flags, abi::PortCapabilities cap_set,
+                  abi::PortCapabilities cap_clear, uint8_t init_type, uint64_t system_image_guid);
+  Status AllocPd(uint32_t* pd);
+  Status FreePd(uint32_t pd);
+  Status CreateAh(uint32_t pd, const abi::AddressVector& av, uint32_t* ah);
+  Status DestroyAh(uint32_t ah);
+  Status RegisterMr(uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
+                    MemoryOwner owner, uint32_t* key);
+  Status DeregisterMr(uint32_t key);
+  // A physical registration (CiRegisterPhysMr, IBAL ib_reg_phys): the kernel buffers
+  // `ranges` (pointers of this process) laid end to end are the region at `iova`; its pages
+  // may be discontiguous. INVALID_PARAMETER: no range, an empty or wrapping one, a region
+  // that wraps.
+  Status RegisterPhysMr(uint32_t pd, uint64_t iova, std::span<const abi::PhysRange> ranges,
+                        abi::AccessFlags access, uint32_t* key);
+  // MR reregistration
+  Status ReregisterMr(uint32_t key, abi::MrReregFlags what, uint32_t pd, uint64_t vaddr,
+                      uint64_t length, abi::AccessFlags access, MemoryOwner owner,
+                      uint32_t* new_key);
+  Status CreateCq(uint32_t size, uint32_t* cq, uint32_t* actual_size);
+  Status ResizeCq(uint32_t cq, uint32_t* size);
+  Status QueryCq(uint32_t cq, uint32_t* size);
+  Status DestroyCq(uint32_t cq);
+  Status CreateQp(uint32_t pd, const abi::QpCreateParams& params, uint32_t send_cq,
+                  uint32_t recv_cq, uint32_t srq, uint32_t* qpn, abi::QpCaps* caps);
+  Status CreateSpecialQp(uint32_t pd, uint8_t port, const abi::QpCreateParams& params,
+                         uint32_t send_cq, uint32_t recv_cq, uint32_t* qp, uint32_t* qp_num,
+                         abi::QpCaps* caps);
+  Status ModifyQp(uint32_t qpn, const abi::QpModifyAttributes& attributes);
+  Status QueryQp(uint32_t qpn, abi::QpAttributes* attributes);
+  Status DestroyQp(uint32_t qpn);
+  Status CreateSrq(uint32_t pd, const abi::SrqAttributes& attributes, uint32_t* srq,
+                   abi::SrqAttributes* granted);
+  Status ModifySrq(uint32_t srq, abi::SrqAttrMask mask, const abi::SrqAttributes& attributes);
+  Status QuerySrq(uint32_t srq, abi::SrqAttributes* attributes);
+  Status DestroySrq(uint32_t srq);
+  Status AllocMw(uint32_t pd, abi::MwType type, uint32_t* mw, uint32_t* rkey);
+  Status QueryMw(uint32_t mw, abi::MwType* type, uint32_t* rkey);
+  Status DestroyMw(uint32_t mw);
+  Status AttachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid);
+  Status DetachMcast(uint32_t qpn, const abi::Gid& mgid, uint16_t mlid);
+  // Tells the CA which AH a user process's AV handle names, in the AH's PD (the ring
+  // consumer looks a UD entry's av.value up in the sending QP's PD). INVALID_AV_HANDLE (no
+  // such AH), INVALID_PARAMETER (handle 0), CA_REMOVED.
+  Status BindAhHandle(uint32_t ah, uint64_t handle);
+
   class Locked;  // the lock held and the CA present
   void OnAsync(const DeviceEvent& event);
   void OnCompletion(uint32_t cq);
@@ -240,7 +258,7 @@ class SoftCa final : public ci::CaInterface, public kernel::CiVerbHandlers {
                    std::shared_ptr<RingRegion>* region);
   Status DupFd(const RingRegion& region, uint32_t* shm_id, int* fd);
   // The DMA engine's way into `owner`'s memory (allocates: call before taking the lock).
-  std::shared_ptr<DmaAccessor> AccessorOf(ci::MemoryOwner owner) const;
+  std::shared_ptr<DmaAccessor> AccessorOf(MemoryOwner owner) const;
   bool has_rings() const { return !ring_qps_.empty() || !ring_cqs_.empty() || !ring_srqs_.empty(); }
   // Completes waiting IRPs with queued news; never with the lock held.
   void FlushEvents();

@@ -1,8 +1,10 @@
 // Two CAs of one HCA driver cabled back to back, reached through their CI as the Access
 // Layer reaches them, with an RC QP on each whose rings a "process" (this test, through
 // the user-mode verbs provider) maps: the ring service's tests drive the speed path from
-// both ends. Memory is registered with this process's pid, so the HCA moves it with
-// process_vm_readv/writev exactly as for a user process.
+// both ends. The control verbs go as the AL sends them, as CI IRPs to each CA's device;
+// memory is registered by user-mode IRPs on a file of this process (as a user process's
+// registration reaches the driver), so the HCA moves it with process_vm_readv/writev
+// exactly as for a user process.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,8 +15,10 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "kernel/hca/ci_irp.h"
 #include "softib/ci/ci.h"
 #include "softib/hca/hca_driver.h"
 #include "softib/kernel/device.h"
@@ -78,8 +82,9 @@ class EventCollector {
 
 struct Side {
   uint64_t guid = 0;
-  kernel::DeviceObject* device = nullptr;  // referenced
-  ci::CaInterface* ci = nullptr;           // referenced
+  kernel::DeviceObject* device = nullptr;   // referenced
+  ci::CaInterface* ci = nullptr;            // referenced: the speed path
+  kernel::FileObject* user_file = nullptr;  // this process's open of the CA device
   EventCollector events;
   uint16_t lid = 0;
   uint32_t pd = 0, cq = 0, qpn = 0, key = 0;
@@ -110,12 +115,18 @@ class RingFixture : public ::testing::Test {
           ci::kIoctlCiQueryInterface, s.device, nullptr, 0, &query, sizeof query, true);
       ASSERT_EQ(kernel::IoCallDriverAndWait(s.device, irp), Status::SUCCESS);
       s.ci = query.ci;
+      ASSERT_EQ(kernel::IoCreateFileForProcess(&node_, ci::CaDeviceName(s.guid).c_str(), getpid(),
+                                               &s.user_file),
+                Status::SUCCESS);
       s.events.Start(s.device);
     }
     ASSERT_EQ(HcaCablePorts(driver_, sides_[0].guid, 1, sides_[1].guid, 1), Status::SUCCESS);
   }
 
   void TearDown() override {
+    for (Side& s : sides_) {
+      if (s.user_file != nullptr) kernel::IoCloseFile(std::exchange(s.user_file, nullptr));
+    }
     for (Side& s : sides_) {
       if (s.ci != nullptr) HcaRemoveCa(driver_, s.guid);
     }
@@ -130,17 +141,109 @@ class RingFixture : public ::testing::Test {
   // The driver's pend mode for the CAs (HcaConfig::pend_ci).
   virtual bool PendCi() const { return false; }
 
+  // --- the control verbs as CI IRPs (kernel mode, no file, as the AL sends them; a
+  // registration user mode on the side's file of this process) ---------------------------
+  static constexpr kernel::ProcessorMode kAlMode = kernel::ProcessorMode::kKernelMode;
+  Status AllocPd(Side& s, uint32_t* pd) {
+    abi::CiAllocPdOut out{};
+    const Status status = kernel::CallCiAllocPdIrp(s.device, nullptr, kAlMode, &out);
+    *pd = out.pd;
+    return status;
+  }
+  Status RegisterMr(Side& s, uint32_t pd, uint64_t vaddr, uint64_t length, abi::AccessFlags access,
+                    uint32_t* key) {
+    abi::CiRegisterMrIn in{};
+    in.pd = pd;
+    in.access = access;
+    in.vaddr = vaddr;
+    in.length = length;
+    abi::CiRegisterMrOut out{};
+    const Status status = kernel::CallCiRegisterMrIrp(s.device, s.user_file,
+                                                      kernel::ProcessorMode::kUserMode, in, &out);
+    *key = out.key;
+    return status;
+  }
+  Status CreateCq(Side& s, uint32_t size, uint32_t* cq) {
+    abi::CiCreateCqOut out{};
+    const Status status =
+        kernel::CallCiCreateCqIrp(s.device, nullptr, kAlMode, abi::CiCreateCqIn{size, 0}, &out);
+    *cq = out.cq;
+    return status;
+  }
+  Status ResizeCq(Side& s, uint32_t cq, uint32_t* size) {
+    abi::CiResizeCqOut out{};
+    const Status status =
+        kernel::CallCiResizeCqIrp(s.device, nullptr, kAlMode, abi::CiResizeCqIn{cq, *size}, &out);
+    if (status == Status::SUCCESS) *size = out.size;
+    return status;
+  }
+  Status DestroyCq(Side& s, uint32_t cq) {
+    return kernel::CallCiDestroyCqIrp(s.device, nullptr, kAlMode, abi::CiDestroyCqIn{cq});
+  }
+  Status CreateQp(Side& s, uint32_t pd, const abi::QpCreateParams& params, uint32_t send_cq,
+                  uint32_t recv_cq, uint32_t srq, uint32_t* qpn) {
+    abi::CiCreateQpIn in{};
+    in.pd = pd;
+    in.send_cq = send_cq;
+    in.recv_cq = recv_cq;
+    in.srq = srq;
+    in.params = params;
+    abi::CiCreateQpOut out{};
+    const Status status = kernel::CallCiCreateQpIrp(s.device, nullptr, kAlMode, in, &out);
+    *qpn = out.qpn;
+    return status;
+  }
+  Status ModifyQp(Side& s, uint32_t qpn, const abi::QpModifyAttributes& attributes) {
+    return kernel::CallCiModifyQpIrp(s.device, nullptr, kAlMode,
+                                     abi::CiModifyQpIn{qpn, attributes});
+  }
+  Status QueryQp(Side& s, uint32_t qpn, abi::QpAttributes* attributes) {
+    abi::CiQueryQpOut out{};
+    const Status status =
+        kernel::CallCiQueryQpIrp(s.device, nullptr, kAlMode, abi::CiQueryQpIn{qpn}, &out);
+    *attributes = out.attributes;
+    return status;
+  }
+  Status DestroyQp(Side& s, uint32_t qpn) {
+    return kernel::CallCiDestroyQpIrp(s.device, nullptr, kAlMode, abi::CiDestroyQpIn{qpn});
+  }
+  Status CreateSrq(Side& s, uint32_t pd, const abi::SrqAttributes& attributes, uint32_t* srq) {
+    abi::CiCreateSrqIn in{};
+    in.pd = pd;
+    in.attributes = attributes;
+    abi::CiCreateSrqOut out{};
+    const Status status = kernel::CallCiCreateSrqIrp(s.device, nullptr, kAlMode, in, &out);
+    *srq = out.srq;
+    return status;
+  }
+  Status DestroySrq(Side& s, uint32_t srq) {
+    return kernel::CallCiDestroySrqIrp(s.device, nullptr, kAlMode, abi::CiDestroySrqIn{srq});
+  }
+  Status CreateAh(Side& s, uint32_t pd, const abi::AddressVector& av, uint32_t* ah) {
+    abi::CiCreateAhOut out{};
+    const Status status =
+        kernel::CallCiCreateAhIrp(s.device, nullptr, kAlMode, abi::CiCreateAhIn{pd, av}, &out);
+    *ah = out.ah;
+    return status;
+  }
+  Status DestroyAh(Side& s, uint32_t ah) {
+    return kernel::CallCiDestroyAhIrp(s.device, nullptr, kAlMode, abi::CiDestroyAhIn{ah});
+  }
+  Status BindAhHandle(Side& s, uint32_t ah, uint64_t handle) {
+    return kernel::CallCiBindAhHandleIrp(s.device, nullptr, kAlMode,
+                                         abi::CiBindAhHandleIn{ah, 0, handle});
+  }
+
   // PD, MR over the side's buffer, a CQ of `cq_size` and a QP (RC unless told) of `depth`.
   void MakeQp(Side& s, uint32_t cq_size = 32, uint32_t depth = 16,
               abi::QpType type = abi::QpType::RC) {
-    ASSERT_EQ(s.ci->AllocPd(&s.pd), Status::SUCCESS);
+    ASSERT_EQ(AllocPd(s, &s.pd), Status::SUCCESS);
     const auto access = abi::AccessFlags::LOCAL_WRITE | abi::AccessFlags::REMOTE_WRITE |
                         abi::AccessFlags::REMOTE_READ;
-    ASSERT_EQ(s.ci->RegisterMr(s.pd, reinterpret_cast<uintptr_t>(s.buffer.data()), s.buffer.size(),
-                               access, {getpid()}, &s.key),
+    ASSERT_EQ(RegisterMr(s, s.pd, reinterpret_cast<uintptr_t>(s.buffer.data()), s.buffer.size(),
+                         access, &s.key),
               Status::SUCCESS);
-    uint32_t actual = 0;
-    ASSERT_EQ(s.ci->CreateCq(cq_size, &s.cq, &actual), Status::SUCCESS);
+    ASSERT_EQ(CreateCq(s, cq_size, &s.cq), Status::SUCCESS);
     abi::QpCreateParams params{};
     params.qp_type = type;
     params.sq_signaled = 1;
@@ -149,8 +252,7 @@ class RingFixture : public ::testing::Test {
     params.caps.sq_sge = 4;
     params.caps.rq_sge = 4;
     params.caps.max_inline_data = 64;
-    abi::QpCaps caps{};
-    ASSERT_EQ(s.ci->CreateQp(s.pd, params, s.cq, s.cq, 0, &s.qpn, &caps), Status::SUCCESS);
+    ASSERT_EQ(CreateQp(s, s.pd, params, s.cq, s.cq, 0, &s.qpn), Status::SUCCESS);
   }
 
   void MapRings(Side& s) {
@@ -171,7 +273,7 @@ class RingFixture : public ::testing::Test {
   }
 
   Status Modify(Side& s, const abi::QpModifyAttributes& attributes) {
-    return s.ci->ModifyQp(s.qpn, attributes);
+    return ModifyQp(s, s.qpn, attributes);
   }
   void Init(Side& s) {
     abi::QpModifyAttributes init{};
@@ -266,7 +368,7 @@ class RingFixture : public ::testing::Test {
   }
   abi::QpState StateOf(Side& s) {
     abi::QpAttributes attributes{};
-    EXPECT_EQ(s.ci->QueryQp(s.qpn, &attributes), Status::SUCCESS);
+    EXPECT_EQ(QueryQp(s, s.qpn, &attributes), Status::SUCCESS);
     return attributes.state;
   }
   // Polls (bounded) until `done()`.

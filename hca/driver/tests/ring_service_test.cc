@@ -151,9 +151,9 @@ TEST_F(RingFixture, BadProducerIndexFailsTheRingAndTheQp) {
   EXPECT_EQ(StateOf(a), abi::QpState::ERROR);
   // The other side and the CA are fine: B still answers and the CA serves new QPs.
   EXPECT_EQ(StateOf(sides_[1]), abi::QpState::RTS);
-  uint32_t cq = 0, actual = 0;
-  EXPECT_EQ(a.ci->CreateCq(4, &cq, &actual), Status::SUCCESS);
-  EXPECT_EQ(a.ci->DestroyCq(cq), Status::SUCCESS);
+  uint32_t cq = 0;
+  EXPECT_EQ(CreateCq(a, 4, &cq), Status::SUCCESS);
+  EXPECT_EQ(DestroyCq(a, cq), Status::SUCCESS);
 }
 
 TEST_F(RingFixture, EntryWithTooManySgesCompletesWithLocalQpOpError) {
@@ -335,7 +335,7 @@ TEST_F(RingFixture, DestroyWhileTheServiceRuns) {
     }
   });
   ASSERT_TRUE(Eventually([&] { return posted.load() > 100; }));
-  EXPECT_EQ(a.ci->DestroyQp(a.qpn), Status::SUCCESS);
+  EXPECT_EQ(DestroyQp(a, a.qpn), Status::SUCCESS);
   abi::RingControl* control = rings::ControlAt(a.qp_memory.base(), a.send_mapping);
   EXPECT_EQ(std::atomic_ref<abi::RingError>(control->status.error).load(),
             abi::RingError::SHUTDOWN);
@@ -343,7 +343,7 @@ TEST_F(RingFixture, DestroyWhileTheServiceRuns) {
   EXPECT_TRUE(Eventually([&] { return refused.load() > 0; }));
   stop.store(true);
   poster.join();
-  EXPECT_EQ(a.ci->DestroyCq(a.cq), Status::SUCCESS);
+  EXPECT_EQ(DestroyCq(a, a.cq), Status::SUCCESS);
   // The mapping survives in this process; the CA is done with it.
   EXPECT_EQ(PostSend(a, Send(a, 2, abi::WrType::SEND, 0, 8)), Status::INVALID_QP_STATE);
 }
@@ -366,7 +366,7 @@ TEST_F(RingFixture, SecondMapAnswersTheSameRings) {
   EXPECT_EQ(a.ci->MapSrqRing(12345, &first, &id1, &fd1), Status::INVALID_SRQ_HANDLE);
   // A mapped ring keeps its size.
   uint32_t size = 64;
-  EXPECT_EQ(a.ci->ResizeCq(a.cq, &size), Status::UNSUPPORTED);
+  EXPECT_EQ(ResizeCq(a, a.cq, &size), Status::UNSUPPORTED);
 }
 
 TEST_F(RingFixture, SrqRingFeedsItsQps) {
@@ -375,24 +375,22 @@ TEST_F(RingFixture, SrqRingFeedsItsQps) {
   MakeQp(a);
   MapRings(a);
   // B receives from a mapped SRQ.
-  ASSERT_EQ(b.ci->AllocPd(&b.pd), Status::SUCCESS);
-  ASSERT_EQ(b.ci->RegisterMr(b.pd, reinterpret_cast<uintptr_t>(b.buffer.data()), b.buffer.size(),
-                             abi::AccessFlags::LOCAL_WRITE, {getpid()}, &b.key),
+  ASSERT_EQ(AllocPd(b, &b.pd), Status::SUCCESS);
+  ASSERT_EQ(RegisterMr(b, b.pd, reinterpret_cast<uintptr_t>(b.buffer.data()), b.buffer.size(),
+                       abi::AccessFlags::LOCAL_WRITE, &b.key),
             Status::SUCCESS);
-  uint32_t actual = 0, srq = 0;
-  ASSERT_EQ(b.ci->CreateCq(32, &b.cq, &actual), Status::SUCCESS);
+  uint32_t srq = 0;
+  ASSERT_EQ(CreateCq(b, 32, &b.cq), Status::SUCCESS);
   abi::SrqAttributes srq_attributes{};
   srq_attributes.max_wr = 16;
   srq_attributes.max_sge = 1;
-  abi::SrqAttributes granted{};
-  ASSERT_EQ(b.ci->CreateSrq(b.pd, srq_attributes, &srq, &granted), Status::SUCCESS);
+  ASSERT_EQ(CreateSrq(b, b.pd, srq_attributes, &srq), Status::SUCCESS);
   abi::QpCreateParams params{};
   params.qp_type = abi::QpType::RC;
   params.sq_signaled = 1;
   params.caps.sq_depth = 4;
   params.caps.sq_sge = 1;
-  abi::QpCaps caps{};
-  ASSERT_EQ(b.ci->CreateQp(b.pd, params, b.cq, b.cq, srq, &b.qpn, &caps), Status::SUCCESS);
+  ASSERT_EQ(CreateQp(b, b.pd, params, b.cq, b.cq, srq, &b.qpn), Status::SUCCESS);
   MapRings(b);
   EXPECT_EQ(b.recv_mapping.num_entries, 0u);
   abi::RingMapping srq_mapping{};
@@ -423,8 +421,8 @@ TEST_F(RingFixture, SrqRingFeedsItsQps) {
   EXPECT_STREQ(reinterpret_cast<const char*>(b.buffer.data() + 128), "via srq");
   ASSERT_EQ(PollOne(a, &wc), Status::SUCCESS);
   EXPECT_EQ(wc.wr_id, 56u);
-  EXPECT_EQ(b.ci->DestroyQp(b.qpn), Status::SUCCESS);
-  EXPECT_EQ(b.ci->DestroySrq(srq), Status::SUCCESS);
+  EXPECT_EQ(DestroyQp(b, b.qpn), Status::SUCCESS);
+  EXPECT_EQ(DestroySrq(b, srq), Status::SUCCESS);
   EXPECT_EQ(std::atomic_ref<abi::RingError>(
                 rings::ControlAt(srq_memory.base(), srq_mapping)->status.error)
                 .load(),

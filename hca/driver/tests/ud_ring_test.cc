@@ -1,6 +1,6 @@
 // UD sends through a user process's send ring: the entry names its address by the
 // process's AV handle (the user ABI), which the AL binds to the CA's AH in the AV's PD
-// (CaInterface::BindAhHandle); the CA translates it through the sending QP's PD. A handle
+// (a CiBindAhHandle IRP); the CA translates it through the sending QP's PD. A handle
 // that names nothing there (never bound, destroyed, another PD's) completes the request
 // LOCAL_QP_OP_ERR and takes the QP to Error; nothing else is harmed.
 #include <endian.h>
@@ -48,7 +48,7 @@ class UdRingFixture : public RingFixture {
     av.port_num = 1;
     av.dlid = sides_[1].lid;
     uint32_t ah = 0;
-    EXPECT_EQ(sides_[0].ci->CreateAh(pd, av, &ah), Status::SUCCESS);
+    EXPECT_EQ(CreateAh(sides_[0], pd, av, &ah), Status::SUCCESS);
     return ah;
   }
   abi::SendWorkRequest UdSend(uint64_t wr_id, uint64_t av_handle, uint32_t length) {
@@ -84,7 +84,7 @@ TEST_F(UdRingFixture, SendNamingABoundAvHandleDelivers) {
   Side& a = sides_[0];
   Side& b = sides_[1];
   const uint32_t ah = AhToB(a.pd);
-  ASSERT_EQ(a.ci->BindAhHandle(ah, kHandle), Status::SUCCESS);
+  ASSERT_EQ(BindAhHandle(a, ah, kHandle), Status::SUCCESS);
 
   for (uint32_t i = 0; i < 300; ++i) a.buffer[i] = static_cast<uint8_t>(i * 3 + 1);
   b.buffer[kGrh + 300] = 0xEE;
@@ -117,10 +117,10 @@ TEST_F(UdRingFixture, AHandleMovedToANewAhFollowsIt) {
   Side& a = sides_[0];
   Side& b = sides_[1];
   const uint32_t first = AhToB(a.pd);
-  ASSERT_EQ(a.ci->BindAhHandle(first, kHandle), Status::SUCCESS);
+  ASSERT_EQ(BindAhHandle(a, first, kHandle), Status::SUCCESS);
   const uint32_t second = AhToB(a.pd);
-  ASSERT_EQ(a.ci->BindAhHandle(second, kHandle), Status::SUCCESS);
-  ASSERT_EQ(a.ci->DestroyAh(first), Status::SUCCESS);
+  ASSERT_EQ(BindAhHandle(a, second, kHandle), Status::SUCCESS);
+  ASSERT_EQ(DestroyAh(a, first), Status::SUCCESS);
 
   ASSERT_EQ(PostRecv(b, Recv(b, 21, 0, kGrh + 64)), Status::SUCCESS);
   std::memcpy(a.buffer.data(), "moved", 6);
@@ -146,8 +146,8 @@ TEST_F(UdRingFixture, ADestroyedAvsHandleCompletesInError) {
   BringUp();
   Side& a = sides_[0];
   const uint32_t ah = AhToB(a.pd);
-  ASSERT_EQ(a.ci->BindAhHandle(ah, kHandle), Status::SUCCESS);
-  ASSERT_EQ(a.ci->DestroyAh(ah), Status::SUCCESS);  // DestroyAv
+  ASSERT_EQ(BindAhHandle(a, ah, kHandle), Status::SUCCESS);
+  ASSERT_EQ(DestroyAh(a, ah), Status::SUCCESS);  // DestroyAv
   ExpectRefused(kHandle);
 }
 
@@ -157,21 +157,21 @@ TEST_F(UdRingFixture, AnotherPdsAvIsRefused) {
   BringUp();
   Side& a = sides_[0];
   uint32_t other_pd = 0;
-  ASSERT_EQ(a.ci->AllocPd(&other_pd), Status::SUCCESS);
+  ASSERT_EQ(AllocPd(a, &other_pd), Status::SUCCESS);
   const uint32_t ah = AhToB(other_pd);
-  ASSERT_EQ(a.ci->BindAhHandle(ah, kHandle), Status::SUCCESS);
+  ASSERT_EQ(BindAhHandle(a, ah, kHandle), Status::SUCCESS);
   ExpectRefused(kHandle);
 }
 
 TEST_F(UdRingFixture, BindingChecksItsArguments) {
   Side& a = sides_[0];
-  ASSERT_EQ(a.ci->AllocPd(&a.pd), Status::SUCCESS);
+  ASSERT_EQ(AllocPd(a, &a.pd), Status::SUCCESS);
   const uint32_t ah = AhToB(a.pd);
-  EXPECT_EQ(a.ci->BindAhHandle(ah, 0), Status::INVALID_PARAMETER);
-  EXPECT_EQ(a.ci->BindAhHandle(ah + 1000, kHandle), Status::INVALID_AV_HANDLE);
-  EXPECT_EQ(a.ci->BindAhHandle(ah, kHandle), Status::SUCCESS);
-  EXPECT_EQ(a.ci->DestroyAh(ah), Status::SUCCESS);
-  EXPECT_EQ(a.ci->BindAhHandle(ah, kHandle), Status::INVALID_AV_HANDLE);
+  EXPECT_EQ(BindAhHandle(a, ah, 0), Status::INVALID_PARAMETER);
+  EXPECT_EQ(BindAhHandle(a, ah + 1000, kHandle), Status::INVALID_AV_HANDLE);
+  EXPECT_EQ(BindAhHandle(a, ah, kHandle), Status::SUCCESS);
+  EXPECT_EQ(DestroyAh(a, ah), Status::SUCCESS);
+  EXPECT_EQ(BindAhHandle(a, ah, kHandle), Status::INVALID_AV_HANDLE);
 }
 
 }  // namespace

@@ -29,9 +29,9 @@ void SpecialQp::OnModified(const abi::QpModifyAttributes& a) {
       receiving_ = false;
       for (uint32_t i = 0; i < slots_.size(); ++i) {
         Slot slot = std::exchange(slots_[i], Slot{});
-        if (slot.ah == 0) continue;
-        SendRelease(kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr,
-                                                kernel::ProcessorMode::kKernelMode, {slot.ah}));
+        if (slot.ah == nullptr) continue;
+        std::erase(slot.ah->waiting, i);  // not posted yet: it never will be
+        ReleaseAhLocked(slot.ah);
         free_slots_.push_back(i);
         if (slot.send && --slot.send->on_wire == 0) {
           Finish(slot.send, abi::WcStatus::WR_FLUSH_ERR, after);

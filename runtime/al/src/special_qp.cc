@@ -33,8 +33,10 @@ void SpecialQp::InitResources() {
   kernel::KeInitializeTimer(&timer_, ca_->al->node);
   kernel::KeInitializeDpc(&timer_dpc_, ca_->al->node, &SpecialQp::TimerDpc, this);
   kernel::KeInitializeDpc(&completion_dpc_, ca_->al->node, &SpecialQp::CompletionDpc, this);
+  kernel::KeInitializeDpc(&ah_dpc_, ca_->al->node, &SpecialQp::AhDpc, this);
   memory_.assign(kRecvDepth * kRecvBytes + kSendSlots * mad::kMadSize, 0);
   slots_.assign(kSendSlots, Slot{});
+  slot_to_.assign(kSendSlots, MadAddress{});
   for (uint32_t i = kSendSlots; i > 0; --i) free_slots_.push_back(i - 1);
 }
 
@@ -187,12 +189,8 @@ void SpecialQp::Stop() {
   kernel::DeviceObject* const device = ca_->lower;
   {
     kernel::SpinLockGuard guard(lock);
-    for (Slot& slot : slots_) {
-      if (slot.ah != 0) {
-        SendRelease(kernel::BuildCiDestroyAhIrp(device, nullptr, kKernel, {slot.ah}));
-      }
-      slot = Slot{};
-    }
+    FlushAhsLocked();
+    for (Slot& slot : slots_) slot = Slot{};
     reassembly_.clear();
   }
   // The MR and CQ before the PD they belong to.
@@ -217,42 +215,53 @@ Status SpecialQp::PostRawLocked(const uint8_t* bytes, const MadAddress& to) {
   return PostLocked(nullptr, bytes, to);
 }
 
-// One MAD into a free send slot, through an AH of the AL's PD made for it (destroyed at
-// the send's completion).
+// One MAD into a free send slot, through the AH of its address (special_qp_ah.cc): posted
+// at once when the AH exists, else when its CiCreateAh IRP completes (the slot is taken
+// and the MAD copied now, so a full QP or a bad address is still refused here).
 Status SpecialQp::PostLocked(const std::shared_ptr<MadSend>& send, const uint8_t* bytes,
                              const MadAddress& to) {
   if (stopped_ || !started_) return Status::INSUFFICIENT_RESOURCES;
   if (free_slots_.empty()) return Status::INSUFFICIENT_RESOURCES;
-  ci::CaInterface* ci = ca_->ci;
+  if (ca_->removed.load(std::memory_order_acquire)) return Status::CA_REMOVED;
   abi::AddressVector av = to.av;
   av.port_num = port_;
-  uint32_t ah = 0;
-  Status s = ci->CreateAh(pd_, av, &ah);
-  if (s != Status::SUCCESS) return s == Status::CA_REMOVED ? s : Status::INVALID_SETTING;
+  AhEntry* entry = AhForLocked(av);
+  if (entry == nullptr) return Status::INVALID_SETTING;
   const uint32_t index = free_slots_.back();
   uint8_t* buffer = memory_.data() + kRecvDepth * kRecvBytes + uint64_t{index} * mad::kMadSize;
   std::memcpy(buffer, bytes, mad::kMadSize);
+  free_slots_.pop_back();
+  ++entry->uses;
+  slots_[index] = Slot{send, entry};
+  if (entry->ah == 0) {  // its CiCreateAh is in flight: posted from its completion
+    slot_to_[index] = to;
+    entry->waiting.push_back(index);
+  } else if (const Status s = PostSlotLocked(index, to); s != Status::SUCCESS) {
+    slots_[index] = Slot{};
+    free_slots_.push_back(index);
+    ReleaseAhLocked(entry);
+    return s;
+  }
+  if (send) ++send->on_wire;
+  return Status::SUCCESS;
+}
+
+Status SpecialQp::PostSlotLocked(uint32_t index, const MadAddress& to) {
+  uint8_t* buffer = memory_.data() + kRecvDepth * kRecvBytes + uint64_t{index} * mad::kMadSize;
   abi::SendWorkRequest wr{};
   wr.wr_id = index;
   wr.wr_type = abi::WrType::SEND;
   wr.send_flags = abi::SendFlags::SIGNALED;
   wr.num_sge = 1;
   wr.sge[0] = {reinterpret_cast<uint64_t>(buffer), mad::kMadSize, key_};
-  wr.av.value = ah;
+  wr.av.value = slots_[index].ah->ah;
   wr.remote_qpn = to.remote_qpn;
   wr.remote_qkey = to.remote_qkey;
   wr.pkey_index = to.pkey_index;
   uint32_t posted = 0;
-  s = ci->PostSend(qp_, {&wr, 1}, &posted);
-  if (s != Status::SUCCESS || posted != 1) {
-    SendRelease(
-        kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode, {ah}));
-    return s != Status::SUCCESS ? s : Status::INSUFFICIENT_RESOURCES;
-  }
-  free_slots_.pop_back();
-  slots_[index] = Slot{send, ah};
-  if (send) ++send->on_wire;
-  return Status::SUCCESS;
+  const Status s = ca_->ci->PostSend(qp_, {&wr, 1}, &posted);
+  if (s != Status::SUCCESS) return s;
+  return posted == 1 ? Status::SUCCESS : Status::INSUFFICIENT_RESOURCES;
 }
 
 Status SpecialQp::Send(std::shared_ptr<MadSend> send) {
@@ -415,10 +424,7 @@ void SpecialQp::Drain() {
 void SpecialQp::OnSendDone(const abi::WorkCompletion& wc, After& after) {
   if (wc.wr_id >= slots_.size()) return;
   Slot slot = std::exchange(slots_[wc.wr_id], Slot{});
-  if (slot.ah != 0) {
-    SendRelease(kernel::BuildCiDestroyAhIrp(ca_->lower, nullptr, kernel::ProcessorMode::kKernelMode,
-                                            {slot.ah}));
-  }
+  if (slot.ah != nullptr) ReleaseAhLocked(slot.ah);
   free_slots_.push_back(static_cast<uint32_t>(wc.wr_id));
   const std::shared_ptr<MadSend>& send = slot.send;
   if (!send) return;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <set>
@@ -152,6 +153,7 @@ class SpecialQp {
   std::atomic<uint64_t> unmatched{0};   // responses that matched no send
   std::atomic<uint64_t> retries{0};     // resends after a timeout
   std::atomic<uint64_t> redirected{0};  // requests re-sent where a redirect pointed
+  std::atomic<uint64_t> ahs_made{0};    // CiCreateAh IRPs sent (the AH cache's misses)
 
   // MAD QPs (mad_qp.cc): the client's ModifyQp went through; RESET->INIT posts the
   // receive buffers and fixes the port.
@@ -166,13 +168,39 @@ class SpecialQp {
   using After = std::vector<std::function<void()>>;
   friend class MadDispatch;
 
+  // The AHs of the AL's PD the sends go through (special_qp_ah.cc): one per address
+  // (AddressVector, port included), made by a CiCreateAh IRP at its first use and kept for
+  // the next sends there. An AH holds only the address (the HCA takes the SLID, P_Key and
+  // the port's other state at each send), so it stays right across port and LID changes.
+  struct AhEntry {
+    abi::AddressVector av{};
+    uint32_t ah = 0;                // 0 while its CiCreateAh is in flight
+    uint32_t uses = 0;              // slots posted with it or waiting for it
+    bool cached = true;             // false: destroyed once its last slot is done
+    bool creating = true;           // its CiCreateAh has not completed yet
+    std::vector<uint32_t> waiting;  // slots to post once it exists, in order
+  };
+  static constexpr std::size_t kAhCacheSize = 64;
+
   struct Slot {
     std::shared_ptr<MadSend> send;  // null: a raw send
-    uint32_t ah = 0;
+    AhEntry* ah = nullptr;          // the AH it went (or goes) through
   };
 
   kernel::Status PostLocked(const std::shared_ptr<MadSend>& send, const uint8_t* mad,
                             const MadAddress& to);
+  // special_qp_ah.cc, lock held. The entry for `av` (made, and its CiCreateAh queued to the
+  // AH DPC, when there is none); null when the address cannot be one (INVALID_SETTING).
+  AhEntry* AhForLocked(const abi::AddressVector& av);
+  // Posts slot `index`'s MAD through its AH (which exists): the CA's status.
+  kernel::Status PostSlotLocked(uint32_t index, const MadAddress& to);
+  void ReleaseAhLocked(AhEntry* entry);     // a slot is done with it (or gave it up)
+  void DropIfUnusedLocked(AhEntry* entry);  // uncached, unused, created: destroyed
+  void FlushAhsLocked();                    // Stop: every AH destroyed
+  static void AhDpc(kernel::Kdpc*, void* context, void*, void*);
+  void CreateAhs();
+  kernel::IrpTask CreateAhTask(AhEntry* entry, abi::AddressVector av);
+  void OnAhCreated(AhEntry* entry, kernel::Status status, uint32_t ah);
   kernel::Status PostRecv(uint32_t index);
   void Drain();
   void OnSendDone(const abi::WorkCompletion& wc, After& after);
@@ -249,6 +277,10 @@ class SpecialQp {
   uint32_t pd_ = 0, cq_ = 0, qp_ = 0, key_ = 0;
   std::vector<uint8_t> memory_;  // receive buffers, then send slots
   std::vector<Slot> slots_;
+  std::vector<MadAddress> slot_to_;      // where a slot waiting for its AH goes
+  std::list<AhEntry> ahs_;               // lock
+  std::vector<AhEntry*> ahs_to_create_;  // lock: for the AH DPC
+  kernel::Kdpc ah_dpc_{};
   std::vector<uint32_t> free_slots_;
   std::set<MadAgent*> services_;
   std::map<uint32_t, MadAgent*> agents_;  // agent id (TID high half) -> service

@@ -2,6 +2,8 @@
 // class request and its response matched by TID, timeouts with retries, cancel, the
 // registration rules and the objects' lifetimes.
 #include "mad_client.h"
+#include "runtime/al/src/al_internal.h"
+#include "runtime/al/src/special_qp.h"
 
 namespace softib::testing {
 namespace {
@@ -90,6 +92,54 @@ TEST(MadGsi, RequestReachesTheClassAgentAndTheResponseItsSenderByTid) {
 TEST(MadGsi, RequestAndResponseWhileTheCaPendsEveryCiIrp) {
   GsiPair pair("mad-gsi-pend", true);
   RequestAndResponse(pair);
+}
+
+// The special QP's AHs (issue 17): the first MAD to an address has its AH made by a
+// CiCreateAh IRP (the send waits in its slot for the IRP's completion), later ones to the
+// same address reuse it, another address (here another SL) gets one of its own; an address
+// the HCA would refuse (DLID 0) is refused by the send itself, with no IRP.
+void SendsReuseTheirAddressesAh(GsiPair& pair) {
+  ASSERT_TRUE(pair.node);
+  Client client(pair.node->node());
+  ASSERT_NO_FATAL_FAILURE(pair.Open(client));
+  ASSERT_EQ(RegSvc(client, &pair.requester, SvcParams(kVendorClass, {})), Status::SUCCESS);
+  ASSERT_EQ(RegSvc(client, &pair.responder, SvcParams(kVendorClass, {0x01})), Status::SUCCESS);
+  std::shared_ptr<al::AlCa> ca = pair.node->access_layer()->FindCa(pair.node->ca_guids()[0]);
+  ASSERT_TRUE(ca);
+  ASSERT_EQ(ca->special_qps.size(), 2u);
+  al::SpecialQp* qp1 = ca->special_qps[1].get();
+  ASSERT_TRUE(qp1->gsi());
+  const uint64_t before = qp1->ahs_made.load();
+  for (uint64_t i = 1; i <= 5; ++i) {
+    abi::SendMadIn in = SendTo(pair.requester.svc, 2, 256, 0, 0, false, i);
+    in.params.remote_sl = i >= 4 ? 3 : 0;
+    ASSERT_EQ(SendMadTo(client, in, MakeMad(kVendorClass, 0x01, 0x100 + i, 0x10), nullptr),
+              Status::SUCCESS);
+    MadEvent sent;
+    ASSERT_TRUE(NextMadEvent(client, pair.requester.svc, &sent));
+    EXPECT_EQ(sent.out.event.kind, abi::MadEventKind::SEND_COMPLETED);
+    EXPECT_EQ(sent.out.event.status, abi::WcStatus::SUCCESS);
+    EXPECT_EQ(sent.out.event.send_context, i);
+    MadEvent got;
+    ASSERT_TRUE(NextMadEvent(client, pair.responder.svc, &got));
+    EXPECT_EQ(got.out.event.kind, abi::MadEventKind::RECEIVED);
+    EXPECT_EQ(TidOf(got.mad) & 0xFFFFFFFF, 0x100 + i);
+  }
+  EXPECT_EQ(qp1->ahs_made.load() - before, 2u);  // LID 2 at SL 0, then at SL 3
+  EXPECT_EQ(SendMadTo(client, SendTo(pair.requester.svc, 0, 256, 0, 0, false, 9),
+                      MakeMad(kVendorClass, 0x01, 0x200, 0x10), nullptr),
+            Status::INVALID_SETTING);
+  EXPECT_EQ(qp1->ahs_made.load() - before, 2u);
+}
+
+TEST(MadGsi, SendsToOneAddressShareOneAh) {
+  GsiPair pair("mad-gsi-ah");
+  SendsReuseTheirAddressesAh(pair);
+}
+
+TEST(MadGsi, SendsToOneAddressShareOneAhWhileTheCaPendsEveryCiIrp) {
+  GsiPair pair("mad-gsi-ah-pend", true);
+  SendsReuseTheirAddressesAh(pair);
 }
 
 TEST(MadGsi, UnansweredRequestIsSentOncePlusItsRetriesThenTimesOut) {

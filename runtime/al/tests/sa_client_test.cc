@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "kernel/hca/ci_irp.h"
 #include "kernel/verbs_ioc_direct.h"
 #include "mad_client.h"
 #include "runtime/al/src/al_internal.h"
@@ -554,6 +555,89 @@ TEST_F(SaClientTest, JoinAttachesRejoinsAfterAnSmChangeAndLeaves) {
   in.qp.value = rc.qp;
   PendingCall wrong;
   EXPECT_EQ(kernel::IbJoinMcast(client_->al(), in, out, wrong.irp), Status::INVALID_SERVICE_TYPE);
+}
+
+// The HCA's answer to detaching `qpn` from a group (a CI IRP to the CA device, below the
+// AL): SUCCESS when the QP was attached (it is not any more), NOT_FOUND when it was not.
+Status HcaDetach(stack::NodeStack* node, uint64_t guid, uint32_t qpn, const uint8_t* mgid,
+                 uint16_t mlid) {
+  kernel::DeviceObject* device =
+      kernel::IoGetDeviceByName(node->node(), node->ca_device_name(guid).c_str());
+  if (device == nullptr) return Status::NOT_FOUND;
+  abi::CiDetachMcastIn in{};
+  in.qpn = qpn;
+  in.mlid = mlid;
+  std::memcpy(&in.mgid, mgid, sizeof in.mgid);
+  const Status s =
+      kernel::CallCiDetachMcastIrp(device, nullptr, kernel::ProcessorMode::kKernelMode, in);
+  kernel::ObDereferenceObject(device);
+  return s;
+}
+
+// A re-join after an SM change that the new SA answers with another MLID: the QP follows
+// the group (CiDetachMcast of the old MLID, then CiAttachMcast of the new, one after the
+// other from the join's coroutine), and the leave detaches it from the new one.
+TEST_F(SaClientTest, ARejoinToANewMlidMovesTheQpThere) {
+  Side ud;
+  client_->Build(a_guid_, a_lid_, &ud, abi::QpType::UD);
+  BringUpUd(*client_, ud.qp, 0x1234);
+  abi::JoinMcastIn in{};
+  in.qp.value = ud.qp;
+  in.port_guid = a_port_guid_;
+  in.component_mask = 1 | 2 | (1ull << 16);  // MGID, PortGID, JoinState
+  in.timeout_ms = 2000;
+  in.retry_count = 1;
+  in.member_record[0] = 0xFF;
+  in.member_record[1] = 0x12;
+  in.member_record[15] = 0x44;
+  std::memcpy(in.member_record + 24, &a_port_guid_, 8);
+  in.member_record[48] = 0x01;  // FullMember
+  abi::JoinMcastOut out{};
+  PendingCall call;
+  ASSERT_EQ(kernel::IbJoinMcast(client_->al(), in, out, call.irp), Status::PENDING);
+  Bytes request = NextRequest();
+  Bytes joined(request.begin() + 56, request.begin() + 108);
+  Put16(&joined[36], 0xC007);
+  Answer(request, kGetResp, 0, 56, {joined});
+  ASSERT_TRUE(call.WaitDone());
+  ASSERT_EQ(call.status.load(), Status::SUCCESS);
+  const uint8_t* mgid = joined.data();
+
+  SetMasterSm(a_lid_);
+  SetMasterSm(b_lid_);
+  request = NextRequest();
+  ASSERT_EQ(request.size(), 256u);
+  ASSERT_EQ(request[3], kSet);
+  Put16(&joined[36], 0xC009);  // the new SA's MLID for the group
+  Answer(request, kGetResp, 0, 56, {joined});
+  // Moved once the QP is attached at 0xC009 (probed by detaching it there, then put back).
+  Status moved = Status::NOT_FOUND;
+  for (int i = 0; i < 500 && moved == Status::NOT_FOUND; ++i) {
+    moved = HcaDetach(node_.get(), a_guid_, ud.qpn, mgid, 0xC009);
+    if (moved == Status::NOT_FOUND) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(moved, Status::SUCCESS);
+  kernel::DeviceObject* device =
+      kernel::IoGetDeviceByName(node_->node(), node_->ca_device_name(a_guid_).c_str());
+  ASSERT_NE(device, nullptr);
+  abi::CiAttachMcastIn again{};
+  again.qpn = ud.qpn;
+  again.mlid = 0xC009;
+  std::memcpy(&again.mgid, mgid, sizeof again.mgid);
+  EXPECT_EQ(
+      kernel::CallCiAttachMcastIrp(device, nullptr, kernel::ProcessorMode::kKernelMode, again),
+      Status::SUCCESS);
+  kernel::ObDereferenceObject(device);
+  EXPECT_EQ(HcaDetach(node_.get(), a_guid_, ud.qpn, mgid, 0xC007), Status::NOT_FOUND);
+
+  ASSERT_EQ(kernel::IbLeaveMcast(client_->al(), {{out.join.value}}), Status::SUCCESS);
+  do {
+    request = NextRequest();
+  } while (request.size() == 256 && request[3] == kSet);
+  ASSERT_EQ(request.size(), 256u);
+  EXPECT_EQ(request[3], kDelete);
+  EXPECT_EQ(HcaDetach(node_.get(), a_guid_, ud.qpn, mgid, 0xC009), Status::NOT_FOUND);
+  EXPECT_EQ(client_->DestroyQp({{ud.qp}}), Status::SUCCESS);  // the leave's detach is done
 }
 
 // A join left while its re-join after an SM change is still unanswered: the membership (and

@@ -1028,7 +1028,8 @@ inline constexpr uint32_t kIoctlCiLocalMad =
 static_assert(kIoctlCiLocalMad == 0x003BE410);
 inline constexpr uint32_t kOrdinalCiLocalMad = 0x1004;
 
-/// A MAD answered by the port's own agents (SMA, PMA), as ci::CaInterface::LocalMad.
+/// A MAD answered by the port's own agents (SMA, PMA) as if it had arrived on `port`,
+/// without going on the wire (IBAL ib_local_mad).
 struct CiLocalMadVerb {
   static constexpr const char* kName = "CiLocalMad";
   static constexpr uint32_t kOrdinal = 0x1004;
@@ -1155,7 +1156,8 @@ inline constexpr uint32_t kIoctlCiBindAhHandle =
 static_assert(kIoctlCiBindAhHandle == 0x003BE424);
 inline constexpr uint32_t kOrdinalCiBindAhHandle = 0x1009;
 
-/// Tells the CA which AH a user process's AV handle names (ci::CaInterface::BindAhHandle).
+/// Tells the CA which AH a user process's AV handle names, within the AH's PD (the ring
+/// consumer translates a UD entry's av.value through the sending QP's PD).
 struct CiBindAhHandleVerb {
   static constexpr const char* kName = "CiBindAhHandle";
   static constexpr uint32_t kOrdinal = 0x1009;
@@ -1261,8 +1263,8 @@ inline constexpr uint32_t kIoctlCiReregisterMr =
 static_assert(kIoctlCiReregisterMr == 0x003BE434);
 inline constexpr uint32_t kOrdinalCiReregisterMr = 0x100D;
 
-/// Change what `what` selects of region `key` (ci::CaInterface::ReregisterMr); the memory
-/// of TRANSLATION is the requestor's, as CiRegisterMr.
+/// Change what `what` selects of region `key` in place (a new key, the old one dead at
+/// once); the memory of TRANSLATION is the requestor's, as CiRegisterMr.
 struct CiReregisterMrVerb {
   static constexpr const char* kName = "CiReregisterMr";
   static constexpr uint32_t kOrdinal = 0x100D;

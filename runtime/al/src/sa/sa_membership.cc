@@ -73,10 +73,23 @@ void SaMembership::Answered(Status status, const SaAnswer& answer) {
   if (irp == nullptr) {
     verb = Status::CANCELED;
   } else if (status == Status::SUCCESS) {
+    // Set first: a PENDING Accepted may conclude before it returns (its IRP completed inline).
+    concluding_ = irp;
     verb = !answer.valid            ? Status::TIMEOUT
            : answer.mad_status != 0 ? Status::REMOTE_ERROR
                                     : Accepted(answer, out_);
+    // PENDING: Concluded continues (in_answer_ stays set until then), maybe already did.
+    if (verb == Status::PENDING) return;
+    concluding_ = nullptr;
   }
+  Conclude(irp, verb, accepted);
+}
+
+void SaMembership::Concluded(Status verb) {
+  Conclude(std::exchange(concluding_, nullptr), verb, true);
+}
+
+void SaMembership::Conclude(Irp* irp, Status verb, bool accepted) {
   if (verb == Status::SUCCESS) {
     *handle_out_ = handle_;
     {

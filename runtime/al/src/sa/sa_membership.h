@@ -44,8 +44,12 @@ class SaMembership : public Waitable, public SaRedo {
 
  protected:
   // The SA's answer to the creating request: fill `out`, return the verb's status
-  // (SUCCESS publishes the object). Not under a lock.
+  // (SUCCESS publishes the object). Not under a lock. PENDING: the subclass finishes
+  // later (an IRP of its own to complete first) by calling Concluded with the status;
+  // until then a destroy of the object waits (as for any answer being handled).
   virtual kernel::Status Accepted(const SaAnswer& answer, void* out) = 0;
+  // The status of an Accepted that answered PENDING (once, from any thread or DPC).
+  void Concluded(kernel::Status verb);
   // The request that created it, again (Redo) or to undo it (Delete), built by the subclass.
   virtual SaRequest Request(uint8_t method) = 0;
   virtual void OnPublished() {}  // after the handle is out (e.g. lease renewal)
@@ -67,6 +71,9 @@ class SaMembership : public Waitable, public SaRedo {
 
  private:
   void Answered(kernel::Status status, const SaAnswer& answer);
+  // The rest of Answered once the verb's status is known.
+  void Conclude(kernel::Irp* irp, kernel::Status verb, bool accepted);
+  kernel::Irp* concluding_ = nullptr;  // the creating IRP while Accepted is pending
   void OnDestroy() override;
   struct SetCall {
     SaTicket ticket;    // lock_
