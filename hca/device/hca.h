@@ -308,7 +308,8 @@ class Hca {
   abi::Status PostSend(uint32_t qpn, const abi::SendWorkRequest& wr);
   abi::Status PostRecv(uint32_t qpn, const abi::RecvWorkRequest& wr);
   // A packet arrived on `port_number` (LRH through VCRC).
-  void Receive(uint8_t port_number, std::span<const uint8_t> packet);
+  // `sealed` false: an unsealed packet from an in-daemon link (packet.h), CRCs unchecked.
+  void Receive(uint8_t port_number, std::span<const uint8_t> packet, bool sealed = true);
 
   // --- time -------------------------------------------------------------------------------
   // The HCA has no clock of its own: its owner advances time (nanoseconds, any origin)

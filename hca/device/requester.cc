@@ -468,7 +468,7 @@ PacketHeaders Hca::DatagramHeaders(const Port& out, const abi::AddressVector& av
 }
 
 bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload) {
-  std::vector<uint8_t> packet = BuildPacket(hdr, payload, std::move(out.spare_buffer));
+  std::vector<uint8_t> packet = BuildUnsealedPacket(hdr, payload, std::move(out.spare_buffer));
   if (packet.empty()) return false;
   PortCounters& c = out.counters;
   // No link to carry it, or (for anything but an SMP) a port the SM has not activated:
@@ -481,7 +481,13 @@ bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t>
   ++c.xmit_packets;
   c.xmit_data_words += (packet.size() - 2) / 4;  // up to the ICRC: the VCRC is 2 bytes
   ++(IsMulticastLid(hdr.lrh.DLID) ? c.xmit_multicast_packets : c.xmit_unicast_packets);
-  out.spare_buffer = out.link->Transmit(std::move(packet));
+  // CRC offload: the link seals the packet if anyone can observe it on the way.
+  if (ForceCrcs()) {
+    SealPacket(packet);
+    out.spare_buffer = out.link->Transmit(std::move(packet));
+  } else {
+    out.spare_buffer = out.link->TransmitUnsealed(std::move(packet));
+  }
   return true;
 }
 
