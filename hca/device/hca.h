@@ -374,6 +374,11 @@ class Hca {
   abi::WcStatus StartRc(QueuePair& qp, RcSendWqe& wqe);
   abi::WcStatus ReadLocal(const QueuePair& qp, const abi::SendWorkRequest& wr, uint64_t offset,
                           std::span<uint8_t> out);
+  // [offset, offset + length) of `wr`'s gather list as memory of this process, when it lies
+  // in one SGE of a region this process can address directly (MemcpyDma) and passes the
+  // local key check; empty otherwise (then ReadLocal copies it).
+  std::span<const uint8_t> DirectLocal(const QueuePair& qp, const abi::SendWorkRequest& wr,
+                                       uint64_t offset, uint64_t length) const;
   // Packet `index` of an RC/UC request; its payload read from the sender's memory unless
   // `gathered` holds it already.
   void TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index,
