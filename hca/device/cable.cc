@@ -1,6 +1,13 @@
 #include "hca/device/cable.h"
 
+#include "hca/device/packet.h"
+
 namespace softib::hca {
+
+std::vector<uint8_t> Link::TransmitUnsealed(std::vector<uint8_t> packet) {
+  SealPacket(packet);
+  return Transmit(std::move(packet));
+}
 
 BackToBackCable::BackToBackCable() = default;
 

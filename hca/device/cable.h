@@ -21,6 +21,11 @@ class Link {
   // packet no longer needs) for the sender's next packet: at several hundred thousand
   // packets a second, a malloc and fresh pages per packet cost more than the copy.
   virtual std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) = 0;
+  // Takes an unsealed packet (packet.h: its ICRC/VCRC bytes not computed). A link that
+  // carries packets where nobody can observe them (inside the daemon: no capture, no fault
+  // injector, no tunnel) overrides this to pass them on unsealed and tells the receiver
+  // so; every other link takes this default, which seals the packet and Transmits it.
+  virtual std::vector<uint8_t> TransmitUnsealed(std::vector<uint8_t> packet);
 };
 
 using PacketSink = std::function<void(std::span<const uint8_t> packet)>;

@@ -23,6 +23,10 @@ class DmaAccessor {
   // True when each transfer has a fixed cost worth amortising (a system call): the
   // responder then combines consecutive writes (write_combiner.h).
   virtual bool CombinesWrites() const { return false; }
+  // The bytes at `addr` as memory of this process, when the accessor's address space is
+  // this process's own (MemcpyDma): the requester then builds packets straight from them
+  // instead of gathering a copy first. nullptr otherwise.
+  virtual const uint8_t* Direct(uint64_t /*addr*/) const { return nullptr; }
 };
 
 // Addresses are pointers of this process.
@@ -30,6 +34,9 @@ class MemcpyDma final : public DmaAccessor {
  public:
   bool Read(uint64_t addr, std::span<uint8_t> data) override;
   bool Write(uint64_t addr, std::span<const uint8_t> data) override;
+  const uint8_t* Direct(uint64_t addr) const override {
+    return reinterpret_cast<const uint8_t*>(addr);
+  }
 };
 
 // Addresses are virtual addresses of process `pid` (needs ptrace rights over it: same user

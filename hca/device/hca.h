@@ -308,7 +308,8 @@ class Hca {
   abi::Status PostSend(uint32_t qpn, const abi::SendWorkRequest& wr);
   abi::Status PostRecv(uint32_t qpn, const abi::RecvWorkRequest& wr);
   // A packet arrived on `port_number` (LRH through VCRC).
-  void Receive(uint8_t port_number, std::span<const uint8_t> packet);
+  // `sealed` false: an unsealed packet from an in-daemon link (packet.h), CRCs unchecked.
+  void Receive(uint8_t port_number, std::span<const uint8_t> packet, bool sealed = true);
 
   // --- time -------------------------------------------------------------------------------
   // The HCA has no clock of its own: its owner advances time (nanoseconds, any origin)
@@ -373,6 +374,11 @@ class Hca {
   abi::WcStatus StartRc(QueuePair& qp, RcSendWqe& wqe);
   abi::WcStatus ReadLocal(const QueuePair& qp, const abi::SendWorkRequest& wr, uint64_t offset,
                           std::span<uint8_t> out);
+  // [offset, offset + length) of `wr`'s gather list as memory of this process, when it lies
+  // in one SGE of a region this process can address directly (MemcpyDma) and passes the
+  // local key check; empty otherwise (then ReadLocal copies it).
+  std::span<const uint8_t> DirectLocal(const QueuePair& qp, const abi::SendWorkRequest& wr,
+                                       uint64_t offset, uint64_t length) const;
   // Packet `index` of an RC/UC request; its payload read from the sender's memory unless
   // `gathered` holds it already.
   void TransmitRc(QueuePair& qp, const RcSendWqe& wqe, uint32_t index,

@@ -1,5 +1,6 @@
 #include "hca/device/packet.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "softib/wire/ib_crc.h"
@@ -9,6 +10,8 @@ namespace softib::hca {
 namespace {
 
 constexpr std::size_t kCrcBytes = ibcrc::kIcrcBytes + ibcrc::kVcrcBytes;
+// A packet of a 4096-byte MTU with every header it can carry, rounded up.
+constexpr std::size_t kPacketBufferBytes = 4096 + 256;
 
 // Applies `fn` to the header struct of extension header `h`.
 template <typename Fn>
@@ -113,6 +116,13 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
 
 std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload,
                                  std::vector<uint8_t> storage) {
+  std::vector<uint8_t> out = BuildUnsealedPacket(hdr, payload, std::move(storage));
+  if (!out.empty()) SealPacket(out);
+  return out;
+}
+
+std::vector<uint8_t> BuildUnsealedPacket(PacketHeaders hdr, std::span<const uint8_t> payload,
+                                         std::vector<uint8_t> storage) {
   const wire::OpcodeShape* shape = wire::ShapeOf(hdr.bth.OpCode);
   if (shape == nullptr || (!shape->payload && !payload.empty())) return {};
   const bool global = hdr.grh.has_value();
@@ -128,7 +138,11 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
 
   std::vector<uint8_t> out = std::move(storage);
   out.clear();
-  out.reserve(total);  // AppendCrcs must not reallocate (and copy) the whole packet
+  // One allocation at most, and every buffer of at least a 4 KiB-MTU packet's size: buffers
+  // are recycled between packets of every kind (an ACK's buffer carries the next data
+  // packet), so a small one would be grown (malloc, copy, free) on its next use.
+  // SealPacket writes the CRCs in place.
+  out.reserve(std::max(total, kPacketBufferBytes));
   const std::size_t header_bytes = total - kCrcBytes - ((payload.size() + 3) & ~std::size_t{3});
   out.resize(header_bytes);
   std::size_t at = 0;
@@ -154,26 +168,27 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
   // The payload is appended rather than written over zeros (no fill of the whole packet
   // first); the pad bytes are zero (IBA 9.2: pad bytes are transmitted as zero).
   out.insert(out.end(), payload.begin(), payload.end());
-  out.resize(total - kCrcBytes);
-  ibcrc::AppendCrcs(out);
+  out.resize(total);  // pad and the CRC slots, zero until SealPacket
   return out;
 }
 
-DropReason ParsePacket(std::span<const uint8_t> bytes, ParsedPacket* out) {
+DropReason ParsePacket(std::span<const uint8_t> bytes, ParsedPacket* out, bool sealed) {
   *out = ParsedPacket{};
   PacketHeaders& hdr = out->hdr;
   const wire::PacketLayout layout = wire::WalkPacket(bytes);  // strict, every header
   if (!layout.ok()) {
     // Past the link layer (the BTH found), a damaged packet is told from a malformed one by
     // its VCRC first: corruption on the link is a VCRC error, whichever field it hit.
-    if (layout.has(wire::Header::kBth) &&
+    if (sealed && layout.has(wire::Header::kBth) &&
         ibcrc::ComputeVcrc(bytes.first(layout.vcrc)) != ibcrc::LoadLe16(&bytes[layout.vcrc]))
       return DropReason::kBadVcrc;
     return DropOf(layout.problem());
   }
-  const ibcrc::CrcCheck crcs = ibcrc::CheckCrcs(bytes, layout);
-  if (!crcs.vcrc_ok()) return DropReason::kBadVcrc;
-  if (!crcs.icrc_ok()) return DropReason::kBadIcrc;
+  if (sealed) {
+    const ibcrc::CrcCheck crcs = ibcrc::CheckCrcs(bytes, layout);
+    if (!crcs.vcrc_ok()) return DropReason::kBadVcrc;
+    if (!crcs.icrc_ok()) return DropReason::kBadIcrc;
+  }
 
   hdr.lrh.Unpack(layout.bytes(bytes, wire::Header::kLrh));
   if (layout.has(wire::Header::kGrh)) {

@@ -77,8 +77,25 @@ std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> pay
 std::vector<uint8_t> BuildPacket(PacketHeaders hdr, std::span<const uint8_t> payload,
                                  std::vector<uint8_t> storage);
 
+// CRC offload (crc_offload.cc). An *unsealed* packet has every byte of its wire format but
+// its ICRC and VCRC, whose 6 bytes are there and zero: what the HCA builds for a link that
+// carries it inside the daemon where nobody can observe it (Link::TransmitUnsealed). Whoever
+// can observe a packet (a capture, a fault injector, a tunnel, any link that does not take
+// unsealed packets) seals it first. A receiver checks the CRCs of every sealed packet.
+std::vector<uint8_t> BuildUnsealedPacket(PacketHeaders hdr, std::span<const uint8_t> payload,
+                                         std::vector<uint8_t> storage);
+// Computes the ICRC and VCRC of an unsealed packet into its last 6 bytes (no reallocation).
+void SealPacket(std::vector<uint8_t>& packet);
+// True when every packet must be sealed and checked (the run option SOFTIB_FORCE_CRC=1, read
+// once per process, or SetForceCrcs): no CRC offload anywhere.
+bool ForceCrcs();
+// Tests: overrides the run option for this process.
+void SetForceCrcs(bool force);
+
 // Checks a received packet (lengths, versions, VCRC, GRH, opcode, pad, ICRC) and decodes
 // its headers into `out`. `out->payload` views `bytes`, so keep them alive together.
-DropReason ParsePacket(std::span<const uint8_t> bytes, ParsedPacket* out);
+// `sealed` false: the packet came unsealed over an in-daemon link (CRC offload), so its
+// CRC bytes are not checked (every other check is).
+DropReason ParsePacket(std::span<const uint8_t> bytes, ParsedPacket* out, bool sealed = true);
 
 }  // namespace softib::hca

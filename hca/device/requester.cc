@@ -251,6 +251,27 @@ WcStatus Hca::ReadLocal(const QueuePair& qp, const abi::SendWorkRequest& wr, uin
   return out.empty() ? WcStatus::SUCCESS : WcStatus::LOCAL_LENGTH_ERR;
 }
 
+std::span<const uint8_t> Hca::DirectLocal(const QueuePair& qp, const abi::SendWorkRequest& wr,
+                                          uint64_t offset, uint64_t length) const {
+  if (Has(wr, abi::SendFlags::INLINE)) return {};
+  for (uint32_t i = 0; i < wr.num_sge; ++i) {
+    const abi::LocalDataSegment& sge = wr.sge[i];
+    if (offset >= sge.length) {
+      offset -= sge.length;
+      continue;
+    }
+    if (length > sge.length - offset) return {};  // crosses into the next SGE
+    const MemoryRegion* mr = nullptr;
+    if (mrs_.CheckLocal(sge.lkey, qp.pd, sge.vaddr + offset, length, abi::AccessFlags{}, &mr) !=
+        AccessError::kNone)
+      return {};
+    const uint8_t* at = mr->dma->Direct(mr->addr + (sge.vaddr + offset - mr->iova));
+    if (at == nullptr) return {};
+    return {at, static_cast<std::size_t>(length)};
+  }
+  return {};
+}
+
 void Hca::TransmitRcMessage(QueuePair& qp, const RcSendWqe& wqe) {
   const uint32_t mtu = MtuBytes(qp.path_mtu);
   if (Has(wqe.wr, abi::SendFlags::INLINE) || wqe.num_psns <= 1) {
@@ -260,20 +281,26 @@ void Hca::TransmitRcMessage(QueuePair& qp, const RcSendWqe& wqe) {
   const uint32_t per_window = std::max<uint32_t>(1, kGatherWindowBytes / mtu);
   // Not zero-filled: ReadLocal overwrites all of it or fails (and then it is not used).
   const std::size_t window_bytes = std::min<uint64_t>(uint64_t{per_window} * mtu, wqe.total);
-  const auto storage = std::make_unique_for_overwrite<uint8_t[]>(window_bytes);
+  std::unique_ptr<uint8_t[]> storage;  // allocated for the first window that needs a copy
   for (uint32_t first = 0; first < wqe.num_psns; first += per_window) {
     const uint32_t count = std::min(per_window, wqe.num_psns - first);
     const uint64_t offset = uint64_t{first} * mtu;
-    const std::span<uint8_t> window(storage.get(),
-                                    std::min<uint64_t>(uint64_t{count} * mtu, wqe.total - offset));
-    // ReadLocal checks each SGE piece of the window as it would each packet's. A region
-    // gone since the request started: packet by packet after all, so every packet gets
-    // exactly what a read of its own would have found.
-    if (ReadLocal(qp, wqe.wr, offset, window) != WcStatus::SUCCESS) {
-      for (uint32_t i = 0; i < count; ++i) TransmitRc(qp, wqe, first + i);
-      continue;
+    const uint64_t bytes = std::min<uint64_t>(uint64_t{count} * mtu, wqe.total - offset);
+    // Memory of this process in one SGE (kernel clients): the packets are built from it,
+    // no copy first. The key is checked per window as ReadLocal would.
+    std::span<const uint8_t> gathered = DirectLocal(qp, wqe.wr, offset, bytes);
+    if (gathered.empty()) {
+      if (!storage) storage = std::make_unique_for_overwrite<uint8_t[]>(window_bytes);
+      const std::span<uint8_t> window(storage.get(), bytes);
+      // ReadLocal checks each SGE piece of the window as it would each packet's. A region
+      // gone since the request started: packet by packet after all, so every packet gets
+      // exactly what a read of its own would have found.
+      if (ReadLocal(qp, wqe.wr, offset, window) != WcStatus::SUCCESS) {
+        for (uint32_t i = 0; i < count; ++i) TransmitRc(qp, wqe, first + i);
+        continue;
+      }
+      gathered = window;
     }
-    const std::span<const uint8_t> gathered(window);
     for (uint32_t i = 0; i < count; ++i) {
       const std::size_t at = std::size_t{i} * mtu;
       const std::span<const uint8_t> payload =
@@ -468,7 +495,7 @@ PacketHeaders Hca::DatagramHeaders(const Port& out, const abi::AddressVector& av
 }
 
 bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t> payload) {
-  std::vector<uint8_t> packet = BuildPacket(hdr, payload, std::move(out.spare_buffer));
+  std::vector<uint8_t> packet = BuildUnsealedPacket(hdr, payload, std::move(out.spare_buffer));
   if (packet.empty()) return false;
   PortCounters& c = out.counters;
   // No link to carry it, or (for anything but an SMP) a port the SM has not activated:
@@ -481,7 +508,13 @@ bool Hca::Transmit(Port& out, const PacketHeaders& hdr, std::span<const uint8_t>
   ++c.xmit_packets;
   c.xmit_data_words += (packet.size() - 2) / 4;  // up to the ICRC: the VCRC is 2 bytes
   ++(IsMulticastLid(hdr.lrh.DLID) ? c.xmit_multicast_packets : c.xmit_unicast_packets);
-  out.spare_buffer = out.link->Transmit(std::move(packet));
+  // CRC offload: the link seals the packet if anyone can observe it on the way.
+  if (ForceCrcs()) {
+    SealPacket(packet);
+    out.spare_buffer = out.link->Transmit(std::move(packet));
+  } else {
+    out.spare_buffer = out.link->TransmitUnsealed(std::move(packet));
+  }
   return true;
 }
 

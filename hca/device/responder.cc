@@ -38,7 +38,7 @@ uint32_t ResponsePackets(uint32_t bytes, uint32_t mtu) {
 
 }  // namespace
 
-void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
+void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes, bool sealed) {
   if (port_number < 1 || port_number > ports_.size()) return;
   Port& in = port(port_number);
   PortCounters& counters = in.counters;
@@ -46,7 +46,7 @@ void Hca::Receive(uint8_t port_number, std::span<const uint8_t> bytes) {
   if (in.shut_down) return;  // a disabled link hears nothing
 
   ParsedPacket packet;
-  const DropReason parsed = ParsePacket(bytes, &packet);
+  const DropReason parsed = ParsePacket(bytes, &packet, sealed);
   if (parsed != DropReason::kNone) {
     ++counters.parse_drops[static_cast<std::size_t>(parsed)];
     ++counters.rcv_errors;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "hca/device/packet.h"
 #include "softib/wire/capture_file.h"
 
 namespace softib::fabric {
@@ -13,6 +14,11 @@ class Fabric::CaPortLink final : public hca::Link {
   CaPortLink(Fabric* fabric, uint32_t index) : fabric_(fabric), index_(index) {}
   std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) override {
     fabric_->Send(CableEnd{CableEnd::Kind::kCaPort, index_, 0}, std::move(packet));
+    return {};
+  }
+  // CRC offload: the packet is sealed only where someone can observe it (Enqueue, Arrive).
+  std::vector<uint8_t> TransmitUnsealed(std::vector<uint8_t> packet) override {
+    fabric_->Send(CableEnd{CableEnd::Kind::kCaPort, index_, 0}, std::move(packet), false, false);
     return {};
   }
 
@@ -34,8 +40,23 @@ uint32_t Fabric::AddSwitch(SwitchConfig config) {
 
 uint32_t Fabric::AddCaPort(Deliver deliver, LinkState link_state) {
   const auto index = static_cast<uint32_t>(ca_ports_.size());
-  ca_ports_.push_back({std::move(deliver), std::move(link_state),
-                       std::make_unique<CaPortLink>(this, index), -1, 0});
+  ca_ports_.push_back({std::move(deliver),
+                       {},
+                       std::move(link_state),
+                       std::make_unique<CaPortLink>(this, index),
+                       -1,
+                       0});
+  return index;
+}
+
+uint32_t Fabric::AddOwningCaPort(DeliverOwned deliver, LinkState link_state) {
+  const auto index = static_cast<uint32_t>(ca_ports_.size());
+  ca_ports_.push_back({{},
+                       std::move(deliver),
+                       std::move(link_state),
+                       std::make_unique<CaPortLink>(this, index),
+                       -1,
+                       0});
   return index;
 }
 
@@ -141,14 +162,15 @@ bool Fabric::Outbound(const CableEnd& from, uint32_t* cable, int* direction) con
   return true;
 }
 
-void Fabric::Send(const CableEnd& from, std::vector<uint8_t> packet, bool intact) {
+void Fabric::Send(const CableEnd& from, std::vector<uint8_t> packet, bool intact, bool sealed) {
   uint32_t cable = 0;
   int direction = 0;
   if (!Outbound(from, &cable, &direction)) return;  // an uncabled port: lost
-  Enqueue(cables_[cable], direction, std::move(packet), intact);
+  Enqueue(cables_[cable], direction, std::move(packet), intact, sealed);
 }
 
-void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, bool intact) {
+void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, bool intact,
+                     bool sealed) {
   Direction& d = cable.dir[direction];
   if (!cable.up) {
     ++d.counters.dropped_down;
@@ -157,10 +179,16 @@ void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, b
   const LinkFaults& f = d.faults;
   const uint64_t due = now_ns_ + f.delay_ns;
   if (f.loss == 0 && f.corrupt == 0 && f.duplicate == 0 && f.reorder == 0) {
-    d.queue.push_back({due, std::move(packet), intact});
+    d.queue.push_back({due, std::move(packet), intact, sealed});
     ++queued_;
     List(cable, direction);
     return;
+  }
+  // A fault injector observes the packet: exact bytes from here on (a corruption must hit a
+  // packet whose CRCs the receiver checks).
+  if (!sealed) {
+    hca::SealPacket(packet);
+    sealed = true;
   }
   // Four draws per packet whatever happens, so one decision never shifts the others.
   const uint32_t loss = rng_() % 1000, corrupt = rng_() % 1000, dup = rng_() % 1000,
@@ -177,17 +205,18 @@ void Fabric::Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, b
   }
   if (dup < f.duplicate) {
     ++d.counters.duplicated;
-    d.queue.push_back({due, packet, intact});
+    d.queue.push_back({due, packet, intact, sealed});
     ++queued_;
   }
   ++queued_;
   List(cable, direction);
   if (reorder < f.reorder && !d.queue.empty()) {
     ++d.counters.reordered;
-    d.queue.insert(d.queue.end() - 1, {due, std::move(packet), intact});  // overtakes the last
+    d.queue.insert(d.queue.end() - 1,
+                   {due, std::move(packet), intact, sealed});  // overtakes the last
     return;
   }
-  d.queue.push_back({due, std::move(packet), intact});
+  d.queue.push_back({due, std::move(packet), intact, sealed});
 }
 
 void Fabric::List(Cable& cable, int direction) {
@@ -197,16 +226,28 @@ void Fabric::List(Cable& cable, int direction) {
   ready_.push_back(static_cast<uint32_t>(&cable - cables_.data()) * 2 + direction);
 }
 
-void Fabric::Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool intact) {
+void Fabric::Arrive(const CableEnd& at, std::vector<uint8_t>& packet, bool intact, bool sealed) {
   if (at.kind == CableEnd::Kind::kCaPort) {
-    if (const Deliver& deliver = ca_ports_[at.index].deliver) deliver(packet);
+    CaPort& ca = ca_ports_[at.index];
+    if (ca.deliver_owned) return ca.deliver_owned(std::move(packet), sealed);
+    if (!sealed) hca::SealPacket(packet);
+    if (ca.deliver) ca.deliver(packet);
     return;
   }
+  // A switch relays data packets by their LRH and BTH alone, as they came (sealed or not);
+  // a VL15 packet may be for its SMA, which checks and rewrites: exact bytes first.
+  if (!sealed && !packet.empty() && (packet[0] >> 4) == 15) {
+    hca::SealPacket(packet);
+    sealed = true;
+  }
   transmits_.clear();
-  switches_[at.index]->Receive(at.port, packet, intact, &transmits_);
+  switches_[at.index]->ReceiveOwned(at.port, packet, intact, &transmits_);
   Watch(at.index);
+  // What a switch sends on is as sealed as what came in: it rewrites and answers only VL15
+  // packets (sealed above) and builds its traps with their CRCs.
   for (Transmit& out : transmits_)
-    Send(CableEnd{CableEnd::Kind::kSwitch, at.index, out.port}, std::move(out.bytes), out.intact);
+    Send(CableEnd{CableEnd::Kind::kSwitch, at.index, out.port}, std::move(out.bytes), out.intact,
+         sealed);
 }
 
 std::size_t Fabric::Pump() {
@@ -244,6 +285,7 @@ std::size_t Fabric::Pump() {
       }
       std::vector<uint8_t> packet = std::move(d.queue.front().bytes);
       const bool intact = d.queue.front().intact;
+      bool sealed = d.queue.front().sealed;
       d.queue.pop_front();
       --queued_;
       if (d.queue.empty()) {
@@ -252,8 +294,12 @@ std::size_t Fabric::Pump() {
         ready_.push_back(id);
       }
       ++d.counters.carried;
-      if (cable.capturing) cable.captured.emplace_back(capture_clock_.Next(), packet);
-      Arrive(cable.end[1 - direction], packet, intact);
+      if (cable.capturing) {
+        if (!sealed) hca::SealPacket(packet);  // a capture shows exact packets
+        sealed = true;
+        cable.captured.emplace_back(capture_clock_.Next(), packet);
+      }
+      Arrive(cable.end[1 - direction], packet, intact, sealed);
       ++delivered;
       progress = true;
     }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "hca/device/packet.h"
 #include "softib/rings/spin_gate.h"
 
 namespace softib::fabric {
@@ -23,10 +24,19 @@ class FabricHost::HostLink final : public hca::Link {
  public:
   HostLink(FabricHost* host, uint32_t fabric_index) : host_(host), fabric_index_(fabric_index) {}
   std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) override {
+    return Queue(std::move(packet), true);
+  }
+  // CRC offload: the fabric seals the packet where it can be observed.
+  std::vector<uint8_t> TransmitUnsealed(std::vector<uint8_t> packet) override {
+    return Queue(std::move(packet), false);
+  }
+
+ private:
+  std::vector<uint8_t> Queue(std::vector<uint8_t> packet, bool sealed) {
     bool sleeping;
     {  // one lock hold per packet: queue it, see whether the thread sleeps
       std::lock_guard<std::mutex> lock(host_->inbox_mutex_);
-      host_->inbox_.emplace_back(fabric_index_, std::move(packet));
+      host_->inbox_.push_back({fabric_index_, std::move(packet), sealed});
       sleeping = host_->sleeping_;
       host_->sleeping_ = false;  // one eventfd write wakes it: the SM's window is one burst
     }
@@ -35,7 +45,6 @@ class FabricHost::HostLink final : public hca::Link {
     return {};
   }
 
- private:
   FabricHost* host_;
   uint32_t fabric_index_;
 };
@@ -75,9 +84,9 @@ uint32_t FabricHost::AddCaPort() {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto index = static_cast<uint32_t>(ca_ports_.size());
   auto port = std::make_unique<CaPort>();
-  port->fabric_index = fabric_.AddCaPort(
-      [this, index](std::span<const uint8_t> packet) {
-        outbox_.emplace_back(index, std::vector<uint8_t>(packet.begin(), packet.end()));
+  port->fabric_index = fabric_.AddOwningCaPort(
+      [this, index](std::vector<uint8_t>&& packet, bool sealed) {
+        outbox_.push_back({index, std::move(packet), sealed});  // the buffer, not a copy
       },
       // Inside With (the fabric changes cables only there): told after the lock is let go.
       [this, index](bool up) {
@@ -169,7 +178,7 @@ bool FabricHost::ServeSources(std::vector<pollfd>& fds) {
 }
 
 void FabricHost::Run() {
-  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> arrivals, inbound;
+  std::vector<HostPacket> arrivals, inbound;
   std::vector<std::shared_ptr<hca::Link>> targets;
   std::vector<std::shared_ptr<Tap>> taps;
   std::vector<std::function<void()>> tasks;
@@ -221,7 +230,11 @@ void FabricHost::Run() {
     work_hint_.store(false, std::memory_order_relaxed);
     inbound.swap(inbox_);
     inbox_lock.unlock();
-    for (auto& [index, bytes] : inbound) (void)fabric_.ca_link(index).Transmit(std::move(bytes));
+    for (HostPacket& in : inbound) {
+      hca::Link& link = fabric_.ca_link(in.index);
+      (void)(in.sealed ? link.Transmit(std::move(in.bytes))
+                       : link.TransmitUnsealed(std::move(in.bytes)));
+    }
     inbound.clear();
     fabric_.AdvanceTo(NowNs());
     fabric_.Pump();
@@ -231,9 +244,9 @@ void FabricHost::Run() {
     targets.clear();
     taps.clear();
     news_targets.clear();
-    for (const auto& [index, bytes] : arrivals) {
-      targets.push_back(ca_ports_[index]->inbound);
-      taps.push_back(ca_ports_[index]->tap);
+    for (const HostPacket& arrival : arrivals) {
+      targets.push_back(ca_ports_[arrival.index]->inbound);
+      taps.push_back(ca_ports_[arrival.index]->tap);
     }
     for (const auto& [index, up] : news) news_targets.push_back(ca_ports_[index]->link_state);
     lock.unlock();
@@ -243,8 +256,17 @@ void FabricHost::Run() {
       if (news_targets[i]) (*news_targets[i])(news[i].second);
     }
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
-      if (taps[i] && (*taps[i])(arrivals[i].second)) continue;
-      if (targets[i]) (void)targets[i]->Transmit(std::move(arrivals[i].second));
+      HostPacket& arrival = arrivals[i];
+      if (taps[i]) {
+        if (!arrival.sealed) hca::SealPacket(arrival.bytes);  // a tap observes exact packets
+        arrival.sealed = true;
+        if ((*taps[i])(arrival.bytes)) continue;
+      }
+      // The inbound link seals an unsealed packet unless it carries it inside the daemon
+      // (an in-node cable to the CA does; a tunnel does not).
+      if (targets[i])
+        (void)(arrival.sealed ? targets[i]->Transmit(std::move(arrival.bytes))
+                              : targets[i]->TransmitUnsealed(std::move(arrival.bytes)));
     }
     for (auto& task : tasks) task();
     bool served = false;

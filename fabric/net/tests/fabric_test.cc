@@ -14,6 +14,7 @@
 #include "softib/mad/mad_common.h"
 #include "softib/mad/mad_sm.h"
 #include "softib/wire/capture_file.h"
+#include "softib/wire/ib_crc.h"
 
 namespace softib::fabric {
 // static_subnet.h's SMA access (its other helpers would clash with the fixture's).
@@ -36,8 +37,10 @@ class TwoSwitches : public ::testing::Test {
       fabric_.AddSwitch(config);
     }
     for (int i = 0; i < 2; ++i) {
-      port_[i] = fabric_.AddCaPort(
-          [this, i](std::span<const uint8_t> p) { received_[i].emplace_back(p.begin(), p.end()); });
+      port_[i] = fabric_.AddCaPort([this, i](std::span<const uint8_t> p) {
+        received_[i].emplace_back(p.begin(), p.end());
+        arrived_from_[i] = p.data();
+      });
     }
     cable_[0] = fabric_.Connect({K::kCaPort, port_[0], 0}, {K::kSwitch, 0, 1});
     cable_[1] = fabric_.Connect({K::kSwitch, 0, 3}, {K::kSwitch, 1, 3});
@@ -57,6 +60,7 @@ class TwoSwitches : public ::testing::Test {
   Fabric fabric_{7};
   uint32_t port_[2] = {}, cable_[3] = {};
   std::vector<std::vector<uint8_t>> received_[2];
+  const uint8_t* arrived_from_[2] = {};  // the buffer the last delivery came in
 };
 
 TEST_F(TwoSwitches, PacketsCrossBothSwitchesByTheirLftsUnchanged) {
@@ -69,6 +73,20 @@ TEST_F(TwoSwitches, PacketsCrossBothSwitchesByTheirLftsUnchanged) {
   EXPECT_EQ(received_[0].size(), 1u);
   EXPECT_EQ(fabric_.switch_at(0).counters(1).xmit_packets, 1u);
   EXPECT_EQ(fabric_.switch_at(1).counters(1).rcv_packets, 1u);
+}
+
+TEST_F(TwoSwitches, UnicastPacketsCrossBothSwitchesInTheBufferTheSenderFilled) {
+  Program();
+  std::vector<uint8_t> packet = UdPacket(1, 2, 0x5C);
+  const std::vector<uint8_t> expected = packet;
+  const uint8_t* buffer = packet.data();
+  SendFrom(0, std::move(packet));
+  ASSERT_EQ(received_[1].size(), 1u);
+  EXPECT_EQ(received_[1][0], expected);
+  // Forwarded by reference: no switch copied it into a buffer of its own.
+  EXPECT_EQ(arrived_from_[1], buffer);
+  EXPECT_EQ(fabric_.switch_at(0).counters(3).xmit_packets, 1u);
+  EXPECT_EQ(fabric_.switch_at(1).counters(1).xmit_packets, 1u);
 }
 
 TEST_F(TwoSwitches, UnprogrammedLidsAndInactivePortsDropAndCount) {
@@ -254,6 +272,96 @@ TEST_F(TwoSwitches, ACaptureOfACableIsAnErfFileOfItsPacketsAtWallClockTime) {
   // Strictly increasing, the three of one batch included.
   for (std::size_t i = 1; i < packets.size(); ++i)
     EXPECT_GT(packets[i].timestamp, packets[i - 1].timestamp) << i;
+}
+
+// The CRC offload across the fabric (hca/device/packet.h): a CA's unsealed packet crosses
+// switches unsealed and reaches an owning CA port so, in the buffer it was sent in; it is
+// sealed wherever it can be observed (a capture, a fault injector) and before a CA port
+// that takes sealed packets only.
+class UnsealedAcrossTwoSwitches : public TwoSwitches {
+ protected:
+  void SetUp() override {
+    TwoSwitches::SetUp();
+    // A third CA, behind switch 1's port 2 (LID 3), that takes buffers and unsealed packets.
+    owning_ = fabric_.AddOwningCaPort([this](std::vector<uint8_t>&& p, bool sealed) {
+      arrived_from_owning_ = p.data();
+      owned_.emplace_back(std::move(p), sealed);
+    });
+    cable_owning_ = fabric_.Connect({K::kSwitch, 1, 2}, {K::kCaPort, owning_, 0});
+    ProgramLft(fabric_.switch_at(0), {{1, 1}, {2, 3}, {3, 3}});
+    ProgramLft(fabric_.switch_at(1), {{1, 3}, {2, 1}, {3, 2}});
+    ActivatePorts(fabric_.switch_at(0));
+    ActivatePorts(fabric_.switch_at(1));
+  }
+  static std::vector<uint8_t> Unsealed(std::vector<uint8_t> packet) {
+    std::fill(packet.end() - 6, packet.end(), 0);  // ICRC and VCRC never computed
+    return packet;
+  }
+  static bool CrcsValid(std::span<const uint8_t> packet) {
+    const ibcrc::CrcCheck check = ibcrc::CheckCrcs(packet);
+    return check.well_formed && check.has_icrc && check.icrc_ok() && check.vcrc_ok();
+  }
+
+  uint32_t owning_ = 0, cable_owning_ = 0;
+  std::vector<std::pair<std::vector<uint8_t>, bool>> owned_;  // bytes, sealed
+  const uint8_t* arrived_from_owning_ = nullptr;
+};
+
+TEST_F(UnsealedAcrossTwoSwitches, AnOwningPortGetsItUnsealedInTheSendersBuffer) {
+  std::vector<uint8_t> packet = Unsealed(UdPacket(1, 3, 0x31));
+  const std::vector<uint8_t> sent = packet;
+  const uint8_t* buffer = packet.data();
+  (void)fabric_.ca_link(port_[0]).TransmitUnsealed(std::move(packet));
+  fabric_.Pump();
+  ASSERT_EQ(owned_.size(), 1u);
+  EXPECT_FALSE(owned_[0].second);
+  EXPECT_EQ(owned_[0].first, sent);  // no CRC computed anywhere on the way
+  EXPECT_EQ(arrived_from_owning_, buffer);
+  // A sealed packet arrives sealed, as it was.
+  (void)fabric_.ca_link(port_[0]).Transmit(UdPacket(1, 3, 0x32));
+  fabric_.Pump();
+  ASSERT_EQ(owned_.size(), 2u);
+  EXPECT_TRUE(owned_[1].second);
+  EXPECT_EQ(owned_[1].first, UdPacket(1, 3, 0x32));
+}
+
+TEST_F(UnsealedAcrossTwoSwitches, APlainPortACaptureAndAFaultSeeExactCrcs) {
+  // A CA port that takes sealed packets only gets the exact bytes.
+  (void)fabric_.ca_link(owning_).TransmitUnsealed(Unsealed(UdPacket(3, 1, 0x41)));
+  fabric_.Pump();
+  ASSERT_EQ(received_[0].size(), 1u);
+  EXPECT_EQ(received_[0][0], UdPacket(3, 1, 0x41));
+  // A capture on the cable between the switches records exact packets.
+  fabric_.StartCapture(cable_[1]);
+  (void)fabric_.ca_link(port_[0]).TransmitUnsealed(Unsealed(UdPacket(1, 3, 0x42)));
+  fabric_.Pump();
+  char dir[] = "/tmp/softib-fabric-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/middle.erf";
+  ASSERT_EQ(fabric_.WriteCapture(cable_[1], path), "");
+  std::vector<uint8_t> file;
+  ASSERT_EQ(capture::ReadFile(path, &file), "");
+  std::vector<capture::CapturedPacket> packets;
+  ASSERT_EQ(capture::ParseErf(file, &packets), "");
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(packets.size(), 1u);
+  EXPECT_EQ(packets[0].bytes, UdPacket(1, 3, 0x42));
+  EXPECT_TRUE(CrcsValid(packets[0].bytes));
+  ASSERT_EQ(owned_.size(), 1u);
+  EXPECT_TRUE(owned_[0].second);  // sealed where it was observed, and checked at the CA
+  EXPECT_TRUE(CrcsValid(owned_[0].first));
+  fabric_.StopCapture(cable_[1]);
+  // A corrupting fault acts on the sealed packet: the receiver sees sealed bytes whose
+  // CRCs fail (the HCA counts kBadVcrc/kBadIcrc), never an unsealed packet it would accept.
+  LinkFaults corrupt;
+  corrupt.corrupt = 1000;
+  fabric_.SetFaults(cable_owning_, -1, corrupt);
+  (void)fabric_.ca_link(port_[0]).TransmitUnsealed(Unsealed(UdPacket(1, 3, 0x43)));
+  fabric_.Pump();
+  ASSERT_EQ(owned_.size(), 2u);
+  EXPECT_TRUE(owned_[1].second);
+  EXPECT_FALSE(CrcsValid(owned_[1].first));
+  EXPECT_EQ(fabric_.counters(cable_owning_, 0).corrupted, 1u);
 }
 
 }  // namespace

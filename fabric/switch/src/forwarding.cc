@@ -213,8 +213,13 @@ void Switch::Receive(uint8_t ingress, std::span<const uint8_t> packet, bool inta
   Emit(ingress, packet, intact, out, 0);
 }
 
+void Switch::ReceiveOwned(uint8_t ingress, std::vector<uint8_t>& packet, bool intact,
+                          std::vector<Transmit>* out) {
+  Emit(ingress, packet, intact, out, 0, &packet);
+}
+
 void Switch::Emit(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
-                  std::vector<Transmit>* out, int depth) {
+                  std::vector<Transmit>* out, int depth, std::vector<uint8_t>* owned) {
   RouteResult result = route(ingress, packet, intact);
   if (result.drop) return;
   const bool rewritten = !result.rewritten.empty();
@@ -232,6 +237,12 @@ void Switch::Emit(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
     // The common case, one egress of a rewritten packet: hand its buffer on, no copy.
     if (rewritten && result.egress.size() == 1) {
       out->push_back({port, std::move(result.rewritten), true});
+      return;
+    }
+    // Relayed unchanged to one port from a buffer the caller owns: forwarded by reference.
+    if (!rewritten && result.egress.size() == 1 && owned != nullptr) {
+      out->push_back({port, std::move(*owned), built});
+      owned->clear();
       return;
     }
     out->push_back({port, std::vector<uint8_t>(bytes.begin(), bytes.end()), built});

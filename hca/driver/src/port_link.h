@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "hca/device/cable.h"
@@ -28,6 +27,9 @@ class PortLink final : public Link {
   PortLink(PacketWire* wire, SoftCa* peer, uint8_t peer_port)
       : wire_(wire), peer_(peer), peer_port_(peer_port) {}
   std::vector<uint8_t> Transmit(std::vector<uint8_t> packet) override;
+  // An in-node cable has no capture and no fault injector: nobody can observe a packet on
+  // it, so it carries packets unsealed (CRC offload) and the receiving CA skips the checks.
+  std::vector<uint8_t> TransmitUnsealed(std::vector<uint8_t> packet) override;
 
  private:
   friend class PacketWire;
@@ -58,16 +60,21 @@ class PacketWire {
     SoftCa* to;  // referenced
     uint8_t port;
     std::vector<uint8_t> bytes;
+    bool sealed;  // false: CRCs not computed (PortLink::TransmitUnsealed)
   };
   // Queues `packet` and hands back a delivered packet's buffer for the sender's next one.
-  std::vector<uint8_t> Queue(PortLink* link, std::vector<uint8_t> packet);
+  std::vector<uint8_t> Queue(PortLink* link, std::vector<uint8_t> packet, bool sealed);
   static void DeliverDpc(kernel::Kdpc* dpc, void* context, void* arg1, void* arg2);
 
   kernel::KSpinLock lock_;
-  std::deque<Packet> queue_;
+  // Vectors, swapped between the senders and the delivering thread: both keep their
+  // capacity, so queueing a packet allocates nothing once a burst's depth was seen.
+  std::vector<Packet> queue_;
+  std::vector<Packet> batch_;  // the delivering thread's (delivering_ set), unlocked
   // Buffers of delivered packets, reused by senders (bounded: a burst's worth).
   std::vector<std::vector<uint8_t>> spare_buffers_;
   bool delivering_ = false;  // lock_ held: some thread is in DeliverQueued
+  bool dpc_queued_ = false;  // lock_ held: dpc_ queued and not yet started
   kernel::Kdpc dpc_;
 };
 

@@ -169,7 +169,7 @@ void SoftCa::DeliverPackets(std::span<const InboundPacket> packets) {
   hca_.Tick(SteadyNowNs());  // timers are armed relative to the last time the core saw
   for (const InboundPacket& packet : packets) {
     if (!ring_qps_.empty()) ServeReceiverLocked(packet.port, packet.bytes);
-    hca_.Receive(packet.port, packet.bytes);
+    hca_.Receive(packet.port, packet.bytes, packet.sealed);
     // A ring CQ's device CQ is no larger than its ring: its completions move on after each
     // packet, or a batch could overflow it while the ring has room.
     for (auto& [number, ring] : ring_cqs_) MoveCompletionsLocked(number, ring);

@@ -156,10 +156,11 @@ class SoftCa final : public ci::CaInterface, public kernel::CiVerbHandlers {
   struct InboundPacket {
     uint8_t port;
     std::span<const uint8_t> bytes;
+    bool sealed = true;  // false: CRCs not computed (an in-node cable's CRC offload)
   };
   void DeliverPackets(std::span<const InboundPacket> packets);
   void DeliverPacket(uint8_t port, std::span<const uint8_t> packet) {
-    const InboundPacket one{port, packet};
+    const InboundPacket one{port, packet, true};
     DeliverPackets(std::span(&one, 1));
   }
   // kIoctlCiWaitEvents: completes `irp` now when news is queued, else pends it.

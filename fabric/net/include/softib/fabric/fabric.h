@@ -46,6 +46,9 @@ struct LinkCounters {
 class Fabric {
  public:
   using Deliver = std::function<void(std::span<const uint8_t> packet)>;
+  // Takes the packet's buffer; `sealed` false: its ICRC/VCRC were never computed (the CRC
+  // offload of hca/device/packet.h: the packet came unsealed and nobody observed it).
+  using DeliverOwned = std::function<void(std::vector<uint8_t>&& packet, bool sealed)>;
   using LinkState = std::function<void(bool up)>;
 
   explicit Fabric(uint32_t seed = 1);
@@ -64,6 +67,9 @@ class Fabric {
   // A CA port: what the fabric delivers to it goes to `deliver`; `link_state` hears its
   // cable come up or go down. The CA port transmits into ca_link(index).
   uint32_t AddCaPort(Deliver deliver, LinkState link_state = {});
+  // The same for a receiver that takes the buffers (no copy on delivery) and unsealed
+  // packets. A plain AddCaPort's `deliver` only ever sees sealed packets.
+  uint32_t AddOwningCaPort(DeliverOwned deliver, LinkState link_state = {});
   hca::Link& ca_link(uint32_t ca_port);
   // Whether CA port `ca_port` is cabled and its cable up.
   bool ca_port_up(uint32_t ca_port) const;
@@ -110,6 +116,7 @@ class Fabric {
     uint64_t due_ns;
     std::vector<uint8_t> bytes;
     bool intact = false;  // a switch built these bytes and nothing changed them (Switch::Receive)
+    bool sealed = true;   // false: CRCs not computed yet (CA ports' TransmitUnsealed)
   };
   struct Direction {
     std::deque<Queued> queue;
@@ -127,6 +134,7 @@ class Fabric {
   class CaPortLink;
   struct CaPort {
     Deliver deliver;
+    DeliverOwned deliver_owned;  // instead of `deliver` (AddOwningCaPort)
     LinkState link_state;
     std::unique_ptr<CaPortLink> link;
     int64_t cable = -1;
@@ -135,11 +143,15 @@ class Fabric {
 
   // Where (cable, direction) a packet sent from `from` goes; false if not cabled.
   bool Outbound(const CableEnd& from, uint32_t* cable, int* direction) const;
-  void Send(const CableEnd& from, std::vector<uint8_t> packet, bool intact = false);
-  void Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, bool intact);
+  void Send(const CableEnd& from, std::vector<uint8_t> packet, bool intact = false,
+            bool sealed = true);
+  // Seals an unsealed packet where it can be observed: a cable with faults (before they act)
+  // or a capture, a switch's management port (VL15), a CA port that takes sealed packets.
+  void Enqueue(Cable& cable, int direction, std::vector<uint8_t> packet, bool intact, bool sealed);
   // Puts a direction that just got a packet on the ready list (once).
   void List(Cable& cable, int direction);
-  void Arrive(const CableEnd& at, std::span<const uint8_t> packet, bool intact);
+  // `packet` is moved on by a switch that relays it unchanged (no copy per hop).
+  void Arrive(const CableEnd& at, std::vector<uint8_t>& packet, bool intact, bool sealed);
   void NotifyEnd(const CableEnd& end, bool up);
   // A switch that got a packet or a link change may have a trap to send now.
   void Watch(uint32_t index);

@@ -101,11 +101,18 @@ class FabricHost {
   // time has come; true when any ran.
   bool ServeSources(std::vector<pollfd>& fds);
 
+  // A packet from or for CA port `index`; `sealed` false: CRC offload (hca/device/packet.h).
+  struct HostPacket {
+    uint32_t index;
+    std::vector<uint8_t> bytes;
+    bool sealed;
+  };
+
   mutable std::mutex mutex_;
   Fabric fabric_;
-  std::vector<std::unique_ptr<CaPort>> ca_ports_;                  // lock held
-  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> outbox_;  // lock held
-  std::vector<std::function<void()>> tasks_;                       // lock held
+  std::vector<std::unique_ptr<CaPort>> ca_ports_;  // lock held
+  std::vector<HostPacket> outbox_;                 // lock held
+  std::vector<std::function<void()>> tasks_;       // lock held
   // What the fabric said about CA ports' cables (index, up), for their LinkState.
   std::vector<std::pair<uint32_t, bool>> link_news_;  // lock held
   bool pending_ = false;                              // lock held
@@ -114,10 +121,10 @@ class FabricHost {
   // lock of its own, which the thread does not hold while it pumps, so a sender (the SM's
   // window) is not held up by the packets already crossing. Lock order: mutex_, inbox_mutex_.
   std::mutex inbox_mutex_;
-  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> inbox_;  // inbox_mutex_
-  bool sleeping_ = false;        // inbox_mutex_: the thread is (about to be) in poll()
-  int wake_fd_ = -1;             // eventfd: Wake() kicks the sleeping thread
-  std::vector<Source> sources_;  // set before Start, then the thread's
+  std::vector<HostPacket> inbox_;  // inbox_mutex_
+  bool sleeping_ = false;          // inbox_mutex_: the thread is (about to be) in poll()
+  int wake_fd_ = -1;               // eventfd: Wake() kicks the sleeping thread
+  std::vector<Source> sources_;    // set before Start, then the thread's
   std::atomic<bool> work_hint_{false};
   std::atomic<uint64_t> delivered_{0};
   std::thread thread_;

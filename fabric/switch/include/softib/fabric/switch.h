@@ -113,6 +113,11 @@ class Switch {
   // The same, appended to `out` (a caller's vector, reused from packet to packet).
   void Receive(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
                std::vector<Transmit>* out);
+  // The same for a caller that owns the packet's buffer: a packet relayed unchanged to one
+  // port (every unicast data packet) leaves in that buffer, moved into its Transmit — no
+  // copy and no allocation per hop. `packet` is left empty then, else as it was.
+  void ReceiveOwned(uint8_t ingress, std::vector<uint8_t>& packet, bool intact,
+                    std::vector<Transmit>* out);
 
   // The SMA on its own: one SMP (256 bytes) arriving on `in_port`, already past the
   // directed-route rules. Returns the response MAD, or nothing when none is due.
@@ -200,7 +205,7 @@ class Switch {
   void AnswerSmp(uint8_t ingress, std::span<const uint8_t> packet, std::vector<Transmit>* out,
                  int depth);
   void Emit(uint8_t ingress, std::span<const uint8_t> packet, bool intact,
-            std::vector<Transmit>* out, int depth);
+            std::vector<Transmit>* out, int depth, std::vector<uint8_t>* owned = nullptr);
 
   SwitchConfig config_;
   mad::SwitchInfo switch_info_;
