@@ -192,16 +192,25 @@ bool SubnetManager::HandOver(const PeerSm& better) {
   return true;
 }
 
-bool SubnetManager::RecheckPeers() {
-  // Only while some SM was still discovering: the settled ones do not change by themselves.
-  if (std::none_of(peers_.begin(), peers_.end(),
-                   [](const PeerSm& p) { return p.info.state == SmState::kDiscovering; }))
-    return false;
+SubnetManager::Recheck SubnetManager::RecheckPeers() {
+  // Every SM the model shows (each port advertising IsSM), on every light sweep (IBA 14.4.1:
+  // the master keeps polling the SMs it knows of). Not only those that were discovering: one
+  // whose SMInfo went unanswered once (a loaded host) is in no list of peers, one that had
+  // settled as STANDBY when a Set failed, a sweep failed or the HANDOVER went unanswered is
+  // still to be handed over to, and another MASTER (our SMInfo Get to it was lost in its
+  // first sweep, so it took the subnet too) is one of two.
   peers_ = QueryPeerSms(tx_, subnet_, options_.sm_key);
   std::vector<SmIdentity> others;
   for (const PeerSm& p : peers_) others.push_back(p.info);
   const Election election = Elect(Self(), others);
-  return election.hand_over && HandOver(peers_[*election.hand_over]);
+  if (election.role == SmState::kStandby && election.master) {
+    // A better MASTER: follow it (it keeps the subnet; we poll it as its STANDBY).
+    state_ = SmState::kStandby;
+    master_ = peers_[*election.master];
+    return Recheck::kFollowing;
+  }
+  if (election.hand_over && HandOver(peers_[*election.hand_over])) return Recheck::kHandedOver;
+  return Recheck::kMaster;
 }
 
 std::string SweepReport::Summary(const Subnet& subnet) const {
@@ -297,7 +306,10 @@ bool SubnetManager::Serve(double seconds, const std::atomic<bool>* stop) {
   const double until = Now() + seconds;
   while (!(stop && *stop) && (seconds < 0 || Now() < until) && !resweep_ && !take_over_ &&
          !mcast_dirty_) {
-    if (!tx_.Poll(100)) return false;
+    // Up to 100 ms at a time, and not past `until` (a light sweep due in 5 ms waits 5 ms).
+    const int ms =
+        seconds < 0 ? 100 : static_cast<int>(std::clamp((until - Now()) * 1e3 + 1, 0.0, 100.0));
+    if (!tx_.Poll(ms)) return false;
   }
   return true;
 }
@@ -322,9 +334,13 @@ bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
   unsigned missed_polls = 0;
   while (!(stop && *stop)) {
     if (state_ == SmState::kMaster) {
-      double wait = options_.sweep_interval_s > 0 ? next_light - Now() : -1;
+      // -1: until a trap or a request. A light sweep already due waits 0, not -1: a heavy
+      // sweep or a recheck longer than the interval (a loaded host) must not end the light
+      // sweeps, and with them the rechecks of the other SMs and the handover.
+      double wait = options_.sweep_interval_s > 0 ? std::max(0.0, next_light - Now()) : -1;
       if (options_.resweep_s > 0)
-        wait = wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now());
+        wait =
+            std::max(0.0, wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now()));
       if (!Serve(wait, stop)) return false;
       if (stop && *stop) break;
       if (mcast_dirty_ && !resweep_) {
@@ -345,11 +361,15 @@ bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
       next_light = Now() + options_.sweep_interval_s;
       if (options_.resweep_s > 0 && Now() >= next_resweep)
         next_resweep = Now() + options_.resweep_s;
-      if (!why && RecheckPeers()) {
-        SweepReport handed;
-        handed.role = SmState::kStandby;
-        Announce(out, handed, "handed over");
-        continue;
+      if (!why) {
+        const Recheck recheck = RecheckPeers();
+        if (recheck != Recheck::kMaster) {
+          SweepReport standby;
+          standby.role = SmState::kStandby;
+          Announce(out, standby,
+                   recheck == Recheck::kHandedOver ? "handed over" : "a better master is there");
+          continue;
+        }
       }
       if (!why) continue;
       Announce(out, SweepAndNotify(false), why);

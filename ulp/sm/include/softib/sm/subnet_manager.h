@@ -112,9 +112,10 @@ class SubnetManager {
   SmIdentity Self() const;
   // SMInfo Set HANDOVER to `better`; on success we are its STANDBY.
   bool HandOver(const PeerSm& better);
-  // As MASTER between heavy sweeps: asks again the SMs that were still discovering, and
-  // hands over to a better one that has settled as STANDBY. True when handed over.
-  bool RecheckPeers();
+  // As MASTER between heavy sweeps: asks every SM the model shows again (SMInfo Get), hands
+  // over to a better one that has settled as STANDBY, and follows a better MASTER.
+  enum class Recheck : uint8_t { kMaster, kHandedOver, kFollowing };
+  Recheck RecheckPeers();
 
   MadPort& port_;
   SmOptions options_;
