@@ -23,6 +23,7 @@ class FakeFabric::SmPortOfFabric : public QueuedPort {
     if (SmpMethod(mad) & 0x80) return PortStatus::kOk;  // our own answers go nowhere
     const auto at = fabric_.Reach(origin_, mad, to.lid);
     if (!at) return PortStatus::kOk;  // lost: the SM times out
+    if (fabric_.lose_ && fabric_.lose_(at->node, mad)) return PortStatus::kOk;
     ReceivedMad r;
     r.mad = mad;
     if (fabric_.Answer(at->node, at->port, r.mad)) pending.push_back(r);

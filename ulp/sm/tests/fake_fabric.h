@@ -34,6 +34,12 @@ class FakeFabric {
   using SmInfoAnswer = std::function<std::optional<SmIdentity>(uint8_t method, uint32_t modifier)>;
   void AddPeerSm(NodeId node, uint8_t port, SmInfoAnswer answer);
 
+  // `lose(node, smp)` true: the request to `node` is lost (the SM times out), as on a loaded
+  // host whose answer comes too late.
+  void set_lose(std::function<bool(NodeId node, const MadBytes& smp)> lose) {
+    lose_ = std::move(lose);
+  }
+
   // What a port's SMA holds now, and how many PortInfo Sets it took.
   const mad::PortInfo& port_info(NodeId node, uint8_t port) const;
   unsigned port_info_sets(NodeId node, uint8_t port) const;
@@ -54,6 +60,7 @@ class FakeFabric {
   Subnet state_;  // as the SMAs hold it; ports[].info is each port's PortInfo
   std::map<std::pair<NodeId, uint8_t>, unsigned> sets_;  // PortInfo Sets by node and port
   std::map<std::pair<NodeId, uint8_t>, SmInfoAnswer> peer_sms_;
+  std::function<bool(NodeId, const MadBytes&)> lose_;
   // P_KeyTable, LFT and MFT blocks by attribute, node and modifier (a CA's port in 23:16).
   std::map<std::tuple<uint16_t, NodeId, uint32_t>, std::array<uint8_t, 64>> blocks_;
 };

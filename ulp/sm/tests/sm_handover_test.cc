@@ -227,5 +227,39 @@ TEST(SmHandover, AWorseMasterIsNotFollowed) {
   EXPECT_EQ(sm.state(), SmState::kMaster);
 }
 
+// A NodeInfo lost in a re-sweep leaves a CA out of the model; a light sweep of that model
+// finds nothing to change, so the master sweeps again at the next tick and finds it. The
+// peer (a worse STANDBY) stops Run() at its second SMInfo Get: the next sweep's (with the
+// fix; the whole subnet is in the model then) or the recheck after a light sweep of the
+// partial model (without it).
+TEST(SmHandover, AnIncompleteSweepIsSweptAgain) {
+  Scene scene;
+  PeerScript peer;
+  peer.priority = 0;
+  peer.gets = {SmState::kStandby};
+  auto port = scene.Place(peer);
+  const std::vector<EndPort> hosts = Hosts(scene.fabric.nodes());
+  SmOptions options = Options();
+  options.sweep_interval_s = 0.005;
+  SubnetManager sm(*port, options);
+  ASSERT_TRUE(sm.Sweep().ok());
+  const std::size_t all = sm.subnet().nodes().size();
+  EXPECT_EQ(all, scene.fabric.nodes().nodes().size());
+  unsigned lost = 0;
+  scene.fabric.set_lose([&](NodeId node, const MadBytes& smp) {
+    return node == hosts[3].node && SmpAttribute(smp) == kAttrNodeInfo && lost++ == 0;
+  });
+  const SweepReport partial = sm.Sweep();
+  EXPECT_EQ(lost, 1u);
+  EXPECT_EQ(partial.discovery.failed_requests, 1u);
+  EXPECT_EQ(sm.subnet().nodes().size(), all - 1);
+  EXPECT_EQ(peer.answered_gets, 2u);  // one per sweep
+  peer.stop_after = 3;
+  scene.Run(sm);
+  EXPECT_EQ(peer.answered_gets, 3u);
+  EXPECT_EQ(sm.subnet().nodes().size(), all);
+  EXPECT_EQ(sm.state(), SmState::kMaster);
+}
+
 }  // namespace
 }  // namespace softib::sm::handover_test

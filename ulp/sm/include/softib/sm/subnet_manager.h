@@ -126,12 +126,14 @@ class SubnetManager {
   uint64_t guid_ = 0;
   uint16_t lid_ = 0;
   SmState state_ = SmState::kDiscovering;
-  PeerSm master_;                         // the SM a STANDBY follows
-  std::vector<PeerSm> peers_;             // the other SMs at the last sweep
-  bool resweep_ = false;                  // a trap came in
-  bool take_over_ = false;                // the master handed the subnet over to us
-  bool mcast_dirty_ = false;              // a join or leave changed a group's members
-  bool partition_groups_ = false;         // CreatePartitionGroups() done
+  PeerSm master_;                  // the SM a STANDBY follows
+  std::vector<PeerSm> peers_;      // the other SMs at the last sweep
+  bool resweep_ = false;           // a trap came in
+  bool sweep_incomplete_ = false;  // the last sweep failed or lost SMPs: sweep again
+  static constexpr double kIncompleteResweepS = 1.0;  // at the latest, after an incomplete one
+  bool take_over_ = false;                            // the master handed the subnet over to us
+  bool mcast_dirty_ = false;                          // a join or leave changed a group's members
+  bool partition_groups_ = false;                     // CreatePartitionGroups() done
   std::vector<SaOutgoing> held_replies_;  // SA answers sent once the MFTs are programmed
   static constexpr std::size_t kMaxHeldRequests = 4096;
   bool sweeping_ = false;
