@@ -74,6 +74,16 @@ SweepReport SubnetManager::SweepModel(bool take_over) {
 
   EnterPhase("discovery");
   report.discovery = Discover(tx_, subnet_);
+  // SMPs lost in discovery leave nodes out of the model, and a sweep of a partial model
+  // writes LFTs without their LIDs (the traffic to them stops until the next sweep): discover
+  // again first (OpenSM restarts a sweep after an initialization error), a few times.
+  for (unsigned again = 0; again < kDiscoveryAttempts - 1 && report.discovery.ok() &&
+                           report.discovery.failed_requests > 0;
+       ++again) {
+    ++report.rediscoveries;
+    subnet_ = Subnet{};
+    report.discovery = Discover(tx_, subnet_);
+  }
   if (!report.discovery.ok()) {
     report.error = "discovery: " + report.discovery.error;
     report.tx = tx_.stats();

@@ -227,11 +227,34 @@ TEST(SmHandover, AWorseMasterIsNotFollowed) {
   EXPECT_EQ(sm.state(), SmState::kMaster);
 }
 
-// A NodeInfo lost in a re-sweep leaves a CA out of the model; a light sweep of that model
-// finds nothing to change, so the master sweeps again at the next tick and finds it. The
-// peer (a worse STANDBY) stops Run() at its second SMInfo Get: the next sweep's (with the
-// fix; the whole subnet is in the model then) or the recheck after a light sweep of the
-// partial model (without it).
+// A NodeInfo lost in discovery: the sweep discovers again before it programs anything (a
+// partial model's LFTs would cut the traffic to the missing LIDs), and finds the node.
+TEST(SmHandover, ALostNodeInfoIsDiscoveredAgainInTheSameSweep) {
+  Scene scene;
+  PeerScript peer;
+  peer.priority = 0;
+  peer.gets = {SmState::kStandby};
+  auto port = scene.Place(peer);
+  const std::vector<EndPort> hosts = Hosts(scene.fabric.nodes());
+  unsigned lost = 0;
+  scene.fabric.set_lose([&](NodeId node, const MadBytes& smp) {
+    return node == hosts[3].node && SmpAttribute(smp) == kAttrNodeInfo && lost++ == 0;
+  });
+  SubnetManager sm(*port, Options());
+  const SweepReport report = sm.Sweep();
+  ASSERT_TRUE(report.ok()) << report.error;
+  EXPECT_EQ(lost, 2u);  // lost, then answered
+  EXPECT_EQ(report.rediscoveries, 1u);
+  EXPECT_EQ(report.discovery.failed_requests, 0u);
+  EXPECT_EQ(sm.subnet().nodes().size(), scene.fabric.nodes().nodes().size());
+  EXPECT_EQ(peer.answered_gets, 1u);  // the SMs are asked once, after the whole discovery
+}
+
+// A NodeInfo lost in every discovery of a re-sweep leaves a CA out of the model; a light
+// sweep of that model finds nothing to change, so the master sweeps again at the next tick
+// and finds it. The peer (a worse STANDBY) stops Run() at its third SMInfo Get: the next
+// sweep's (with the fix; the whole subnet is in the model then) or the recheck after a
+// light sweep of the partial model (without it).
 TEST(SmHandover, AnIncompleteSweepIsSweptAgain) {
   Scene scene;
   PeerScript peer;
@@ -247,10 +270,11 @@ TEST(SmHandover, AnIncompleteSweepIsSweptAgain) {
   EXPECT_EQ(all, scene.fabric.nodes().nodes().size());
   unsigned lost = 0;
   scene.fabric.set_lose([&](NodeId node, const MadBytes& smp) {
-    return node == hosts[3].node && SmpAttribute(smp) == kAttrNodeInfo && lost++ == 0;
+    return node == hosts[3].node && SmpAttribute(smp) == kAttrNodeInfo && lost++ < 3;
   });
   const SweepReport partial = sm.Sweep();
-  EXPECT_EQ(lost, 1u);
+  EXPECT_EQ(lost, 3u);
+  EXPECT_EQ(partial.rediscoveries, 2u);
   EXPECT_EQ(partial.discovery.failed_requests, 1u);
   EXPECT_EQ(sm.subnet().nodes().size(), all - 1);
   EXPECT_EQ(peer.answered_gets, 2u);  // one per sweep

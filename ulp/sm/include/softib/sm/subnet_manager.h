@@ -53,7 +53,8 @@ struct SweepReport {
   SmState role = SmState::kMaster;
   std::vector<PeerSm> peers;  // the other SMs found
   std::string engine;
-  DiscoveryReport discovery;
+  DiscoveryReport discovery;   // the last discovery's
+  unsigned rediscoveries = 0;  // discoveries run again because SMPs were lost
   LidReport lids;
   RoutingReport routing;
   ConfigureReport configure;
@@ -131,6 +132,7 @@ class SubnetManager {
   bool resweep_ = false;           // a trap came in
   bool sweep_incomplete_ = false;  // the last sweep failed or lost SMPs: sweep again
   static constexpr double kIncompleteResweepS = 1.0;  // at the latest, after an incomplete one
+  static constexpr unsigned kDiscoveryAttempts = 3;   // per sweep, while SMPs are lost
   bool take_over_ = false;                            // the master handed the subnet over to us
   bool mcast_dirty_ = false;                          // a join or leave changed a group's members
   bool partition_groups_ = false;                     // CreatePartitionGroups() done
