@@ -28,17 +28,18 @@ bool Outranks(const SmIdentity& a, const SmIdentity& b) {
 
 Election Elect(const SmIdentity& self, const std::vector<SmIdentity>& others) {
   Election e;
-  if (self.state != SmState::kMaster) {
-    // A master is there: follow it (the best one if the subnet was split and has two).
-    for (std::size_t i = 0; i < others.size(); ++i)
-      if (others[i].state == SmState::kMaster &&
-          (!e.master || Outranks(others[i], others[*e.master])))
-        e.master = i;
-    if (e.master) {
-      e.role = SmState::kStandby;
-      return e;
-    }
+  // A master is there: follow it (the best one if the subnet was split and has two). A
+  // MASTER follows only a better one: two SMs both took the subnet (one's SMInfo Get of the
+  // other went unanswered), and the worse steps down, so the two agree on one.
+  for (std::size_t i = 0; i < others.size(); ++i)
+    if (others[i].state == SmState::kMaster &&
+        (!e.master || Outranks(others[i], others[*e.master])))
+      e.master = i;
+  if (e.master && (self.state != SmState::kMaster || Outranks(others[*e.master], self))) {
+    e.role = SmState::kStandby;
+    return e;
   }
+  e.master.reset();
   // Otherwise the best SM that takes part wins.
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < others.size(); ++i) {

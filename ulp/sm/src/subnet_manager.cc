@@ -28,7 +28,9 @@ SubnetManager::SubnetManager(MadPort& port, SmOptions options)
 }
 
 void SubnetManager::Progress(bool force) {
-  if (!options_.log || (!force && (++progress_calls_ & 255) != 0)) return;
+  // Heavy sweeps only: a STANDBY's polls and a MASTER's light sweeps are no phase's SMPs (a
+  // STANDBY polling every 0.3 s read as "sminfo 122/122 answered, 38 s", a crawl).
+  if (!options_.log || !sweeping_ || (!force && (++progress_calls_ & 255) != 0)) return;
   const double now = Now();
   if (!force && now - last_progress_ < options_.progress_interval_s) return;
   last_progress_ = now;
@@ -51,6 +53,12 @@ SweepReport SubnetManager::Sweep(bool take_over) {
   sweeping_ = true;
   SweepReport report = SweepModel(take_over);
   sweeping_ = false;
+  // A sweep that failed, or whose discovery lost SMPs (a node that did not answer in time on
+  // a loaded host is missing from the model, as are the SMs behind it), is swept again soon
+  // (as OpenSM re-sweeps after an initialization error): a light sweep of a partial model
+  // finds nothing to change.
+  sweep_incomplete_ =
+      state_ != SmState::kStandby && (!report.ok() || report.discovery.failed_requests > 0);
   // The requests that waited, answered from the new model (or refused if there is none).
   for (const ReceivedMad& request : std::exchange(held_requests_, {})) AnswerRequest(request);
   return report;
@@ -66,6 +74,16 @@ SweepReport SubnetManager::SweepModel(bool take_over) {
 
   EnterPhase("discovery");
   report.discovery = Discover(tx_, subnet_);
+  // SMPs lost in discovery leave nodes out of the model, and a sweep of a partial model
+  // writes LFTs without their LIDs (the traffic to them stops until the next sweep): discover
+  // again first (OpenSM restarts a sweep after an initialization error), a few times.
+  for (unsigned again = 0; again < kDiscoveryAttempts - 1 && report.discovery.ok() &&
+                           report.discovery.failed_requests > 0;
+       ++again) {
+    ++report.rediscoveries;
+    subnet_ = Subnet{};
+    report.discovery = Discover(tx_, subnet_);
+  }
   if (!report.discovery.ok()) {
     report.error = "discovery: " + report.discovery.error;
     report.tx = tx_.stats();
@@ -192,16 +210,25 @@ bool SubnetManager::HandOver(const PeerSm& better) {
   return true;
 }
 
-bool SubnetManager::RecheckPeers() {
-  // Only while some SM was still discovering: the settled ones do not change by themselves.
-  if (std::none_of(peers_.begin(), peers_.end(),
-                   [](const PeerSm& p) { return p.info.state == SmState::kDiscovering; }))
-    return false;
+SubnetManager::Recheck SubnetManager::RecheckPeers() {
+  // Every SM the model shows (each port advertising IsSM), on every light sweep (IBA 14.4.1:
+  // the master keeps polling the SMs it knows of). Not only those that were discovering: one
+  // whose SMInfo went unanswered once (a loaded host) is in no list of peers, one that had
+  // settled as STANDBY when a Set failed, a sweep failed or the HANDOVER went unanswered is
+  // still to be handed over to, and another MASTER (our SMInfo Get to it was lost in its
+  // first sweep, so it took the subnet too) is one of two.
   peers_ = QueryPeerSms(tx_, subnet_, options_.sm_key);
   std::vector<SmIdentity> others;
   for (const PeerSm& p : peers_) others.push_back(p.info);
   const Election election = Elect(Self(), others);
-  return election.hand_over && HandOver(peers_[*election.hand_over]);
+  if (election.role == SmState::kStandby && election.master) {
+    // A better MASTER: follow it (it keeps the subnet; we poll it as its STANDBY).
+    state_ = SmState::kStandby;
+    master_ = peers_[*election.master];
+    return Recheck::kFollowing;
+  }
+  if (election.hand_over && HandOver(peers_[*election.hand_over])) return Recheck::kHandedOver;
+  return Recheck::kMaster;
 }
 
 std::string SweepReport::Summary(const Subnet& subnet) const {
@@ -297,7 +324,10 @@ bool SubnetManager::Serve(double seconds, const std::atomic<bool>* stop) {
   const double until = Now() + seconds;
   while (!(stop && *stop) && (seconds < 0 || Now() < until) && !resweep_ && !take_over_ &&
          !mcast_dirty_) {
-    if (!tx_.Poll(100)) return false;
+    // Up to 100 ms at a time, and not past `until` (a light sweep due in 5 ms waits 5 ms).
+    const int ms =
+        seconds < 0 ? 100 : static_cast<int>(std::clamp((until - Now()) * 1e3 + 1, 0.0, 100.0));
+    if (!tx_.Poll(ms)) return false;
   }
   return true;
 }
@@ -322,9 +352,15 @@ bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
   unsigned missed_polls = 0;
   while (!(stop && *stop)) {
     if (state_ == SmState::kMaster) {
-      double wait = options_.sweep_interval_s > 0 ? next_light - Now() : -1;
+      // -1: until a trap or a request. A light sweep already due waits 0, not -1: a heavy
+      // sweep or a recheck longer than the interval (a loaded host) must not end the light
+      // sweeps, and with them the rechecks of the other SMs and the handover.
+      double wait = options_.sweep_interval_s > 0 ? std::max(0.0, next_light - Now()) : -1;
       if (options_.resweep_s > 0)
-        wait = wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now());
+        wait =
+            std::max(0.0, wait < 0 ? next_resweep - Now() : std::min(wait, next_resweep - Now()));
+      if (sweep_incomplete_)
+        wait = wait < 0 ? kIncompleteResweepS : std::min(wait, kIncompleteResweepS);
       if (!Serve(wait, stop)) return false;
       if (stop && *stop) break;
       if (mcast_dirty_ && !resweep_) {
@@ -334,6 +370,8 @@ bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
       const char* why = nullptr;
       if (resweep_) {
         why = "trap";
+      } else if (sweep_incomplete_) {
+        why = "the last sweep was incomplete";
       } else if (options_.resweep_s > 0 && Now() >= next_resweep) {
         why = "periodic re-sweep";
       } else {
@@ -345,11 +383,15 @@ bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
       next_light = Now() + options_.sweep_interval_s;
       if (options_.resweep_s > 0 && Now() >= next_resweep)
         next_resweep = Now() + options_.resweep_s;
-      if (!why && RecheckPeers()) {
-        SweepReport handed;
-        handed.role = SmState::kStandby;
-        Announce(out, handed, "handed over");
-        continue;
+      if (!why) {
+        const Recheck recheck = RecheckPeers();
+        if (recheck != Recheck::kMaster) {
+          SweepReport standby;
+          standby.role = SmState::kStandby;
+          Announce(out, standby,
+                   recheck == Recheck::kHandedOver ? "handed over" : "a better master is there");
+          continue;
+        }
       }
       if (!why) continue;
       Announce(out, SweepAndNotify(false), why);
@@ -358,6 +400,11 @@ bool SubnetManager::Run(const std::atomic<bool>* stop, std::FILE* out) {
     // STANDBY: poll the master; take over on a handover or when it stops answering.
     if (!Serve(options_.poll_interval_s, stop)) return false;
     if (stop && *stop) break;
+    if (state_ == SmState::kDiscovering) {
+      // Our last sweep failed before an election (a take-over's, or the first): sweep again.
+      Announce(out, SweepAndNotify(false), "the last sweep failed");
+      continue;
+    }
     if (take_over_) {
       take_over_ = false;
       missed_polls = 0;

@@ -23,10 +23,10 @@ class FakeFabric::SmPortOfFabric : public QueuedPort {
     if (SmpMethod(mad) & 0x80) return PortStatus::kOk;  // our own answers go nowhere
     const auto at = fabric_.Reach(origin_, mad, to.lid);
     if (!at) return PortStatus::kOk;  // lost: the SM times out
+    if (fabric_.lose_ && fabric_.lose_(at->node, mad)) return PortStatus::kOk;
     ReceivedMad r;
     r.mad = mad;
-    fabric_.Answer(at->node, at->port, r.mad);
-    pending.push_back(r);
+    if (fabric_.Answer(at->node, at->port, r.mad)) pending.push_back(r);
     return PortStatus::kOk;
   }
   std::string Describe() const override { return "fake fabric"; }
@@ -73,7 +73,12 @@ std::optional<EndPort> FakeFabric::Reach(const EndPort& origin, const MadBytes& 
   return at;
 }
 
-void FakeFabric::Answer(NodeId at, uint8_t in_port, MadBytes& smp) {
+void FakeFabric::AddPeerSm(NodeId node, uint8_t port, SmInfoAnswer answer) {
+  state_.node(node).ports[port].info.CapabilityMask |= kCapIsSm;
+  peer_sms_[{node, port}] = std::move(answer);
+}
+
+bool FakeFabric::Answer(NodeId at, uint8_t in_port, MadBytes& smp) {
   const SmNode& node = state_.node(at);
   const bool set = SmpMethod(smp) == kMethodSet;
   const uint32_t modifier = SmpModifier(smp);
@@ -122,6 +127,17 @@ void FakeFabric::Answer(NodeId at, uint8_t in_port, MadBytes& smp) {
       AnswerBlock(it->second, smp);
       break;
     }
+    case kAttrSmInfo: {
+      const auto peer = peer_sms_.find({at, in_port});
+      if (peer == peer_sms_.end()) {
+        status = kStatusUnsupportedAttribute;  // no SM there
+        break;
+      }
+      const std::optional<SmIdentity> said = peer->second(SmpMethod(smp), modifier);
+      if (!said) return false;
+      PackSmInfo(*said, 0, smp);
+      break;
+    }
     default:
       status = kStatusUnsupportedAttribute;
   }
@@ -132,6 +148,7 @@ void FakeFabric::Answer(NodeId at, uint8_t in_port, MadBytes& smp) {
     smp[4] = static_cast<uint8_t>(status >> 8);
   }
   smp[5] = static_cast<uint8_t>(status);
+  return true;
 }
 
 void FakeFabric::AnswerBlock(std::array<uint8_t, 64>& stored, MadBytes& smp) {

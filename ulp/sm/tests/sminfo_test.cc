@@ -61,6 +61,26 @@ TEST(SmElection, MasterHandsOverToABetterStandby) {
   EXPECT_EQ(e.role, SmState::kMaster);
 }
 
+TEST(SmElection, AMasterFollowsOnlyABetterMaster) {
+  // Two took the subnet: the worse steps down to the better, which stays.
+  Election e =
+      Elect(Sm(5, 1, SmState::kMaster), {Sm(8, 0, SmState::kStandby), Sm(7, 9, SmState::kMaster)});
+  EXPECT_EQ(e.role, SmState::kStandby);
+  ASSERT_TRUE(e.master);
+  EXPECT_EQ(*e.master, 1u);
+  EXPECT_FALSE(e.hand_over);
+  e = Elect(Sm(7, 9, SmState::kMaster), {Sm(5, 1, SmState::kMaster)});
+  EXPECT_EQ(e.role, SmState::kMaster);
+  EXPECT_FALSE(e.master);
+  EXPECT_FALSE(e.hand_over);
+  // A worse master next to a better standby: the standby gets the subnet.
+  e = Elect(Sm(5, 4, SmState::kMaster), {Sm(6, 1, SmState::kMaster), Sm(7, 9, SmState::kStandby)});
+  EXPECT_EQ(e.role, SmState::kMaster);
+  EXPECT_FALSE(e.master);
+  ASSERT_TRUE(e.hand_over);
+  EXPECT_EQ(*e.hand_over, 1u);
+}
+
 TEST(SmInfoLayout, PackAndRead) {
   MadBytes mad = MakeDrSmp(kMethodGet, kAttrSmInfo, 0, {});
   SmIdentity id = Sm(0x0002c90300a00011ull, 11, SmState::kStandby);

@@ -275,7 +275,9 @@ int main(int argc, char** argv) {
   SubnetManager sm(*port, options);
   const SweepReport report = sm.Sweep();
   sm.Announce(stdout, report, "first sweep");
-  if (!report.ok()) return 1;
+  // A sweep that failed on a working port (Sets refused or lost on a loaded fabric) is swept
+  // again by Run(); --once, and a port that fails, end here.
+  if (!report.ok() && (once || !report.discovery.ok())) return 1;
   if (!dump_topology.empty() && !DumpTopology(sm.subnet(), dump_topology)) return 1;
   if (once) return 0;
   struct sigaction sa {};

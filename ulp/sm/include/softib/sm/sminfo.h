@@ -42,9 +42,10 @@ struct Election {
 };
 
 // What an SM that has just discovered the subnet (or is MASTER and sweeping) does about
-// the other SMs it found. A MASTER already there is followed (we go STANDBY). Without
-// one, the best of the discovering/standby SMs and ourselves becomes MASTER. As MASTER
-// (`self.state`), a better SM that is not NOT-ACTIVE gets the subnet handed over.
+// the other SMs it found. A MASTER already there is followed (we go STANDBY); as MASTER
+// (`self.state`) only a better MASTER is (two took the subnet: the worse steps down).
+// Without one, the best of the discovering/standby SMs and ourselves becomes MASTER. As
+// MASTER, a better SM that has settled as STANDBY gets the subnet handed over.
 Election Elect(const SmIdentity& self, const std::vector<SmIdentity>& others);
 
 // SMInfo data: pack and read (the first 21 bytes of SMPData).

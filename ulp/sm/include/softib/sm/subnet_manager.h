@@ -53,7 +53,8 @@ struct SweepReport {
   SmState role = SmState::kMaster;
   std::vector<PeerSm> peers;  // the other SMs found
   std::string engine;
-  DiscoveryReport discovery;
+  DiscoveryReport discovery;   // the last discovery's
+  unsigned rediscoveries = 0;  // discoveries run again because SMPs were lost
   LidReport lids;
   RoutingReport routing;
   ConfigureReport configure;
@@ -112,9 +113,10 @@ class SubnetManager {
   SmIdentity Self() const;
   // SMInfo Set HANDOVER to `better`; on success we are its STANDBY.
   bool HandOver(const PeerSm& better);
-  // As MASTER between heavy sweeps: asks again the SMs that were still discovering, and
-  // hands over to a better one that has settled as STANDBY. True when handed over.
-  bool RecheckPeers();
+  // As MASTER between heavy sweeps: asks every SM the model shows again (SMInfo Get), hands
+  // over to a better one that has settled as STANDBY, and follows a better MASTER.
+  enum class Recheck : uint8_t { kMaster, kHandedOver, kFollowing };
+  Recheck RecheckPeers();
 
   MadPort& port_;
   SmOptions options_;
@@ -125,12 +127,15 @@ class SubnetManager {
   uint64_t guid_ = 0;
   uint16_t lid_ = 0;
   SmState state_ = SmState::kDiscovering;
-  PeerSm master_;                         // the SM a STANDBY follows
-  std::vector<PeerSm> peers_;             // the other SMs at the last sweep
-  bool resweep_ = false;                  // a trap came in
-  bool take_over_ = false;                // the master handed the subnet over to us
-  bool mcast_dirty_ = false;              // a join or leave changed a group's members
-  bool partition_groups_ = false;         // CreatePartitionGroups() done
+  PeerSm master_;                  // the SM a STANDBY follows
+  std::vector<PeerSm> peers_;      // the other SMs at the last sweep
+  bool resweep_ = false;           // a trap came in
+  bool sweep_incomplete_ = false;  // the last sweep failed or lost SMPs: sweep again
+  static constexpr double kIncompleteResweepS = 1.0;  // at the latest, after an incomplete one
+  static constexpr unsigned kDiscoveryAttempts = 3;   // per sweep, while SMPs are lost
+  bool take_over_ = false;                            // the master handed the subnet over to us
+  bool mcast_dirty_ = false;                          // a join or leave changed a group's members
+  bool partition_groups_ = false;                     // CreatePartitionGroups() done
   std::vector<SaOutgoing> held_replies_;  // SA answers sent once the MFTs are programmed
   static constexpr std::size_t kMaxHeldRequests = 4096;
   bool sweeping_ = false;
