@@ -85,10 +85,21 @@ void Transactions::Complete(uint32_t tid, TxStatus status, ReceivedMad* response
   if (progress_) progress_();
 }
 
-bool Transactions::ReceiveOne(int timeout_ms) {
+bool Transactions::ReceiveReady(int timeout_ms) {
+  bool got = false;
+  if (!ReceiveOne(timeout_ms, &got)) return false;
+  for (int taken = 1; got && taken < kMaxDrainPerWait; ++taken) {
+    if (!ReceiveOne(0, &got)) return false;
+  }
+  return true;
+}
+
+bool Transactions::ReceiveOne(int timeout_ms, bool* got) {
   ReceivedMad rx;
+  *got = false;
   const PortStatus st = port_.Receive(rx, timeout_ms);
   if (st == PortStatus::kTimeout) return true;
+  *got = st == PortStatus::kOk;
   if (st == PortStatus::kError) {
     error_ = "receive failed on " + port_.Describe() + ": " + port_.LastError();
     return false;
@@ -146,7 +157,7 @@ bool Transactions::Run() {
           expiries_.front().deadline - Clock::now());
       wait_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, options_.timeout_ms));
     }
-    if (!ReceiveOne(wait_ms) || !ExpireOld()) {
+    if (!ReceiveReady(wait_ms) || !ExpireOld()) {
       feeder_ = nullptr;
       return false;
     }
@@ -155,6 +166,6 @@ bool Transactions::Run() {
   return true;
 }
 
-bool Transactions::Poll(int timeout_ms) { return ReceiveOne(timeout_ms) && ExpireOld(); }
+bool Transactions::Poll(int timeout_ms) { return ReceiveReady(timeout_ms) && ExpireOld(); }
 
 }  // namespace softib::sm

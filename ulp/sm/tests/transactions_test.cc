@@ -2,6 +2,10 @@
 // limit, retries after timeouts and after the transport hands a send back.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+#include <utility>
+
 #include "queued_port.h"
 #include "softib/sm/smp.h"
 #include "softib/sm/transactions.h"
@@ -42,6 +46,37 @@ class ScriptedPort : public QueuedPort {
   }
   std::string Describe() const override { return "scripted"; }
 };
+
+// The SM's thread is descheduled past every deadline (a loaded machine) while the answers
+// arrive: the first wait returns after the deadlines passed, and the answers waiting in the
+// queue complete their transactions instead of being counted as timeouts and retried.
+class StallingPort : public ScriptedPort {
+ public:
+  int stall_ms = 0;  // the first Receive returns only after this long
+  PortStatus Receive(ReceivedMad& out, int timeout_ms) override {
+    if (stall_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::exchange(stall_ms, 0)));
+    }
+    return ScriptedPort::Receive(out, timeout_ms);
+  }
+};
+
+TEST(Transactions, AnswersQueuedWhileTheThreadWasAwayAreNotTimeouts) {
+  StallingPort port;
+  port.stall_ms = 30;  // six times the timeout
+  Transactions tx(port, {.window = 8, .timeout_ms = 5, .retries = 0});
+  unsigned ok = 0, timed_out = 0;
+  for (uint32_t i = 0; i < 8; ++i)
+    tx.Submit(MakeDrSmp(kMethodGet, kAttrPortInfo, i, {}), {}, [&](const TxResult& r) {
+      if (r.status == TxStatus::kOk) ++ok;
+      if (r.status == TxStatus::kTimeout) ++timed_out;
+    });
+  ASSERT_TRUE(tx.Run());
+  EXPECT_EQ(ok, 8u);
+  EXPECT_EQ(timed_out, 0u);
+  EXPECT_EQ(tx.stats().timeouts, 0u);
+  EXPECT_EQ(tx.stats().sent, 8u);  // nothing sent twice
+}
 
 TEST(Transactions, MatchesOnLowTidAndKeepsTheWindow) {
   ScriptedPort port;
