@@ -119,9 +119,13 @@ ReleaseTicket::~ReleaseTicket() {
 namespace {
 
 kernel::VerbTask DestroyTask(Instance* instance, uint64_t handle, abi::ObjectType type,
-                             Status invalid) {
-  kernel::ObjectRef ref;  // the object, until its release is done
-  Status status = instance->table.Lookup(handle, type, kernel::HandleAccess::kDestroy, &ref);
+                             Status invalid, kernel::ObjectRef ref) {
+  // `ref`: the object, until its release is done. A verb's validation already looked it up
+  // (HandleAccess::kDestroy, as here); a second lookup costs a lock round trip per destroy
+  // (issue 17's control-path budget) and proves nothing more: Destroy below resolves the
+  // handle again under the table's lock, so a destroy that raced this one still fails there.
+  Status status = Status::SUCCESS;
+  if (!ref) status = instance->table.Lookup(handle, type, kernel::HandleAccess::kDestroy, &ref);
   if (status == Status::SUCCESS) status = instance->table.Destroy(handle, type);
   if (status == Status::INVALID_HANDLE || status == Status::INVALID_STATE) co_return {invalid, 0};
   if (status != Status::SUCCESS) co_return {status, 0};
@@ -135,7 +139,12 @@ kernel::VerbTask DestroyTask(Instance* instance, uint64_t handle, abi::ObjectTyp
 
 Status DestroyReleasing(const kernel::CallContext& ctx, uint64_t handle, abi::ObjectType type,
                         Status invalid, Irp* irp) {
-  return DestroyTask(InstanceOf(ctx), handle, type, invalid).Start(irp);
+  return DestroyTask(InstanceOf(ctx), handle, type, invalid, {}).Start(irp);
+}
+
+Status DestroyReleasing(const kernel::CallContext& ctx, kernel::ObjectRef held, uint64_t handle,
+                        abi::ObjectType type, Status invalid, Irp* irp) {
+  return DestroyTask(InstanceOf(ctx), handle, type, invalid, std::move(held)).Start(irp);
 }
 
 void AlObject::WhenReleased(std::function<void()> done) {
