@@ -107,7 +107,7 @@ ReleaseTicket::~ReleaseTicket() {
   if (object_ != nullptr) {
     {
       kernel::SpinLockGuard guard(object_->release_lock_);
-      object_->released_ = true;
+      object_->released_.store(true, std::memory_order_release);
       waiters.swap(object_->release_waiters_);
     }
     kernel::DereferenceObject(object_);  // frees it unless someone else still looks
@@ -130,6 +130,7 @@ kernel::VerbTask DestroyTask(Instance* instance, uint64_t handle, abi::ObjectTyp
   if (status == Status::INVALID_HANDLE || status == Status::INVALID_STATE) co_return {invalid, 0};
   if (status != Status::SUCCESS) co_return {status, 0};
   auto* object = static_cast<AlObject*>(ref.get());
+  if (object->Released()) co_return {Status::SUCCESS, 0};  // inline: nothing to wait for
   co_await AwaitDone(
       [object](std::function<void()> resume) { object->WhenReleased(std::move(resume)); });
   co_return {Status::SUCCESS, 0};
@@ -150,7 +151,7 @@ Status DestroyReleasing(const kernel::CallContext& ctx, kernel::ObjectRef held, 
 void AlObject::WhenReleased(std::function<void()> done) {
   {
     kernel::SpinLockGuard guard(release_lock_);
-    if (!released_) {
+    if (!released_.load(std::memory_order_relaxed)) {
       release_waiters_.push_back(std::move(done));
       return;
     }

@@ -58,6 +58,10 @@ class AlObject : public kernel::KernelObject {
   // is, else from the release's CI completion (maybe at DISPATCH). Only for objects whose
   // OnDestroy takes a ticket, after a Destroy that succeeded.
   void WhenReleased(std::function<void()> done);
+  // Whether that release is done (no lock): a destroy whose release completed inline, the
+  // common case, need not wait through WhenReleased (two std::functions and a lock round
+  // trip per destroy on issue 17's control path).
+  bool Released() const { return released_.load(std::memory_order_acquire); }
 
  protected:
   AccessLayer* const al_;
@@ -67,7 +71,7 @@ class AlObject : public kernel::KernelObject {
   friend class ReleaseTicket;
   RingMappingCount ring_mapping_;  // after file_: uncounted before the file state can go
   kernel::KSpinLock release_lock_;
-  bool released_ = false;
+  std::atomic<bool> released_{false};  // written under release_lock_; read without by Released
   std::vector<std::function<void()>> release_waiters_;
 };
 
