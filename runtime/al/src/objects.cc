@@ -39,16 +39,20 @@ constexpr kernel::ProcessorMode kAlMode = kernel::ProcessorMode::kKernelMode;
 
 // ---- FileState: releases in flight -----------------------------------------------------------
 
-void FileState::BeginRelease() {
-  kernel::SpinLockGuard guard(release_lock_);
-  ++releasing_;
-}
+void FileState::BeginRelease() { releasing_.fetch_add(1, std::memory_order_relaxed); }
 
+// EndRelease and WhenIdle pair up without a lock on the common path (no waiter): each
+// writes its own atomic, then reads the other's (sequentially consistent), so at least one
+// of them sees the other and goes on under the lock, where the waiter changes hands once.
 void FileState::EndRelease() {
+  if (releasing_.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+  if (!idle_waiting_.load(std::memory_order_seq_cst)) return;  // WhenIdle will see the zero
   std::function<void()> idle;
   {
+    // Zero again under the lock: a release that began since then hands the waiter over at
+    // its own end.
     kernel::SpinLockGuard guard(release_lock_);
-    if (--releasing_ == 0) idle = std::exchange(idle_, nullptr);
+    if (releasing_.load(std::memory_order_seq_cst) == 0) idle = std::exchange(idle_, nullptr);
   }
   if (idle) idle();
 }
@@ -56,12 +60,12 @@ void FileState::EndRelease() {
 void FileState::WhenIdle(std::function<void()> idle) {
   {
     kernel::SpinLockGuard guard(release_lock_);
-    if (releasing_ != 0) {
-      idle_ = std::move(idle);
-      return;
-    }
+    idle_ = std::move(idle);
+    idle_waiting_.store(true, std::memory_order_seq_cst);
+    if (releasing_.load(std::memory_order_seq_cst) != 0) return;  // the last EndRelease runs it
+    idle = std::exchange(idle_, nullptr);
   }
-  idle();
+  if (idle) idle();
 }
 
 // ---- ReleaseTicket -----------------------------------------------------------------------------
