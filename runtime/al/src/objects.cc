@@ -109,9 +109,11 @@ ReleaseTicket::~ReleaseTicket() {
   }
   std::vector<std::function<void()>> waiters;
   if (object_ != nullptr) {
-    {
+    // As FileState's count and waiter: the release lock only once a waiter was set (the
+    // destroy's own wait is skipped when the release completed inline, so mostly none).
+    object_->released_.store(true, std::memory_order_seq_cst);
+    if (object_->release_waiting_.load(std::memory_order_seq_cst)) {
       kernel::SpinLockGuard guard(object_->release_lock_);
-      object_->released_.store(true, std::memory_order_release);
       waiters.swap(object_->release_waiters_);
     }
     kernel::DereferenceObject(object_);  // frees it unless someone else still looks
@@ -153,14 +155,15 @@ Status DestroyReleasing(const kernel::CallContext& ctx, kernel::ObjectRef held, 
 }
 
 void AlObject::WhenReleased(std::function<void()> done) {
+  std::vector<std::function<void()>> ready;
   {
     kernel::SpinLockGuard guard(release_lock_);
-    if (!released_.load(std::memory_order_relaxed)) {
-      release_waiters_.push_back(std::move(done));
-      return;
-    }
+    release_waiters_.push_back(std::move(done));
+    release_waiting_.store(true, std::memory_order_seq_cst);
+    if (!released_.load(std::memory_order_seq_cst)) return;  // the ticket's end runs it
+    ready.swap(release_waiters_);  // released meanwhile (or its end saw no waiter)
   }
-  done();
+  for (auto& waiter : ready) waiter();
 }
 
 AlObject::AlObject(abi::ObjectType type, Instance* owner)

@@ -71,7 +71,11 @@ class AlObject : public kernel::KernelObject {
   friend class ReleaseTicket;
   RingMappingCount ring_mapping_;  // after file_: uncounted before the file state can go
   kernel::KSpinLock release_lock_;
-  std::atomic<bool> released_{false};  // written under release_lock_; read without by Released
+  // The release's end and WhenReleased pair up without the lock when nobody waits: each
+  // writes its flag, then reads the other's (sequentially consistent), so at least one sees
+  // the other and hands the waiters over under the lock.
+  std::atomic<bool> released_{false};
+  std::atomic<bool> release_waiting_{false};
   std::vector<std::function<void()>> release_waiters_;
 };
 
