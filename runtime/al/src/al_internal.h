@@ -152,8 +152,13 @@ struct FileState {
   void WhenIdle(std::function<void()> idle);
 
  private:
+  // The count is an atomic so that a release's begin and end take no lock (two lock round
+  // trips per destroy on issue 17's control path); the lock is taken only once a waiter
+  // was set (idle_waiting_), for the hand-over of `idle_` between WhenIdle and the
+  // EndRelease that brings the count to zero.
   kernel::KSpinLock release_lock_;
-  uint32_t releasing_ = 0;
+  std::atomic<uint32_t> releasing_{0};
+  std::atomic<bool> idle_waiting_{false};
   std::function<void()> idle_;
 };
 

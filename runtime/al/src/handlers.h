@@ -36,6 +36,11 @@ inline kernel::Status DestroyHandle(const kernel::CallContext& ctx, uint64_t han
 // the parent lost the object (PENDING until then when an IRP pended).
 kernel::Status DestroyReleasing(const kernel::CallContext& ctx, uint64_t handle,
                                 abi::ObjectType type, kernel::Status invalid, kernel::Irp* irp);
+// The same for a verb whose validation already looked the object up for destruction
+// (HandleAccess::kDestroy; `held`, its reference, as in the verb's Refs): no second lookup.
+kernel::Status DestroyReleasing(const kernel::CallContext& ctx, kernel::ObjectRef held,
+                                uint64_t handle, abi::ObjectType type, kernel::Status invalid,
+                                kernel::Irp* irp);
 
 kernel::CaVerbHandlers* CaHandlers();
 kernel::CmVerbHandlers* CmHandlers();

@@ -39,16 +39,20 @@ constexpr kernel::ProcessorMode kAlMode = kernel::ProcessorMode::kKernelMode;
 
 // ---- FileState: releases in flight -----------------------------------------------------------
 
-void FileState::BeginRelease() {
-  kernel::SpinLockGuard guard(release_lock_);
-  ++releasing_;
-}
+void FileState::BeginRelease() { releasing_.fetch_add(1, std::memory_order_relaxed); }
 
+// EndRelease and WhenIdle pair up without a lock on the common path (no waiter): each
+// writes its own atomic, then reads the other's (sequentially consistent), so at least one
+// of them sees the other and goes on under the lock, where the waiter changes hands once.
 void FileState::EndRelease() {
+  if (releasing_.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+  if (!idle_waiting_.load(std::memory_order_seq_cst)) return;  // WhenIdle will see the zero
   std::function<void()> idle;
   {
+    // Zero again under the lock: a release that began since then hands the waiter over at
+    // its own end.
     kernel::SpinLockGuard guard(release_lock_);
-    if (--releasing_ == 0) idle = std::exchange(idle_, nullptr);
+    if (releasing_.load(std::memory_order_seq_cst) == 0) idle = std::exchange(idle_, nullptr);
   }
   if (idle) idle();
 }
@@ -56,12 +60,12 @@ void FileState::EndRelease() {
 void FileState::WhenIdle(std::function<void()> idle) {
   {
     kernel::SpinLockGuard guard(release_lock_);
-    if (releasing_ != 0) {
-      idle_ = std::move(idle);
-      return;
-    }
+    idle_ = std::move(idle);
+    idle_waiting_.store(true, std::memory_order_seq_cst);
+    if (releasing_.load(std::memory_order_seq_cst) != 0) return;  // the last EndRelease runs it
+    idle = std::exchange(idle_, nullptr);
   }
-  idle();
+  if (idle) idle();
 }
 
 // ---- ReleaseTicket -----------------------------------------------------------------------------
@@ -105,9 +109,11 @@ ReleaseTicket::~ReleaseTicket() {
   }
   std::vector<std::function<void()>> waiters;
   if (object_ != nullptr) {
-    {
+    // As FileState's count and waiter: the release lock only once a waiter was set (the
+    // destroy's own wait is skipped when the release completed inline, so mostly none).
+    object_->released_.store(true, std::memory_order_seq_cst);
+    if (object_->release_waiting_.load(std::memory_order_seq_cst)) {
       kernel::SpinLockGuard guard(object_->release_lock_);
-      object_->released_ = true;
       waiters.swap(object_->release_waiters_);
     }
     kernel::DereferenceObject(object_);  // frees it unless someone else still looks
@@ -119,13 +125,18 @@ ReleaseTicket::~ReleaseTicket() {
 namespace {
 
 kernel::VerbTask DestroyTask(Instance* instance, uint64_t handle, abi::ObjectType type,
-                             Status invalid) {
-  kernel::ObjectRef ref;  // the object, until its release is done
-  Status status = instance->table.Lookup(handle, type, kernel::HandleAccess::kDestroy, &ref);
+                             Status invalid, kernel::ObjectRef ref) {
+  // `ref`: the object, until its release is done. A verb's validation already looked it up
+  // (HandleAccess::kDestroy, as here); a second lookup costs a lock round trip per destroy
+  // (issue 17's control-path budget) and proves nothing more: Destroy below resolves the
+  // handle again under the table's lock, so a destroy that raced this one still fails there.
+  Status status = Status::SUCCESS;
+  if (!ref) status = instance->table.Lookup(handle, type, kernel::HandleAccess::kDestroy, &ref);
   if (status == Status::SUCCESS) status = instance->table.Destroy(handle, type);
   if (status == Status::INVALID_HANDLE || status == Status::INVALID_STATE) co_return {invalid, 0};
   if (status != Status::SUCCESS) co_return {status, 0};
   auto* object = static_cast<AlObject*>(ref.get());
+  if (object->Released()) co_return {Status::SUCCESS, 0};  // inline: nothing to wait for
   co_await AwaitDone(
       [object](std::function<void()> resume) { object->WhenReleased(std::move(resume)); });
   co_return {Status::SUCCESS, 0};
@@ -135,18 +146,24 @@ kernel::VerbTask DestroyTask(Instance* instance, uint64_t handle, abi::ObjectTyp
 
 Status DestroyReleasing(const kernel::CallContext& ctx, uint64_t handle, abi::ObjectType type,
                         Status invalid, Irp* irp) {
-  return DestroyTask(InstanceOf(ctx), handle, type, invalid).Start(irp);
+  return DestroyTask(InstanceOf(ctx), handle, type, invalid, {}).Start(irp);
+}
+
+Status DestroyReleasing(const kernel::CallContext& ctx, kernel::ObjectRef held, uint64_t handle,
+                        abi::ObjectType type, Status invalid, Irp* irp) {
+  return DestroyTask(InstanceOf(ctx), handle, type, invalid, std::move(held)).Start(irp);
 }
 
 void AlObject::WhenReleased(std::function<void()> done) {
+  std::vector<std::function<void()>> ready;
   {
     kernel::SpinLockGuard guard(release_lock_);
-    if (!released_) {
-      release_waiters_.push_back(std::move(done));
-      return;
-    }
+    release_waiters_.push_back(std::move(done));
+    release_waiting_.store(true, std::memory_order_seq_cst);
+    if (!released_.load(std::memory_order_seq_cst)) return;  // the ticket's end runs it
+    ready.swap(release_waiters_);  // released meanwhile (or its end saw no waiter)
   }
-  done();
+  for (auto& waiter : ready) waiter();
 }
 
 AlObject::AlObject(abi::ObjectType type, Instance* owner)

@@ -58,6 +58,10 @@ class AlObject : public kernel::KernelObject {
   // is, else from the release's CI completion (maybe at DISPATCH). Only for objects whose
   // OnDestroy takes a ticket, after a Destroy that succeeded.
   void WhenReleased(std::function<void()> done);
+  // Whether that release is done (no lock): a destroy whose release completed inline, the
+  // common case, need not wait through WhenReleased (two std::functions and a lock round
+  // trip per destroy on issue 17's control path).
+  bool Released() const { return released_.load(std::memory_order_acquire); }
 
  protected:
   AccessLayer* const al_;
@@ -67,7 +71,11 @@ class AlObject : public kernel::KernelObject {
   friend class ReleaseTicket;
   RingMappingCount ring_mapping_;  // after file_: uncounted before the file state can go
   kernel::KSpinLock release_lock_;
-  bool released_ = false;
+  // The release's end and WhenReleased pair up without the lock when nobody waits: each
+  // writes its flag, then reads the other's (sequentially consistent), so at least one sees
+  // the other and hands the waiters over under the lock.
+  std::atomic<bool> released_{false};
+  std::atomic<bool> release_waiting_{false};
   std::vector<std::function<void()>> release_waiters_;
 };
 

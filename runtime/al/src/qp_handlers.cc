@@ -282,8 +282,9 @@ class QpVerbs final : public kernel::QpVerbHandlers {
   }
 
   Status DestroyQp(const kernel::CallContext& ctx, const abi::DestroyQpIn& in,
-                   kernel::DestroyQpRefs&, Irp* irp) override {
-    return DestroyReleasing(ctx, in.qp.value, abi::ObjectType::Qp, Status::INVALID_QP_HANDLE, irp);
+                   kernel::DestroyQpRefs& refs, Irp* irp) override {
+    return DestroyReleasing(ctx, std::move(refs.qp), in.qp.value, abi::ObjectType::Qp,
+                            Status::INVALID_QP_HANDLE, irp);
   }
 };
 
