@@ -79,7 +79,8 @@ Status SendCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepS
 Status CallCepSendReqIrp(DeviceObject* target, FileObject* file, const abi::CepSendReqIn& in,
                          std::span<const uint8_t> private_data);
 
-/// Answer a received REQ with a REP for `qp`.
+/// Answer a received REQ with a REP for `qp` (in INIT, or already in RTR with the
+/// endpoint's RTR attributes).
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous and must not pend; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP,
 // possibly later (the function then returns PENDING and `out` must stay valid).
@@ -262,8 +263,9 @@ Status CallCepSendSidrRepIrp(DeviceObject* target, FileObject* file,
                              const abi::CepSendSidrRepIn& in,
                              std::span<const uint8_t> private_data);
 
-/// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-/// received).
+/// The ModifyQp attributes that take the endpoint's QP to RTR: on the passive side from
+/// the REQ on (the REQ names the peer's QPN, PSN and path; the passive side's
+/// QP is in RTR before its REP leaves), on the active side once the REP is received.
 // Direct call (IRQL <= DISPATCH). Without `irp` the call is synchronous; with one
 // (allocated by the caller, completion routine set) the result also completes the IRP.
 Status IbCepGetRtrAttributes(IbAl* al, const abi::CepGetRtrAttributesIn& in,

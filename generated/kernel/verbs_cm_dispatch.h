@@ -133,7 +133,8 @@ class CmVerbHandlers {
                             std::span<const uint8_t> private_data, CepSendReqRefs& refs,
                             Irp* irp) = 0;
 
-  /// Answer a received REQ with a REP for `qp`.
+  /// Answer a received REQ with a REP for `qp` (in INIT, or already in RTR with the
+  /// endpoint's RTR attributes).
   virtual Status CepSendRep(const CallContext& ctx, const abi::CepSendRepIn& in,
                             std::span<const uint8_t> private_data, CepSendRepRefs& refs,
                             Irp* irp) = 0;
@@ -183,8 +184,9 @@ class CmVerbHandlers {
                                 std::span<const uint8_t> private_data, CepSendSidrRepRefs& refs,
                                 Irp* irp) = 0;
 
-  /// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-  /// received).
+  /// The ModifyQp attributes that take the endpoint's QP to RTR: on the passive side from
+  /// the REQ on (the REQ names the peer's QPN, PSN and path; the passive side's
+  /// QP is in RTR before its REP leaves), on the active side once the REP is received.
   virtual Status CepGetRtrAttributes(const CallContext& ctx, const abi::CepGetRtrAttributesIn& in,
                                      CepGetRtrAttributesRefs& refs,
                                      abi::CepGetRtrAttributesOut& out, Irp* irp) = 0;

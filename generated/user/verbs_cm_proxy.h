@@ -43,7 +43,8 @@ Status CepSendReq(DeviceHandle device, const abi::CepSendReqIn& in,
 Status CepSendReqAsync(DeviceHandle device, const abi::CepSendReqIn& in,
                        std::span<const uint8_t> private_data, Overlapped* overlapped);
 
-/// Answer a received REQ with a REP for `qp`.
+/// Answer a received REQ with a REP for `qp` (in INIT, or already in RTR with the
+/// endpoint's RTR attributes).
 Status CepSendRep(DeviceHandle device, const abi::CepSendRepIn& in,
                   std::span<const uint8_t> private_data);
 // Overlapped form: returns PENDING or the final status; the overlapped state must stay valid until
@@ -123,8 +124,9 @@ Status CepSendSidrRep(DeviceHandle device, const abi::CepSendSidrRepIn& in,
 Status CepSendSidrRepAsync(DeviceHandle device, const abi::CepSendSidrRepIn& in,
                            std::span<const uint8_t> private_data, Overlapped* overlapped);
 
-/// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-/// received).
+/// The ModifyQp attributes that take the endpoint's QP to RTR: on the passive side from
+/// the REQ on (the REQ names the peer's QPN, PSN and path; the passive side's
+/// QP is in RTR before its REP leaves), on the active side once the REP is received.
 Status CepGetRtrAttributes(DeviceHandle device, const abi::CepGetRtrAttributesIn& in,
                            abi::CepGetRtrAttributesOut& out);
 // Overlapped form: returns PENDING or the final status; `out` must stay valid until the request

@@ -88,8 +88,17 @@ TEST(CmConnect, ListenConnectTrafficDisconnectWithTheSpecsBytes) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(m + 140), 9), "xxabc-req");
 
   // REP (IBA 12.6.8).
+  // The passive side may take its QP to RTR from the REQ on (before its REP, as Linux's rdma_accept
+  // does); the REQ gave the peer's QPN, PSN and path. RTS waits for the REP.
   abi::CepGetRtrAttributesOut early{};
-  EXPECT_EQ(kernel::IbCepGetRtrAttributes(client.al(), {{passive}}, early), Status::INVALID_STATE);
+  ASSERT_EQ(kernel::IbCepGetRtrAttributes(client.al(), {{passive}}, early), Status::SUCCESS);
+  EXPECT_EQ(early.attributes.state, abi::QpState::RTR);
+  EXPECT_EQ(early.attributes.dest_qpn, pair.a.qpn);
+  EXPECT_EQ(early.attributes.rq_psn, 0x111111u);
+  EXPECT_EQ(early.attributes.av.dlid, 1);
+  abi::CepGetRtsAttributesOut early_rts{};
+  EXPECT_EQ(kernel::IbCepGetRtsAttributes(client.al(), {{passive}}, early_rts),
+            Status::INVALID_STATE);
   ASSERT_EQ(SendRep(client, passive, pair.b.qp, RepParams(), "rep-data"), Status::SUCCESS);
   abi::CepGetEventOut rep{};
   ASSERT_TRUE(NextCepEvent(client, active, &rep));

@@ -594,7 +594,8 @@ inline constexpr uint32_t kIoctlCepSendRep =
 static_assert(kIoctlCepSendRep == 0x003BE210);
 inline constexpr uint32_t kOrdinalCepSendRep = 0x0B04;
 
-/// Answer a received REQ with a REP for `qp`.
+/// Answer a received REQ with a REP for `qp` (in INIT, or already in RTR with the
+/// endpoint's RTR attributes).
 struct CepSendRepVerb {
   static constexpr const char* kName = "CepSendRep";
   static constexpr uint32_t kOrdinal = 0x0B04;
@@ -854,8 +855,9 @@ inline constexpr uint32_t kIoctlCepGetRtrAttributes =
 static_assert(kIoctlCepGetRtrAttributes == 0x003B6238);
 inline constexpr uint32_t kOrdinalCepGetRtrAttributes = 0x0B0E;
 
-/// The ModifyQp attributes that take the endpoint's QP to RTR (after REP sent or
-/// received).
+/// The ModifyQp attributes that take the endpoint's QP to RTR: on the passive side from
+/// the REQ on (the REQ names the peer's QPN, PSN and path; the passive side's
+/// QP is in RTR before its REP leaves), on the active side once the REP is received.
 struct CepGetRtrAttributesVerb {
   static constexpr const char* kName = "CepGetRtrAttributes";
   static constexpr uint32_t kOrdinal = 0x0B0E;

@@ -149,7 +149,10 @@ Status ConnectionManager::SendRep(CepObj* cep, QpObj* qp, const abi::CmRepParams
       return Status::INVALID_STATE;
     }
     if (qp->type != cep->qp_type) return Status::INVALID_SERVICE_TYPE;
-    if (qa.state != abi::QpState::INIT) return Status::INVALID_QP_STATE;
+    // INIT, or RTR already (with CepGetRtrAttributes: the order Linux's rdma_accept uses).
+    if (qa.state != abi::QpState::INIT && qa.state != abi::QpState::RTR) {
+      return Status::INVALID_QP_STATE;
+    }
     if (ca != cep->ca || qa.port_num != cep->port) return Status::INVALID_SETTING;
     cep->local_qpn = qp->qp_num;
     cep->sq_psn = p.starting_psn;

@@ -1,6 +1,8 @@
 // The ModifyQp attributes a connection's QP needs (IBA 12.9, as Linux's
-// ib_cm_init_qp_attr): RTR once the REP is sent or received (the peer's QPN and PSN, the
-// path, responder resources), RTS after (our PSN, ACK timeout and retries, initiator
+// ib_cm_init_qp_attr): RTR from the REQ on at the passive side (the REQ names the peer's QPN
+// and PSN, the path and the responder resources: the QP is in RTR before its REP leaves, so
+// the first SEND after the peer's RTU cannot find it in INIT) and once the REP is received at
+// the active side; RTS after (our PSN, ACK timeout and retries, initiator
 // depth; with an alternate path, path migration REARM), or after LAP/APR the RTS -> RTS
 // load of the new alternate path. QP transitions stay with the client.
 #include "runtime/al/src/cm/cm.h"
@@ -38,7 +40,9 @@ void AlternateAttributes(const CepObj& cep, abi::QpModifyAttributes* a) {
 
 Status ConnectionManager::RtrAttributes(CepObj* cep, abi::QpModifyAttributes* out) {
   kernel::SpinLockGuard guard(lock_);
-  if (!PastRep(cep->state)) return Status::INVALID_STATE;
+  const bool req_received =
+      cep->state == CepState::REQ_RCVD || cep->state == CepState::MRA_REQ_SENT;
+  if (!req_received && !PastRep(cep->state)) return Status::INVALID_STATE;
   abi::QpModifyAttributes a{};
   a.mask = M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN;
   a.state = abi::QpState::RTR;

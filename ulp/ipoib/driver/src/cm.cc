@@ -453,7 +453,9 @@ void OnListenEvent(Interface* i) {
     rep.params.rnr_retry_count = 7;
     rep.params.failover = abi::CmFailover::UNSUPPORTED;
     rep.params.srq = 1;
-    ok = kernel::IbCepSendRep(i->al, rep, pdata) == Status::SUCCESS && ToState(i, c, false);
+    // RTR before the REP leaves (as Linux's rdma_accept does): the peer may send as soon as it has
+    // the REP.
+    ok = ToState(i, c, false) && kernel::IbCepSendRep(i->al, rep, pdata) == Status::SUCCESS;
   }
   if (!ok) {
     abi::CepSendRejIn rej{};
